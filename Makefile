@@ -1,0 +1,36 @@
+# polite's checks. `make test` is what CI runs (see .ci/run).
+GO       ?= go
+PKGS     ?= ./...
+FUZZTIME ?= 30s
+BENCHTIME ?= 1s
+COUNT    ?= 6
+
+.PHONY: test fmt-check vet unit bench bench-peers fuzz politeness tidy-check
+
+test: fmt-check vet unit
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+unit:
+	$(GO) test -race -timeout 15m $(PKGS)
+
+# Micro-benchmarks of the library's hot paths. Compare runs with benchstat.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) $(PKGS)
+
+# Side by side with peer libraries; bench/ has its own go.mod so peers never
+# enter the library's dependencies.
+bench-peers:
+	cd bench && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...
+
+# Every fuzz target for FUZZTIME each (go test -fuzz takes one target at a time).
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; done

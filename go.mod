@@ -1,0 +1,3 @@
+module github.com/polite-go/polite
+
+go 1.26
