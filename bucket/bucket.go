@@ -1,0 +1,459 @@
+package bucket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Inf is the rate that admits everything: a bucket at Inf never refuses and
+// never records a debt.
+const Inf = math.MaxFloat64
+
+// MinRate is the smallest positive rate a Bucket keeps exactly; lower
+// positive rates are raised to it (one token per about 11.6 days).
+const MinRate = 1e-6
+
+// ErrExceedsBurst is returned (wrapped) when a single request costs more
+// tokens than the bucket can ever hold: waiting would never help.
+var ErrExceedsBurst = errors.New("bucket: cost exceeds burst")
+
+// ErrZeroRate is returned (wrapped) when a bucket at rate zero is asked to
+// reserve or wait: no token will ever arrive.
+var ErrZeroRate = errors.New("bucket: rate is zero")
+
+// epoch anchors the bucket's integer clock. Times are converted with
+// now.Sub(epoch), which uses the monotonic reading when both have one, so
+// wall-clock jumps do not mint or confiscate tokens.
+var epoch = time.Now()
+
+// frozen marks a bucket whose parameters are being replaced; see setParams.
+const frozen = math.MinInt64
+
+// longAgo is the state of a new bucket: full since long before any instant a
+// caller will pass (times before epoch are negative).
+const longAgo = -(int64(1) << 62)
+
+// maxSpan bounds every duration the arithmetic handles (about 73 years), so
+// sums of two spans never overflow an int64.
+const maxSpan = int64(1) << 61
+
+// params are a bucket's settings, immutable once published. Several buckets
+// may share one params value.
+type params struct {
+	rate   float64 // tokens per second as set; Inf admits all, 0 admits none
+	burst  int     // capacity in tokens; 1 in smooth mode
+	smooth bool    // evenly spaced: a request is admitted only when no debt remains
+	cost   int64   // ns per token (ceil of 1e9/rate); 0 when rate is Inf
+	tau    int64   // burst*cost: the span a full bucket covers
+}
+
+func newParams(rate float64, burst int, smooth bool) *params {
+	if math.IsNaN(rate) || rate < 0 {
+		rate = 0
+	}
+	if burst < 0 {
+		burst = 0
+	}
+	if smooth {
+		burst = 1
+	}
+	p := &params{rate: rate, burst: burst, smooth: smooth}
+	switch {
+	case rate >= Inf:
+		p.rate = Inf
+	case rate == 0:
+	default:
+		if rate < MinRate {
+			rate = MinRate
+		}
+		// Ceil: a bucket may run a hair slow, never fast. At 3 req/s the cost is
+		// 333,333,334 ns, so an hour admits 10,800 tokens after the first burst.
+		p.cost = int64(math.Ceil(1e9 / rate))
+		if p.cost < 1 {
+			p.cost = 1
+		}
+		p.tau = mulSat(int64(burst), p.cost)
+	}
+	return p
+}
+
+// costOf is the span n tokens cover.
+func (p *params) costOf(n int) int64 { return mulSat(int64(n), p.cost) }
+
+func mulSat(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	if a > maxSpan/b {
+		return maxSpan
+	}
+	return a * b
+}
+
+// Bucket is a token bucket with lazy, greedy refill: tokens accrue
+// continuously at Rate up to Burst, and nothing runs in the background.
+//
+// The state is the two numbers of the textbook bucket, tokens and the instant
+// they were counted, folded into one: the instant the bucket will be full
+// again ("full"). At time now the bucket holds
+//
+//	tokens = burst - (full - now) / cost    (burst when full <= now)
+//
+// where cost = ceil(1e9/rate) nanoseconds per token. Taking n tokens moves full
+// to max(full, now) + n*cost, and is allowed when the result lies no further
+// than burst*cost past now. All of it is integer nanoseconds, so long runs do
+// not drift: the only rounding is the ceil in cost, at most 1 ns per token, and
+// it errs on the slow side. This is the GCRA formulation; the same arithmetic
+// runs in the Redis script of fleet mode, in microseconds there.
+//
+// The zero Bucket admits nothing; use New or NewSmooth. A Bucket is safe for
+// concurrent use. Allow, Reserve and Wait are lock-free (one compare-and-swap
+// on the state); the setters take a per-bucket mutex.
+type Bucket struct {
+	full atomic.Int64           // ns since epoch when the bucket is full again; frozen while params change
+	p    atomic.Pointer[params] // current settings
+	mu   sync.Mutex             // serialises the setters
+}
+
+// New returns a bucket that admits rate tokens per second with bursts of up
+// to burst tokens, starting full. Rate Inf admits everything; rate 0 admits
+// nothing.
+func New(rate float64, burst int) *Bucket {
+	b := &Bucket{}
+	b.full.Store(longAgo)
+	b.p.Store(newParams(rate, burst, false))
+	return b
+}
+
+// NewSmooth returns a bucket in smooth mode: burst 1, requests spaced evenly
+// 1/rate apart (a request of cost n is followed by a gap of n/rate). It is
+// for hosts that must not see bursts.
+func NewSmooth(rate float64) *Bucket {
+	b := &Bucket{}
+	b.full.Store(longAgo)
+	b.p.Store(newParams(rate, 1, true))
+	return b
+}
+
+func nanos(t time.Time) int64 {
+	d := t.Sub(epoch)
+	return int64(d)
+}
+
+func fromNanos(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }
+
+// load returns a consistent (state, params) pair.
+func (b *Bucket) load() (int64, *params) {
+	for {
+		f := b.full.Load()
+		if f != frozen {
+			return f, b.p.Load()
+		}
+		runtime.Gosched() // a setter is between freeze and publish: a few ns
+	}
+}
+
+// Rate returns the current rate in tokens per second.
+func (b *Bucket) Rate() float64 {
+	if p := b.p.Load(); p != nil {
+		return p.rate
+	}
+	return 0
+}
+
+// Burst returns the current capacity in tokens.
+func (b *Bucket) Burst() int {
+	if p := b.p.Load(); p != nil {
+		return p.burst
+	}
+	return 0
+}
+
+// Smooth reports whether the bucket is in smooth mode.
+func (b *Bucket) Smooth() bool {
+	p := b.p.Load()
+	return p != nil && p.smooth
+}
+
+// Tokens returns the tokens available at now. It is negative when
+// reservations have run the bucket into debt.
+func (b *Bucket) Tokens(now time.Time) float64 {
+	f, p := b.load()
+	return tokensAt(f, p, nanos(now))
+}
+
+func tokensAt(f int64, p *params, now int64) float64 {
+	switch {
+	case p == nil || p.rate == 0:
+		return 0
+	case p.cost == 0:
+		return float64(p.burst)
+	case f <= now:
+		return float64(p.burst)
+	}
+	return float64(p.burst) - float64(f-now)/float64(p.cost)
+}
+
+// Allow reports whether one token is available now and takes it if so.
+func (b *Bucket) Allow() bool { return b.AllowN(time.Now(), 1) }
+
+// AllowN reports whether n tokens are available at now and takes them if so.
+// It never waits. A cost above the burst is never allowed.
+func (b *Bucket) AllowN(now time.Time, n int) bool {
+	_, ok, _ := b.takeN(nanos(now), n, 0)
+	return ok
+}
+
+// takeN is the whole algorithm: it moves full forward by n tokens if they are
+// available within maxWait of now, and returns the instant they are (act).
+// ok is false when they are not; err says why waiting cannot help.
+func (b *Bucket) takeN(now int64, n int, maxWait int64) (act int64, ok bool, err error) {
+	if n <= 0 {
+		return now, true, nil
+	}
+	for {
+		f, p := b.load()
+		switch {
+		case p == nil || p.rate == 0:
+			return 0, false, ErrZeroRate
+		case p.cost == 0:
+			return now, true, nil
+		case n > p.burst && !p.smooth:
+			return 0, false, fmt.Errorf("%w: cost %d, burst %d", ErrExceedsBurst, n, p.burst)
+		}
+		c := p.costOf(n)
+		limit := p.tau
+		if p.smooth {
+			limit = c // admitted once the previous debt is paid
+		}
+		start := max(f, now)
+		next := start + c
+		if next > now+maxSpan {
+			return 0, false, nil // debt beyond any sane horizon
+		}
+		wait := next - limit - now // how long until next-now fits in limit
+		if wait < 0 {
+			wait = 0
+		}
+		if wait > maxWait {
+			return now + wait, false, nil
+		}
+		if b.full.CompareAndSwap(f, next) {
+			return now + wait, true, nil
+		}
+	}
+}
+
+// Reservation holds tokens taken ahead of time. It is a small value; the zero
+// Reservation is not OK and cancelling it does nothing.
+type Reservation struct {
+	b   *Bucket
+	n   int
+	act int64 // ns since epoch when the tokens are there
+	ok  bool
+}
+
+// OK reports whether the reservation holds tokens.
+func (r Reservation) OK() bool { return r.ok }
+
+// TimeToAct returns the instant the reserved tokens are available.
+func (r Reservation) TimeToAct() time.Time { return fromNanos(r.act) }
+
+// DelayFrom returns how long after now the caller must wait before acting.
+func (r Reservation) DelayFrom(now time.Time) time.Duration {
+	if !r.ok {
+		return time.Duration(math.MaxInt64)
+	}
+	d := r.act - nanos(now)
+	if d < 0 {
+		return 0
+	}
+	return time.Duration(d)
+}
+
+// Cancel is CancelAt(time.Now()).
+func (r Reservation) Cancel() { r.CancelAt(time.Now()) }
+
+// CancelAt gives the reservation's tokens back if their time has not yet
+// come at now; once it has, the tokens count as used and nothing changes.
+// Cancelling twice gives back twice: cancel a reservation once.
+func (r Reservation) CancelAt(now time.Time) {
+	if !r.ok || r.b == nil || r.n <= 0 || nanos(now) >= r.act {
+		return
+	}
+	r.b.giveBack(r.n)
+}
+
+func (b *Bucket) giveBack(n int) {
+	for {
+		f, p := b.load()
+		if p == nil || p.cost == 0 {
+			return
+		}
+		next := f - p.costOf(n)
+		if b.full.CompareAndSwap(f, next) {
+			return
+		}
+	}
+}
+
+// Reserve is ReserveN(time.Now(), 1).
+func (b *Bucket) Reserve() (Reservation, error) { return b.ReserveN(time.Now(), 1) }
+
+// ReserveN takes n tokens now, paid for by waiting: the reservation says when
+// they are available. It fails only when waiting cannot help: a cost above the
+// burst, or a rate of zero.
+func (b *Bucket) ReserveN(now time.Time, n int) (Reservation, error) {
+	t := nanos(now)
+	act, ok, err := b.takeN(t, n, maxSpan)
+	if err != nil {
+		return Reservation{}, err
+	}
+	if !ok {
+		return Reservation{}, fmt.Errorf("bucket: reservation of %d tokens lies beyond any horizon", n)
+	}
+	return Reservation{b: b, n: n, act: act, ok: true}, nil
+}
+
+// Wait is WaitN(ctx, 1).
+func (b *Bucket) Wait(ctx context.Context) error { return b.WaitN(ctx, 1) }
+
+// WaitN blocks until n tokens are available and takes them. It returns
+// promptly with ctx's error when ctx ends first, and gives the tokens back.
+// When ctx has a deadline that falls before the tokens would be there, it
+// returns at once with an error wrapping context.DeadlineExceeded and takes
+// nothing. It does not allocate unless it has to sleep.
+func (b *Bucket) WaitN(ctx context.Context, n int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := time.Now()
+	t := nanos(now)
+	maxWait := maxSpan
+	if dl, ok := ctx.Deadline(); ok {
+		maxWait = max(0, nanos(dl)-t)
+	}
+	act, ok, err := b.takeN(t, n, maxWait)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("bucket: wait of %v for %d tokens would outlast the deadline: %w",
+			time.Duration(act-t), n, context.DeadlineExceeded)
+	}
+	if act <= t {
+		return nil
+	}
+	timer := time.NewTimer(time.Duration(act - t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		Reservation{b: b, n: n, act: act, ok: true}.CancelAt(time.Now())
+		return ctx.Err()
+	}
+}
+
+// Drain empties the bucket at now, as a host's 429 asks: the next token
+// arrives 1/rate later. Outstanding debt is kept, never forgiven.
+func (b *Bucket) Drain(now time.Time) {
+	t := nanos(now)
+	for {
+		f, p := b.load()
+		if p == nil || p.cost == 0 {
+			return
+		}
+		next := max(f, t+p.tau)
+		if next == f || b.full.CompareAndSwap(f, next) {
+			return
+		}
+	}
+}
+
+// SetRate changes the rate at now. Tokens accrued so far are kept exactly
+// (neither lost nor invented), and refill continues at the new rate. Setting
+// rate 0 empties the bucket: raising it later starts from empty.
+func (b *Bucket) SetRate(now time.Time, rate float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := b.p.Load()
+	burst, smooth := 0, false
+	if old != nil {
+		burst, smooth = old.burst, old.smooth
+	}
+	if old != nil && old.rate == rate {
+		return
+	}
+	b.setParams(now, newParams(rate, burst, smooth))
+}
+
+// SetBurst changes the capacity at now, keeping the tokens held (capped at
+// the new burst). It leaves smooth mode.
+func (b *Bucket) SetBurst(now time.Time, burst int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rate := 0.0
+	if old := b.p.Load(); old != nil {
+		if old.burst == burst && !old.smooth {
+			return
+		}
+		rate = old.rate
+	}
+	b.setParams(now, newParams(rate, burst, false))
+}
+
+// SetSmooth switches smooth mode on (burst 1, evenly spaced) or off (burst
+// restored to burst) at now.
+func (b *Bucket) SetSmooth(now time.Time, smooth bool, burst int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rate := 0.0
+	if old := b.p.Load(); old != nil {
+		rate = old.rate
+	}
+	b.setParams(now, newParams(rate, burst, smooth))
+}
+
+// setParams publishes np, converting the state so the token count at now is
+// unchanged. It freezes the state word first so no take can commit against
+// the old settings while the new ones are published; takes spin for the few
+// nanoseconds this lasts. b.mu must be held.
+func (b *Bucket) setParams(now time.Time, np *params) {
+	t := nanos(now)
+	var f int64
+	for {
+		f = b.full.Load()
+		if f != frozen && b.full.CompareAndSwap(f, frozen) {
+			break
+		}
+		runtime.Gosched()
+	}
+	old := b.p.Load()
+	var next int64
+	switch {
+	case np.cost == 0:
+		// Rate Inf admits all and rate 0 none: the state is unused until the
+		// rate changes again, and a rise from 0 starts empty (tokensAt is 0).
+		next = t
+	default:
+		tok := tokensAt(f, old, t) // 0 for a nil or zero-rate old
+		if tok >= float64(np.burst) {
+			next = t
+		} else {
+			debt := (float64(np.burst) - tok) * float64(np.cost)
+			if debt > float64(maxSpan) {
+				debt = float64(maxSpan)
+			}
+			next = t + int64(math.Round(debt))
+		}
+	}
+	b.p.Store(np)
+	b.full.Store(next)
+}

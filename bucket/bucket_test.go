@@ -1,0 +1,362 @@
+package bucket
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// at returns t0 plus d.
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+const ms = time.Millisecond
+
+// step is one row of a step table: at t, AllowN(n) must answer ok, or (with
+// set) the settings change.
+type step struct {
+	t     time.Duration
+	n     int
+	ok    bool
+	op    string // "" = AllowN; "rate", "burst", "drain", "tokens"
+	value float64
+}
+
+func run(t *testing.T, b *Bucket, steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		now := at(s.t)
+		switch s.op {
+		case "":
+			if got := b.AllowN(now, s.n); got != s.ok {
+				t.Errorf("step %d: AllowN(t0+%v, %d) = %v, want %v (tokens %.3f)", i, s.t, s.n, got, s.ok, b.Tokens(now))
+			}
+		case "rate":
+			b.SetRate(now, s.value)
+		case "burst":
+			b.SetBurst(now, int(s.value))
+		case "drain":
+			b.Drain(now)
+		case "tokens":
+			if got := b.Tokens(now); math.Abs(got-s.value) > 1e-6 {
+				t.Errorf("step %d: Tokens(t0+%v) = %.6f, want %.6f", i, s.t, got, s.value)
+			}
+		}
+	}
+}
+
+func TestAllowN(t *testing.T) {
+	tests := []struct {
+		name  string
+		b     *Bucket
+		steps []step
+	}{
+		{"burst then steady rate", New(10, 3), []step{
+			{t: 0, n: 1, ok: true},
+			{t: 0, n: 1, ok: true},
+			{t: 0, n: 1, ok: true},
+			{t: 0, n: 1, ok: false},
+			{t: 99 * ms, n: 1, ok: false},
+			{t: 100 * ms, n: 1, ok: true},
+			{t: 150 * ms, n: 1, ok: false},
+			{t: 200 * ms, n: 1, ok: true},
+			{t: 300 * ms, n: 1, ok: true},
+			{t: 300 * ms, n: 1, ok: false},
+		}},
+		{"refill after idle capped at burst", New(10, 3), []step{
+			{t: 0, n: 3, ok: true},
+			{t: 0, op: "tokens", value: 0},
+			{t: time.Hour, op: "tokens", value: 3},
+			{t: time.Hour, n: 1, ok: true},
+			{t: time.Hour, n: 1, ok: true},
+			{t: time.Hour, n: 1, ok: true},
+			{t: time.Hour, n: 1, ok: false},
+		}},
+		{"weighted cost", New(4, 4), []step{
+			{t: 0, n: 3, ok: true},
+			{t: 0, n: 2, ok: false}, // 1 left
+			{t: 0, n: 1, ok: true},
+			{t: 250 * ms, n: 2, ok: false},
+			{t: 500 * ms, n: 2, ok: true},
+			{t: 500 * ms, n: 5, ok: false}, // above burst: never
+			{t: time.Hour, n: 5, ok: false},
+			{t: time.Hour, n: 4, ok: true},
+		}},
+		{"drain", New(2, 5), []step{
+			{t: 0, op: "tokens", value: 5},
+			{t: 0, op: "drain"},
+			{t: 0, op: "tokens", value: 0},
+			{t: 0, n: 1, ok: false},
+			{t: 499 * ms, n: 1, ok: false},
+			{t: 500 * ms, n: 1, ok: true},
+		}},
+		{"drain keeps debt", New(1, 1), []step{
+			{t: 0, n: 1, ok: true},
+			{t: 0, op: "drain"},
+			{t: 999 * ms, n: 1, ok: false},
+			{t: time.Second, n: 1, ok: true},
+		}},
+		{"set rate mid-stream keeps accrued tokens", New(10, 10), []step{
+			{t: 0, n: 10, ok: true},
+			{t: 500 * ms, op: "tokens", value: 5},
+			{t: 500 * ms, op: "rate", value: 2},
+			{t: 500 * ms, op: "tokens", value: 5},
+			{t: 1000 * ms, op: "tokens", value: 6},
+			{t: 1000 * ms, n: 6, ok: true},
+			{t: 1000 * ms, n: 1, ok: false},
+			{t: 1500 * ms, n: 1, ok: true},
+			{t: 1500 * ms, op: "rate", value: 100},
+			{t: 1510 * ms, n: 1, ok: true},
+			{t: 1510 * ms, n: 1, ok: false},
+		}},
+		{"set burst caps tokens", New(1, 10), []step{
+			{t: 0, op: "burst", value: 2},
+			{t: 0, op: "tokens", value: 2},
+			{t: 0, n: 2, ok: true},
+			{t: 0, op: "burst", value: 4},
+			{t: 0, op: "tokens", value: 0},
+			{t: 10 * time.Second, op: "tokens", value: 4},
+		}},
+		{"zero rate admits nothing", New(0, 5), []step{
+			{t: 0, n: 1, ok: false},
+			{t: time.Hour, n: 1, ok: false},
+			{t: time.Hour, op: "rate", value: 1},
+			{t: time.Hour, op: "tokens", value: 0},
+			{t: time.Hour + time.Second, n: 1, ok: true},
+		}},
+		{"infinite rate admits all", New(Inf, 0), []step{
+			{t: 0, n: 1, ok: true},
+			{t: 0, n: 1000, ok: true},
+			{t: 0, op: "rate", value: 1},
+			{t: 0, n: 1, ok: false}, // burst 0
+		}},
+		{"zero bucket admits nothing", &Bucket{}, []step{
+			{t: 0, n: 1, ok: false},
+		}},
+		{"times before the package epoch", New(1, 1), []step{
+			{t: -24 * 365 * 60 * time.Hour, n: 1, ok: true},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { run(t, tt.b, tt.steps) })
+	}
+}
+
+func TestSmoothSpacing(t *testing.T) {
+	b := NewSmooth(4) // one every 250 ms, never two at once
+	run(t, b, []step{
+		{t: 0, n: 1, ok: true},
+		{t: 0, n: 1, ok: false},
+		{t: 249 * ms, n: 1, ok: false},
+		{t: 250 * ms, n: 1, ok: true},
+		{t: 10 * time.Second, n: 1, ok: true}, // idle does not bank a burst
+		{t: 10 * time.Second, n: 1, ok: false},
+		{t: 10250 * ms, n: 3, ok: true}, // weighted: followed by a 750 ms gap
+		{t: 10999 * ms, n: 1, ok: false},
+		{t: 11 * time.Second, n: 1, ok: true},
+	})
+	if got := b.Burst(); got != 1 {
+		t.Errorf("Burst() = %d, want 1", got)
+	}
+}
+
+// TestOneHourExact runs a 3 req/s bucket (and others) for an hour: the
+// integer clock must not drift. Three ways to consume: a chain of
+// reservations, polling with AllowN (burst 2, so polling granularity loses
+// nothing), and Wait under a fake clock.
+func TestOneHourExact(t *testing.T) {
+	for _, tt := range []struct {
+		rate float64
+		want int // tokens accrued in an hour, plus the initial one
+	}{{3, 10801}, {0.3, 1081}, {7, 25201}, {1000.0 / 3, 1200001}} {
+		b := New(tt.rate, 1)
+		got := 0
+		for {
+			r, err := b.ReserveN(at(0), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.TimeToAct().After(at(time.Hour)) {
+				break
+			}
+			got++
+		}
+		if got < tt.want-1 || got > tt.want+1 {
+			t.Errorf("rate %v: reserved %d within an hour, want %d ± 1", tt.rate, got, tt.want)
+		}
+
+		b = New(tt.rate, 2)
+		got = 0
+		for d := time.Duration(0); d <= time.Hour; d += time.Millisecond {
+			for b.AllowN(at(d), 1) {
+				got++
+			}
+		}
+		if want := tt.want + 1; got < want-1 || got > want+1 {
+			t.Errorf("rate %v burst 2: polling admitted %d within an hour, want %d ± 1", tt.rate, got, want)
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		b := New(3, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour+time.Millisecond)
+		defer cancel()
+		got := 0
+		for b.Wait(ctx) == nil {
+			got++
+		}
+		if got < 10800 || got > 10802 {
+			t.Errorf("Wait at 3/s admitted %d in an hour, want 10801 ± 1", got)
+		}
+	})
+}
+
+func TestReserveAndCancel(t *testing.T) {
+	b := New(10, 1)
+	r0, err := b.ReserveN(at(0), 1)
+	if err != nil || r0.DelayFrom(at(0)) != 0 {
+		t.Fatalf("ReserveN(t0, 1) = %v, %v; want no delay", r0.DelayFrom(at(0)), err)
+	}
+	r1, _ := b.ReserveN(at(0), 1)
+	if got := r1.DelayFrom(at(0)); got != 100*ms {
+		t.Errorf("second ReserveN delay = %v, want 100ms", got)
+	}
+	r2, _ := b.ReserveN(at(0), 1)
+	if got := r2.DelayFrom(at(0)); got != 200*ms {
+		t.Errorf("third ReserveN delay = %v, want 200ms", got)
+	}
+	r2.CancelAt(at(50 * ms))
+	r1.CancelAt(at(50 * ms))
+	if got := b.Tokens(at(100 * ms)); math.Abs(got-1) > 1e-9 {
+		t.Errorf("Tokens after cancelling = %v, want 1", got)
+	}
+	// A reservation whose time has come counts as used.
+	r3, _ := b.ReserveN(at(100*ms), 1)
+	r4, _ := b.ReserveN(at(100*ms), 1)
+	r4.CancelAt(at(300 * ms))
+	_ = r3
+	if got := b.Tokens(at(300 * ms)); math.Abs(got-1) > 1e-9 {
+		t.Errorf("Tokens after late cancel = %v, want 1 (cancel must not give back)", got)
+	}
+	if _, err := b.ReserveN(at(0), 2); !errors.Is(err, ErrExceedsBurst) {
+		t.Errorf("ReserveN(cost 2 > burst 1) error = %v, want ErrExceedsBurst", err)
+	}
+	if _, err := New(0, 1).ReserveN(at(0), 1); !errors.Is(err, ErrZeroRate) {
+		t.Errorf("ReserveN at rate 0 error = %v, want ErrZeroRate", err)
+	}
+}
+
+func TestWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(5, 1)
+		start := time.Now()
+		ctx := context.Background()
+		for i := range 6 {
+			if err := b.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := time.Since(start), time.Duration(i)*200*ms; got != want {
+				t.Errorf("Wait %d returned at +%v, want +%v", i, got, want)
+			}
+		}
+	})
+}
+
+func TestWaitCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(1, 1)
+		b.Allow()
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error)
+		go func() { errc <- b.Wait(ctx) }()
+		time.Sleep(300 * ms)
+		cancel()
+		err := <-errc
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait = %v, want context.Canceled", err)
+		}
+		// The token the waiter reserved was given back: one is there at +1s.
+		time.Sleep(700 * ms)
+		if !b.Allow() {
+			t.Errorf("Allow at +1s after a cancelled Wait = false, want true")
+		}
+	})
+}
+
+func TestWaitDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := New(1, 1)
+		b.Allow()
+		ctx, cancel := context.WithTimeout(context.Background(), 500*ms)
+		defer cancel()
+		start := time.Now()
+		err := b.Wait(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Wait = %v, want DeadlineExceeded", err)
+		}
+		if time.Since(start) != 0 {
+			t.Errorf("Wait with a hopeless deadline took %v, want an immediate answer", time.Since(start))
+		}
+		if err := b.WaitN(context.Background(), 2); !errors.Is(err, ErrExceedsBurst) {
+			t.Errorf("WaitN(2) with burst 1 = %v, want ErrExceedsBurst", err)
+		}
+		done, cancel2 := context.WithCancel(context.Background())
+		cancel2()
+		if err := b.Wait(done); !errors.Is(err, context.Canceled) {
+			t.Errorf("Wait(cancelled ctx) = %v, want context.Canceled", err)
+		}
+	})
+}
+
+// TestConcurrentExact hammers one bucket from many goroutines, including a
+// setter: the number admitted must be exactly what the arithmetic allows.
+func TestConcurrentExact(t *testing.T) {
+	b := New(1000, 100)
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 2000 {
+				now := at(time.Duration(i) * ms)
+				if b.AllowN(now, 1) {
+					admitted.Add(1)
+				}
+				if g == 0 && i%100 == 0 {
+					b.SetRate(now, 1000) // no-op change: must not disturb
+					b.SetBurst(now, 100)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Over 2 s of explicit time at 1000/s with burst 100: at most 100 + 1999 + 1.
+	if got := admitted.Load(); got > 2100 || got < 1000 {
+		t.Errorf("admitted %d, want at most 2100 and at least 1000", got)
+	}
+}
+
+func TestSetRateRaceKeepsTokens(t *testing.T) {
+	b := New(10, 10)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for i := range 1000 {
+				b.SetRate(at(0), float64(1+i%7))
+			}
+		})
+		wg.Go(func() {
+			for range 1000 {
+				b.Tokens(at(0))
+			}
+		})
+	}
+	wg.Wait()
+	if got := b.Tokens(at(0)); math.Abs(got-10) > 1e-6 {
+		t.Errorf("Tokens after rate churn at one instant = %v, want 10", got)
+	}
+}
