@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -113,12 +112,13 @@ func mulSat(a, b int64) int64 {
 // runs in the Redis script of fleet mode, in microseconds there.
 //
 // The zero Bucket admits nothing; use New or NewSmooth. A Bucket is safe for
-// concurrent use. Allow, Reserve and Wait are lock-free (one compare-and-swap
-// on the state); the setters take a per-bucket mutex.
+// concurrent use and lock-free: Allow, Reserve and Wait are one
+// compare-and-swap on the state; setters freeze the state while they publish.
+// A Bucket is 16 bytes plus its settings, which buckets created with the same
+// arguments by Init may share.
 type Bucket struct {
-	full atomic.Int64           // ns since epoch when the bucket is full again; frozen while params change
+	full atomic.Int64           // ns since epoch when the bucket is full again; frozen while a setter runs
 	p    atomic.Pointer[params] // current settings
-	mu   sync.Mutex             // serialises the setters
 }
 
 // New returns a bucket that admits rate tokens per second with bursts of up
@@ -139,6 +139,35 @@ func NewSmooth(rate float64) *Bucket {
 	b.full.Store(longAgo)
 	b.p.Store(newParams(rate, 1, true))
 	return b
+}
+
+// Settings are a rate, a burst and a mode, prepared once and shared by any
+// number of buckets: a registry of a million hosts keeps one per rule rather
+// than one per host. The zero Settings admit nothing.
+type Settings struct{ p *params }
+
+// NewSettings prepares settings for Init. Smooth forces burst 1.
+func NewSettings(rate float64, burst int, smooth bool) Settings {
+	return Settings{newParams(rate, burst, smooth)}
+}
+
+// Init makes b a full bucket with settings s, for buckets embedded by value.
+// It must not race with any other use of b.
+func (b *Bucket) Init(s Settings) {
+	b.full.Store(longAgo)
+	b.p.Store(s.p)
+}
+
+// Full reports whether the bucket has been full since at least since: no
+// token has been taken from it after that instant (minus the time a full
+// refill takes). A registry evicts such a bucket without granting anything:
+// a new bucket would start full too.
+func (b *Bucket) Full(since time.Time) bool {
+	f, p := b.load()
+	if p == nil || p.cost == 0 {
+		return true
+	}
+	return f <= nanos(since)
 }
 
 func nanos(t time.Time) int64 {
@@ -381,51 +410,51 @@ func (b *Bucket) Drain(now time.Time) {
 // (neither lost nor invented), and refill continues at the new rate. Setting
 // rate 0 empties the bucket: raising it later starts from empty.
 func (b *Bucket) SetRate(now time.Time, rate float64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	old := b.p.Load()
-	burst, smooth := 0, false
-	if old != nil {
-		burst, smooth = old.burst, old.smooth
-	}
-	if old != nil && old.rate == rate {
-		return
-	}
-	b.setParams(now, newParams(rate, burst, smooth))
+	b.update(now, func(old *params) *params {
+		if old == nil {
+			return newParams(rate, 0, false)
+		}
+		if old.rate == rate {
+			return nil
+		}
+		return newParams(rate, old.burst, old.smooth)
+	})
 }
 
 // SetBurst changes the capacity at now, keeping the tokens held (capped at
 // the new burst). It leaves smooth mode.
 func (b *Bucket) SetBurst(now time.Time, burst int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	rate := 0.0
-	if old := b.p.Load(); old != nil {
-		if old.burst == burst && !old.smooth {
-			return
+	b.update(now, func(old *params) *params {
+		if old == nil {
+			return newParams(0, burst, false)
 		}
-		rate = old.rate
-	}
-	b.setParams(now, newParams(rate, burst, false))
+		if old.burst == burst && !old.smooth {
+			return nil
+		}
+		return newParams(old.rate, burst, false)
+	})
 }
 
-// SetSmooth switches smooth mode on (burst 1, evenly spaced) or off (burst
-// restored to burst) at now.
+// SetSmooth switches smooth mode on (burst 1, evenly spaced) or off, with
+// the given burst, at now.
 func (b *Bucket) SetSmooth(now time.Time, smooth bool, burst int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	rate := 0.0
-	if old := b.p.Load(); old != nil {
-		rate = old.rate
-	}
-	b.setParams(now, newParams(rate, burst, smooth))
+	b.update(now, func(old *params) *params {
+		rate := 0.0
+		if old != nil {
+			rate = old.rate
+		}
+		return newParams(rate, burst, smooth)
+	})
 }
 
-// setParams publishes np, converting the state so the token count at now is
-// unchanged. It freezes the state word first so no take can commit against
-// the old settings while the new ones are published; takes spin for the few
-// nanoseconds this lasts. b.mu must be held.
-func (b *Bucket) setParams(now time.Time, np *params) {
+// update publishes the params change returns (nil: no change), converting the
+// state so the token count at now is unchanged. It freezes the state word
+// first, which makes the setter exclusive and keeps any take from committing
+// against the old settings while the new ones are published; takes spin for
+// the few nanoseconds this lasts. (A take that read the state just before the
+// freeze can still commit afterwards only if the converted state is the very
+// same number, in which case the two settings agree on it.)
+func (b *Bucket) update(now time.Time, change func(old *params) *params) {
 	t := nanos(now)
 	var f int64
 	for {
@@ -436,6 +465,11 @@ func (b *Bucket) setParams(now time.Time, np *params) {
 		runtime.Gosched()
 	}
 	old := b.p.Load()
+	np := change(old)
+	if np == nil {
+		b.full.Store(f)
+		return
+	}
 	var next int64
 	switch {
 	case np.cost == 0:
