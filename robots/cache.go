@@ -1,0 +1,333 @@
+package robots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults for the zero fields of Cache.
+const (
+	DefaultTTL      = 24 * time.Hour
+	DefaultErrorTTL = time.Minute
+	DefaultTimeout  = time.Minute
+)
+
+// maxRedirects is how many consecutive redirects a fetch follows; RFC 9309
+// §2.3.1.2 asks for at least five.
+const maxRedirects = 5
+
+// maxErrorTTL caps the growing retry interval after consecutive failures, so
+// a host that comes back is noticed within the hour.
+const maxErrorTTL = time.Hour
+
+var errTooManyRedirects = errors.New("robots: more than 5 redirects")
+
+// Cache fetches robots.txt files and keeps them per origin (scheme, host and
+// port), applying the status rules of RFC 9309 §2.3.1:
+//
+//   - 2xx: the body (up to MaxBytes) is parsed.
+//   - 4xx other than 429: there is no robots.txt; everything is allowed.
+//   - 5xx, 429, a network error or more than five redirects: the file is
+//     unreachable and everything is disallowed, unless an earlier good copy
+//     (2xx or 4xx) is cached, which is kept. It is retried after ErrorTTL,
+//     doubling with each consecutive failure up to an hour (or TTL).
+//
+// Redirects are followed, across hosts too, and the result counts for the
+// origin first asked for (§2.3.1.2). Treating a sixth redirect as
+// unreachable is stricter than the RFC's "MAY assume unavailable" (allow
+// all) and than Google; a polite crawler does not guess it is welcome.
+//
+// Concurrent Gets for one origin share one fetch. The fetch runs detached
+// from the callers' contexts (keeping their values), bounded by Timeout, so
+// a caller that gives up neither cancels it for the others nor gets a
+// "disallow everything" for its own impatience.
+//
+// The zero value is ready to use. Fields must not be changed after the first
+// Get. A Cache is safe for concurrent use.
+type Cache struct {
+	// Client fetches robots.txt. If nil, http.DefaultClient is used. To
+	// count the fetch against the host's budget, use a client whose
+	// transport is the host's limiter; that transport must let requests
+	// for which IsFetch reports true through without consulting this
+	// Cache. Its CheckRedirect, if any, is called as well.
+	Client *http.Client
+	// UserAgent, if not empty, is sent as the User-Agent header.
+	UserAgent string
+	// TTL is how long a fetched robots.txt (2xx or 4xx) is used before it
+	// is fetched again. If zero, DefaultTTL (24 h; RFC 9309 §2.4 says not
+	// to use a copy longer than that) is used.
+	TTL time.Duration
+	// ErrorTTL is how long an unreachable result stands before the next
+	// fetch. It doubles with each consecutive failure, up to an hour or
+	// TTL, whichever is shorter (but never below ErrorTTL itself). If zero,
+	// DefaultErrorTTL (1 min) is used.
+	ErrorTTL time.Duration
+	// Timeout bounds one fetch, redirects and body included. If zero,
+	// DefaultTimeout (1 min) is used.
+	Timeout time.Duration
+	// MaxBytes bounds how much of the body is read and parsed. If zero,
+	// MaxSize (500 KiB, the RFC 9309 §2.5 minimum) is used.
+	MaxBytes int
+	// Logger receives a Debug record per fetch and a Warn record per failed
+	// one. If nil, nothing is logged.
+	Logger *slog.Logger
+
+	now func() time.Time // for tests outside a synctest bubble; nil = time.Now
+
+	// mu guards entries, calls and sweepAt.
+	mu      sync.Mutex
+	entries map[string]*entry
+	calls   map[string]*call
+	sweepAt int
+}
+
+// entry is the cached answer for one origin.
+type entry struct {
+	robots   *Robots
+	expires  time.Time
+	failures int // consecutive Unreachable fetches
+}
+
+// call is a fetch in flight; done is closed once robots is set.
+type call struct {
+	done   chan struct{}
+	robots *Robots
+}
+
+type fetchKey struct{}
+
+// IsFetch reports whether req is a robots.txt fetch made by a Cache, or a
+// redirect it follows. A RoundTripper that checks every request against a
+// Cache must send these through unchecked: a fetch that waited for its own
+// robots.txt would wait forever.
+func IsFetch(req *http.Request) bool {
+	return req.Context().Value(fetchKey{}) != nil
+}
+
+// Origin returns the cache key for u, "scheme://host[:port]" in lower case
+// with a default port dropped, and the robots.txt URL is Origin + "/robots.txt".
+// It fails for a URL that is not http or https or has no host.
+func Origin(u *url.URL) (string, error) {
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return "", fmt.Errorf("robots: unsupported scheme %q", u.Scheme)
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if host == "" {
+		return "", fmt.Errorf("robots: no host in URL")
+	}
+	if port == "80" && scheme == "http" || port == "443" && scheme == "https" {
+		port = ""
+	}
+	if port != "" || strings.Contains(host, ":") {
+		if port == "" {
+			return scheme + "://[" + host + "]", nil
+		}
+		return scheme + "://" + net.JoinHostPort(host, port), nil
+	}
+	return scheme + "://" + host, nil
+}
+
+// Get returns the robots.txt rules for u's origin, fetching them if they are
+// not cached or have expired. A failed fetch is not an error: it yields a
+// Robots whose Source is Unreachable and that disallows everything (or the
+// earlier good copy). Get fails only for a URL it cannot fetch robots.txt
+// for (see Origin) or when ctx is done first.
+func (c *Cache) Get(ctx context.Context, u *url.URL) (*Robots, error) {
+	key, err := Origin(u)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if e := c.entries[key]; e != nil && c.clock().Before(e.expires) {
+		c.mu.Unlock()
+		return e.robots, nil
+	}
+	cl := c.calls[key]
+	if cl == nil {
+		cl = &call{done: make(chan struct{})}
+		if c.calls == nil {
+			c.calls = make(map[string]*call)
+		}
+		c.calls[key] = cl
+		go c.run(context.WithoutCancel(ctx), key, cl)
+	}
+	c.mu.Unlock()
+
+	select {
+	case <-cl.done:
+		return cl.robots, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// run fetches key's robots.txt, stores the outcome and wakes the callers.
+func (c *Cache) run(ctx context.Context, key string, cl *call) {
+	r := c.fetch(ctx, key)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock()
+	prev := c.entries[key]
+	e := &entry{robots: r, expires: now.Add(c.ttl())}
+	if r.source == Unreachable {
+		e.failures = 1
+		if prev != nil {
+			e.failures = prev.failures + 1
+			if prev.robots.source != Unreachable {
+				e.robots = prev.robots // keep the good copy
+			}
+		}
+		wait := c.errorTTL(e.failures)
+		e.expires = now.Add(wait)
+		c.log(ctx, slog.LevelWarn, "robots.txt unreachable", key, r.status,
+			slog.String("reason", r.err.Error()), slog.Duration("delay", wait),
+			slog.Bool("stale", e.robots != r))
+	}
+	if c.entries == nil {
+		c.entries = make(map[string]*entry)
+	}
+	c.entries[key] = e
+	delete(c.calls, key)
+	cl.robots = e.robots
+	close(cl.done)
+	c.sweep(now)
+}
+
+// sweep drops entries that expired more than a TTL ago, once the map has
+// doubled since the last sweep: memory stays proportional to the origins in
+// use and the cost per Get stays constant. An expired entry is kept a while
+// because it is the good copy a failing fetch falls back on.
+func (c *Cache) sweep(now time.Time) {
+	if len(c.entries) < c.sweepAt {
+		return
+	}
+	cutoff := now.Add(-c.ttl())
+	for k, e := range c.entries {
+		if e.expires.Before(cutoff) {
+			delete(c.entries, k)
+		}
+	}
+	c.sweepAt = max(2*len(c.entries), 1024)
+}
+
+// fetch gets key + "/robots.txt" and turns the outcome into a Robots.
+func (c *Cache) fetch(ctx context.Context, key string) *Robots {
+	ctx = context.WithValue(ctx, fetchKey{}, true)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, key+"/robots.txt", nil)
+	if err != nil {
+		return disallowAll(0, err)
+	}
+	if c.UserAgent != "" {
+		req.Header.Set("User-Agent", c.UserAgent)
+	}
+	resp, err := c.client().Do(req)
+	if err != nil {
+		return disallowAll(0, err)
+	}
+	defer resp.Body.Close()
+	code := resp.StatusCode
+	c.log(ctx, slog.LevelDebug, "robots.txt fetched", key, code)
+	switch {
+	case code >= 200 && code <= 299:
+		limit := c.maxBytes()
+		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+		if err != nil {
+			return disallowAll(code, fmt.Errorf("robots: reading body: %w", err))
+		}
+		r := parse(data, limit)
+		r.status = code
+		return r
+	case code == http.StatusTooManyRequests:
+		// A 4xx by number but "slow down" by meaning; Google treats it
+		// as a server error too. Allowing everything would be the worst
+		// answer to a host asking for less.
+		return disallowAll(code, fmt.Errorf("robots: status %d", code))
+	case code >= 400 && code <= 499:
+		return allowAll(code)
+	}
+	return disallowAll(code, fmt.Errorf("robots: status %d", code))
+}
+
+// client returns a copy of the configured client that stops after
+// maxRedirects redirects.
+func (c *Cache) client() *http.Client {
+	cl := http.DefaultClient
+	if c.Client != nil {
+		cl = c.Client
+	}
+	cp := *cl
+	check := cl.CheckRedirect
+	cp.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) > maxRedirects {
+			return errTooManyRedirects
+		}
+		if check != nil {
+			return check(req, via)
+		}
+		return nil
+	}
+	return &cp
+}
+
+func (c *Cache) log(ctx context.Context, level slog.Level, msg, key string, status int, attrs ...slog.Attr) {
+	if c.Logger == nil {
+		return
+	}
+	attrs = append([]slog.Attr{slog.String("host", key), slog.Int("status", status)}, attrs...)
+	c.Logger.LogAttrs(ctx, level, msg, attrs...)
+}
+
+func (c *Cache) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+func (c *Cache) ttl() time.Duration {
+	if c.TTL > 0 {
+		return c.TTL
+	}
+	return DefaultTTL
+}
+
+// errorTTL is the wait after the n-th consecutive failure: ErrorTTL doubled
+// n-1 times, capped.
+func (c *Cache) errorTTL(n int) time.Duration {
+	d := c.ErrorTTL
+	if d <= 0 {
+		d = DefaultErrorTTL
+	}
+	limit := max(min(maxErrorTTL, c.ttl()), d)
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+func (c *Cache) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (c *Cache) maxBytes() int {
+	if c.MaxBytes > 0 {
+		return c.MaxBytes
+	}
+	return MaxSize
+}

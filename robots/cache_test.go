@@ -1,0 +1,592 @@
+package robots
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+const privateRobots = "User-agent: *\nDisallow: /private/\n"
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// countingServer serves h on loopback and counts requests for /robots.txt.
+func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			n.Add(1)
+		}
+		h(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+// fakeClock is a settable clock for socket tests, which cannot run in a
+// synctest bubble.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// RFC 9309 §2.3.1.3 and §2.3.1.4 over real HTTP.
+func TestCacheStatus(t *testing.T) {
+	tests := []struct {
+		status      int
+		wantSource  Source
+		wantPrivate bool // may /private/x be fetched?
+	}{
+		{200, Parsed, false},
+		{203, Parsed, false},
+		{400, Unavailable, true},
+		{401, Unavailable, true},
+		{403, Unavailable, true},
+		{404, Unavailable, true},
+		{410, Unavailable, true},
+		{429, Unreachable, false},
+		{500, Unreachable, false},
+		{502, Unreachable, false},
+		{503, Unreachable, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
+			srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tt.status)
+				fmt.Fprint(w, privateRobots)
+			})
+			var c Cache
+			r, err := c.Get(t.Context(), mustURL(t, srv.URL+"/private/x"))
+			if err != nil {
+				t.Fatalf("Get() error = %v", err)
+			}
+			if r.Source() != tt.wantSource || r.StatusCode() != tt.status {
+				t.Errorf("Get() = source %v status %d, want %v %d", r.Source(), r.StatusCode(), tt.wantSource, tt.status)
+			}
+			if got := r.Allowed("polite", "/private/x"); got != tt.wantPrivate {
+				t.Errorf("Allowed(polite, /private/x) = %v, want %v", got, tt.wantPrivate)
+			}
+			if !r.Allowed("polite", "/public") && tt.wantSource != Unreachable {
+				t.Errorf("Allowed(polite, /public) = false, want true")
+			}
+			if (r.Err() != nil) != (tt.wantSource == Unreachable) {
+				t.Errorf("Err() = %v, want an error only when unreachable", r.Err())
+			}
+		})
+	}
+}
+
+func TestCacheNetworkError(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close() // nothing listens there now
+	var c Cache
+	r, err := c.Get(t.Context(), mustURL(t, srv.URL+"/x"))
+	if err != nil {
+		t.Fatalf("Get() error = %v", err)
+	}
+	if r.Source() != Unreachable || r.StatusCode() != 0 || r.Err() == nil {
+		t.Errorf("Get(closed server) = %v, %d, %v, want unreachable, 0, an error", r.Source(), r.StatusCode(), r.Err())
+	}
+	v := r.Test("polite", "/x")
+	if v.Allowed || v.Rule != (Rule{Pattern: "/"}) {
+		t.Errorf("Test(polite, /x) = %+v, want disallowed by the implied Disallow: /", v)
+	}
+	if !r.Allowed("polite", "/robots.txt") {
+		t.Errorf("Allowed(polite, /robots.txt) = false, want true")
+	}
+}
+
+// RFC 9309 §2.3.1.2: at least five redirects are followed; more is
+// treated as unreachable (our choice, see Cache).
+func TestCacheRedirects(t *testing.T) {
+	for _, hops := range []int{0, 1, 5, 6, 10} {
+		t.Run(fmt.Sprintf("%d hops", hops), func(t *testing.T) {
+			srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+				step := 0
+				if r.URL.Path != "/robots.txt" {
+					fmt.Sscanf(r.URL.Path, "/hop%d", &step)
+				}
+				if step < hops {
+					http.Redirect(w, r, fmt.Sprintf("/hop%d", step+1), http.StatusMovedPermanently)
+					return
+				}
+				fmt.Fprint(w, privateRobots)
+			})
+			var c Cache
+			r, err := c.Get(t.Context(), mustURL(t, srv.URL))
+			if err != nil {
+				t.Fatalf("Get() error = %v", err)
+			}
+			want := Parsed
+			if hops > maxRedirects {
+				want = Unreachable
+			}
+			if r.Source() != want {
+				t.Errorf("Get() after %d redirects: source %v (err %v), want %v", hops, r.Source(), r.Err(), want)
+			}
+			if r.Allowed("polite", "/private/x") {
+				t.Errorf("Allowed(polite, /private/x) = true, want false")
+			}
+		})
+	}
+}
+
+func TestCacheRedirectAcrossHosts(t *testing.T) {
+	target, targetCount := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, privateRobots)
+	})
+	origin, originCount := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/robots.txt", http.StatusFound)
+	})
+	var c Cache
+	r, err := c.Get(t.Context(), mustURL(t, origin.URL))
+	if err != nil || r.Source() != Parsed || r.Allowed("x", "/private/a") {
+		t.Fatalf("Get(origin) = %v, %v; want the target's rules", r.Source(), err)
+	}
+	// The rules count for the origin asked for, not for the target.
+	if _, err := c.Get(t.Context(), mustURL(t, target.URL)); err != nil {
+		t.Fatal(err)
+	}
+	if o, g := originCount.Load(), targetCount.Load(); o != 1 || g != 2 {
+		t.Errorf("fetches: origin %d, target %d, want 1, 2", o, g)
+	}
+}
+
+// A failed refresh keeps the earlier good copy; a later success replaces it.
+func TestCacheKeepsGoodCopy(t *testing.T) {
+	var failing atomic.Bool
+	var body atomic.Value
+	body.Store(privateRobots)
+	srv, n := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, body.Load())
+	})
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := &Cache{TTL: time.Hour, ErrorTTL: time.Minute, now: clock.now}
+	u := mustURL(t, srv.URL)
+
+	good, _ := c.Get(t.Context(), u)
+	if good.Source() != Parsed {
+		t.Fatalf("first Get() = %v, want parsed", good.Source())
+	}
+	failing.Store(true)
+	clock.advance(time.Hour + time.Second)
+	r, _ := c.Get(t.Context(), u)
+	if r != good || n.Load() != 2 {
+		t.Errorf("Get() after TTL with 503 = %v (fetches %d), want the good copy after 2 fetches", r.Source(), n.Load())
+	}
+	clock.advance(30 * time.Second) // within ErrorTTL: no fetch
+	if r, _ := c.Get(t.Context(), u); r != good || n.Load() != 2 {
+		t.Errorf("Get() within ErrorTTL = %v (fetches %d), want the good copy, 2 fetches", r.Source(), n.Load())
+	}
+	failing.Store(false)
+	body.Store("User-agent: *\nDisallow: /other/\n")
+	clock.advance(31 * time.Second)
+	r, _ = c.Get(t.Context(), u)
+	if r == good || n.Load() != 3 || !r.Allowed("x", "/private/a") || r.Allowed("x", "/other/a") {
+		t.Errorf("Get() after recovery: fetches %d, want 3 and the new rules", n.Load())
+	}
+}
+
+func TestCacheConcurrentSocket(t *testing.T) {
+	release := make(chan struct{})
+	srv, n := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		fmt.Fprint(w, privateRobots)
+	})
+	var c Cache
+	u := mustURL(t, srv.URL+"/a")
+	var wg sync.WaitGroup
+	results := make([]*Robots, 32)
+	for i := range results {
+		wg.Go(func() {
+			r, err := c.Get(t.Context(), u)
+			if err != nil {
+				t.Errorf("Get() error = %v", err)
+			}
+			results[i] = r
+		})
+	}
+	close(release)
+	wg.Wait()
+	if n.Load() != 1 {
+		t.Errorf("server saw %d fetches, want 1", n.Load())
+	}
+	for i, r := range results {
+		if r != results[0] {
+			t.Errorf("Get() #%d returned a different *Robots", i)
+		}
+	}
+}
+
+func TestCacheRequest(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		agents  []string
+		fetches []bool
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		agents = append(agents, r.Header.Get("User-Agent"))
+		mu.Unlock()
+		if r.URL.Path == "/robots.txt" {
+			http.Redirect(w, r, "/real-robots.txt", http.StatusFound)
+			return
+		}
+		fmt.Fprint(w, privateRobots)
+	}))
+	defer srv.Close()
+	// A transport that records what a limiter in front of the Cache
+	// would see.
+	client := &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		mu.Lock()
+		fetches = append(fetches, IsFetch(req))
+		mu.Unlock()
+		return http.DefaultTransport.RoundTrip(req)
+	})}
+	c := &Cache{Client: client, UserAgent: "polite/1.0"}
+	if _, err := c.Get(t.Context(), mustURL(t, srv.URL)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"polite/1.0", "polite/1.0"}; strings.Join(agents, ",") != strings.Join(want, ",") {
+		t.Errorf("User-Agent headers = %q, want %q", agents, want)
+	}
+	if len(fetches) != 2 || !fetches[0] || !fetches[1] {
+		t.Errorf("IsFetch on the fetch and its redirect = %v, want [true true]", fetches)
+	}
+	plain, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	if IsFetch(plain) {
+		t.Errorf("IsFetch(ordinary request) = true, want false")
+	}
+}
+
+func TestCacheMaxBytes(t *testing.T) {
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "User-agent: *\nDisallow: /a\n"+strings.Repeat("#\n", 100)+"Disallow: /b\n")
+	})
+	c := &Cache{MaxBytes: 100}
+	r, err := c.Get(t.Context(), mustURL(t, srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Allowed("x", "/a") || !r.Allowed("x", "/b") {
+		t.Errorf("with MaxBytes 100: Allowed(/a), Allowed(/b) = %v, %v, want false, true",
+			r.Allowed("x", "/a"), r.Allowed("x", "/b"))
+	}
+}
+
+func TestCacheLogs(t *testing.T) {
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusInternalServerError)
+	})
+	var buf bytes.Buffer
+	c := &Cache{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	if _, err := c.Get(t.Context(), mustURL(t, srv.URL+"/x?token=secret")); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"level=DEBUG", "level=WARN", "host=" + srv.URL, "status=500", "reason=", "delay=1m0s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log does not contain %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "secret") {
+		t.Errorf("log contains the query string:\n%s", out)
+	}
+}
+
+func TestOrigin(t *testing.T) {
+	tests := []struct {
+		in, want string
+		wantErr  bool
+	}{
+		{"http://example.com/a/b?c", "http://example.com", false},
+		{"HTTP://Example.COM:80/", "http://example.com", false},
+		{"https://example.com:443/x", "https://example.com", false},
+		{"https://example.com:80/x", "https://example.com:80", false},
+		{"http://example.com:8080", "http://example.com:8080", false},
+		{"http://user:pw@example.com/", "http://example.com", false},
+		{"http://[::1]:8080/x", "http://[::1]:8080", false},
+		{"http://[::1]/x", "http://[::1]", false},
+		{"ftp://example.com/", "", true},
+		{"/relative", "", true},
+		{"http:///nohost", "", true},
+	}
+	for _, tt := range tests {
+		got, err := Origin(mustURL(t, tt.in))
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("Origin(%q) = %q, %v, want %q (error %v)", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+	var c Cache
+	if _, err := c.Get(t.Context(), mustURL(t, "ftp://example.com/")); err == nil {
+		t.Errorf("Get(ftp://example.com/) error = nil, want one")
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// handlerClient returns a client that serves requests by calling h
+// directly: no sockets, so it works inside a synctest bubble.
+func handlerClient(h http.HandlerFunc) *http.Client {
+	return &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		rec := httptest.NewRecorder()
+		h(rec, req)
+		if err := req.Context().Err(); err != nil {
+			return nil, err
+		}
+		resp := rec.Result()
+		resp.Request = req
+		return resp, nil
+	})}
+}
+
+func TestCacheTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		c := &Cache{Client: handlerClient(func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			fmt.Fprint(w, privateRobots)
+		})}
+		u := mustURL(t, "https://example.com/x")
+		steps := []struct {
+			sleep time.Duration
+			want  int32
+		}{
+			{0, 1},
+			{time.Hour, 1},
+			{DefaultTTL - time.Hour - time.Nanosecond, 1},
+			{time.Nanosecond, 2}, // expired exactly at TTL
+			{DefaultTTL / 2, 2},
+			{DefaultTTL / 2, 3},
+		}
+		for i, s := range steps {
+			time.Sleep(s.sleep)
+			if _, err := c.Get(t.Context(), u); err != nil {
+				t.Fatal(err)
+			}
+			if got := n.Load(); got != s.want {
+				t.Errorf("step %d (+%v): %d fetches, want %d", i, s.sleep, got, s.want)
+			}
+		}
+	})
+}
+
+// An unreachable robots.txt disallows everything and is retried after
+// ErrorTTL, doubling, until it recovers.
+func TestCacheUnreachableRecovery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		var up atomic.Bool
+		c := &Cache{Client: handlerClient(func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			if !up.Load() {
+				http.Error(w, "down", http.StatusInternalServerError)
+				return
+			}
+			fmt.Fprint(w, privateRobots)
+		})}
+		u := mustURL(t, "https://example.com/x")
+		get := func() *Robots {
+			r, err := c.Get(t.Context(), u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		steps := []struct {
+			name      string
+			sleep     time.Duration
+			up        bool
+			wantN     int32
+			wantSrc   Source
+			wantPublc bool
+		}{
+			{"first fetch fails", 0, false, 1, Unreachable, false},
+			{"within ErrorTTL", time.Minute - time.Second, false, 1, Unreachable, false},
+			{"retry after 1m fails", time.Second, false, 2, Unreachable, false},
+			{"next retry waits 2m", time.Minute + 59*time.Second, false, 2, Unreachable, false},
+			{"retry after 2m fails", time.Second, false, 3, Unreachable, false},
+			{"host recovers, 4m wait holds", 3 * time.Minute, true, 3, Unreachable, false},
+			{"retry after 4m succeeds", time.Minute, true, 4, Parsed, true},
+			{"cached for TTL", DefaultTTL - time.Second, true, 4, Parsed, true},
+		}
+		for _, s := range steps {
+			time.Sleep(s.sleep)
+			up.Store(s.up)
+			r := get()
+			if n.Load() != s.wantN || r.Source() != s.wantSrc || r.Allowed("x", "/public") != s.wantPublc {
+				t.Errorf("%s: fetches %d, source %v, Allowed(/public) %v; want %d, %v, %v",
+					s.name, n.Load(), r.Source(), r.Allowed("x", "/public"), s.wantN, s.wantSrc, s.wantPublc)
+			}
+		}
+	})
+}
+
+func TestErrorTTL(t *testing.T) {
+	tests := []struct {
+		ttl, errorTTL time.Duration
+		n             int
+		want          time.Duration
+	}{
+		{0, 0, 1, time.Minute},
+		{0, 0, 2, 2 * time.Minute},
+		{0, 0, 6, 32 * time.Minute},
+		{0, 0, 7, time.Hour},
+		{0, 0, 1000, time.Hour},
+		{10 * time.Minute, 0, 5, 10 * time.Minute},
+		{0, 2 * time.Hour, 3, 2 * time.Hour},
+		{0, time.Second, 3, 4 * time.Second},
+	}
+	for _, tt := range tests {
+		c := &Cache{TTL: tt.ttl, ErrorTTL: tt.errorTTL}
+		if got := c.errorTTL(tt.n); got != tt.want {
+			t.Errorf("Cache{TTL: %v, ErrorTTL: %v}.errorTTL(%d) = %v, want %v", tt.ttl, tt.errorTTL, tt.n, got, tt.want)
+		}
+	}
+}
+
+// Concurrent first Gets share one fetch: every caller is parked in Get
+// while the single fetch is held inside the handler.
+func TestCacheSharedFetch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		release := make(chan struct{})
+		c := &Cache{Client: handlerClient(func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			<-release
+			fmt.Fprint(w, privateRobots)
+		})}
+		const callers = 50
+		results := make([]*Robots, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() {
+				r, err := c.Get(t.Context(), mustURL(t, fmt.Sprintf("https://example.com/page/%d", i)))
+				if err != nil {
+					t.Errorf("Get() error = %v", err)
+				}
+				results[i] = r
+			})
+		}
+		synctest.Wait() // all callers and the fetch are blocked now
+		if got := n.Load(); got != 1 {
+			t.Errorf("fetches while %d callers wait = %d, want 1", callers, got)
+		}
+		close(release)
+		wg.Wait()
+		for i, r := range results {
+			if r != results[0] || r.Source() != Parsed {
+				t.Errorf("caller %d got %v, want the shared parsed result", i, r.Source())
+			}
+		}
+		if got := n.Load(); got != 1 {
+			t.Errorf("fetches = %d, want 1", got)
+		}
+	})
+}
+
+// A caller that gives up gets its context's error; the fetch goes on for
+// everyone else and its result is cached, not mistaken for a failure.
+func TestCacheCallerCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		c := &Cache{Client: handlerClient(func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			time.Sleep(10 * time.Second) // a slow host
+			fmt.Fprint(w, privateRobots)
+		})}
+		u := mustURL(t, "https://example.com/")
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if _, err := c.Get(ctx, u); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Get(ctx with 1s deadline) error = %v, want context.DeadlineExceeded", err)
+		}
+		r, err := c.Get(t.Context(), u)
+		if err != nil || r.Source() != Parsed || n.Load() != 1 {
+			t.Errorf("Get() after a caller gave up = %v, %v, %d fetches; want parsed, nil, 1", r.Source(), err, n.Load())
+		}
+	})
+}
+
+func TestCacheTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &Cache{Timeout: 5 * time.Second, Client: handlerClient(func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done() // a host that never answers
+		})}
+		start := time.Now()
+		r, err := c.Get(t.Context(), mustURL(t, "https://example.com/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Source() != Unreachable || !errors.Is(r.Err(), context.DeadlineExceeded) {
+			t.Errorf("Get(silent host) = %v, %v; want unreachable by deadline", r.Source(), r.Err())
+		}
+		if d := time.Since(start); d != 5*time.Second {
+			t.Errorf("Get(silent host) took %v, want 5s", d)
+		}
+	})
+}
+
+// Entries unused for a TTL past their expiry are dropped once the map has
+// grown, so the cache does not keep every origin ever seen.
+func TestCacheSweep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &Cache{TTL: time.Minute, Client: handlerClient(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, privateRobots)
+		})}
+		for i := range 1500 {
+			if _, err := c.Get(t.Context(), mustURL(t, fmt.Sprintf("https://h%d.example/", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(3 * time.Minute)
+		for i := range 1100 {
+			if _, err := c.Get(t.Context(), mustURL(t, fmt.Sprintf("https://new%d.example/", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.mu.Lock()
+		n := len(c.entries)
+		c.mu.Unlock()
+		if n > 1100 {
+			t.Errorf("after 2600 origins, 1500 long expired: %d entries, want at most 1100", n)
+		}
+	})
+}
