@@ -1,0 +1,269 @@
+package breaker
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// ErrOpen is the error, wrapped in an *OpenError, that Allow returns while
+// the breaker refuses requests.
+var ErrOpen = errors.New("breaker: open")
+
+// OpenError is Allow's refusal. errors.Is(err, ErrOpen) matches it.
+type OpenError struct {
+	// Until is when the breaker will next let a probe through, unless a
+	// probe already out reports first (which may close it sooner).
+	Until time.Time
+}
+
+func (e *OpenError) Error() string {
+	return "breaker: open until " + e.Until.Format(time.RFC3339Nano)
+}
+
+// Unwrap returns ErrOpen.
+func (e *OpenError) Unwrap() error { return ErrOpen }
+
+// State is a breaker's state.
+type State int
+
+const (
+	// Closed lets every request through and counts failures.
+	Closed State = iota
+	// Open refuses every request until its delay has passed.
+	Open
+	// HalfOpen has let one probe through and refuses others until the
+	// probe reports.
+	HalfOpen
+)
+
+// String returns "closed", "open" or "half-open".
+func (s State) String() string {
+	switch s {
+	case Closed:
+		return "closed"
+	case Open:
+		return "open"
+	case HalfOpen:
+		return "half-open"
+	}
+	return "State(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Transition is the state change a Record caused; From == To when none.
+type Transition struct {
+	From, To State
+	// Until is, when To is Open, when the next probe may go.
+	Until time.Time
+}
+
+// Changed reports whether the state changed.
+func (t Transition) Changed() bool { return t.From != t.To }
+
+// Config defaults.
+const (
+	DefaultThreshold    = 5
+	DefaultWindow       = 30 * time.Second
+	DefaultOpenDelay    = 5 * time.Second
+	DefaultMaxOpenDelay = 5 * time.Minute
+	DefaultJitter       = 0.2
+)
+
+// Config configures a Breaker. The zero value is the default.
+type Config struct {
+	// Threshold is how many consecutive failures open the breaker. If zero
+	// or negative, DefaultThreshold is used.
+	Threshold int
+	// Window is the span the last Threshold failures must fall within: a
+	// failure a day is not an outage. If zero or negative, DefaultWindow is
+	// used.
+	Window time.Duration
+	// OpenDelay is how long the breaker first stays open. Each failed probe
+	// doubles it, up to MaxOpenDelay; closing resets it. If zero or
+	// negative, DefaultOpenDelay is used.
+	OpenDelay time.Duration
+	// MaxOpenDelay caps the open delay. If zero or negative,
+	// DefaultMaxOpenDelay is used; if less than OpenDelay, OpenDelay is.
+	MaxOpenDelay time.Duration
+	// Jitter is the fraction of each open delay that is randomised: the
+	// breaker stays open for a uniformly random time in
+	// [delay·(1-Jitter), delay], so breakers that opened together do not
+	// probe together, and OpenDelay and MaxOpenDelay remain upper bounds.
+	// If zero, DefaultJitter is used; if negative, none; values above 1
+	// count as 1.
+	Jitter float64
+	// Rand returns a number in [0, 1) for the jitter. It is called with the
+	// Breaker's lock held. If nil, math/rand/v2's Float64 is used.
+	Rand func() float64
+}
+
+func (c Config) normalize() Config {
+	if c.Threshold <= 0 {
+		c.Threshold = DefaultThreshold
+	}
+	if c.Window <= 0 {
+		c.Window = DefaultWindow
+	}
+	if c.OpenDelay <= 0 {
+		c.OpenDelay = DefaultOpenDelay
+	}
+	if c.MaxOpenDelay <= 0 {
+		c.MaxOpenDelay = DefaultMaxOpenDelay
+	}
+	c.MaxOpenDelay = max(c.MaxOpenDelay, c.OpenDelay)
+	switch {
+	case c.Jitter == 0:
+		c.Jitter = DefaultJitter
+	case c.Jitter < 0 || math.IsNaN(c.Jitter):
+		c.Jitter = 0
+	case c.Jitter > 1:
+		c.Jitter = 1
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+	return c
+}
+
+// Breaker is a circuit breaker for one host. Closed, it lets requests
+// through and counts consecutive failures; Threshold of them within Window
+// open it. Open, it refuses requests for the open delay. Then it is
+// half-open: Allow lets exactly one probe through and refuses the rest. The
+// probe's success closes the breaker; its failure reopens it for twice the
+// delay (up to MaxOpenDelay). A probe that never reports (its caller gave
+// up on it) is replaced: after another open delay the next Allow is the new
+// probe; an abandoned probe does not lengthen the delay.
+//
+// The caller calls Allow before each request and Record after each request
+// that Allow admitted. Record cannot tell which admitted request was the
+// probe, so in half-open the first report decides, even if it comes from a
+// request admitted before the breaker opened; reports that arrive while the
+// breaker is open are ignored.
+//
+// Time is explicit: every method takes now, and nothing runs in the
+// background.
+//
+// The zero Breaker is ready to use with the default Config. A Breaker is
+// safe for concurrent use; Allow and Record do not allocate while it is
+// closed. It must not be copied after first use.
+type Breaker struct {
+	// mu guards every field below.
+	mu     sync.Mutex
+	cfg    Config // normalised by init
+	inited bool
+	state  State
+	fails  []time.Time   // ring: the last Threshold failure times while closed
+	next   int           // ring index of the next failure (and of the oldest)
+	nfail  int           // consecutive failures while closed, up to Threshold
+	delay  time.Duration // the current open delay, before jitter
+	until  time.Time     // Open: when a probe may go; HalfOpen: when the probe is presumed lost
+}
+
+// New returns a Breaker configured by cfg.
+func New(cfg Config) *Breaker {
+	b := &Breaker{cfg: cfg}
+	b.init()
+	return b
+}
+
+func (b *Breaker) init() {
+	if b.inited {
+		return
+	}
+	b.inited = true
+	b.cfg = b.cfg.normalize()
+	b.fails = make([]time.Time, b.cfg.Threshold)
+	b.delay = b.cfg.OpenDelay
+}
+
+// Allow reports whether a request may go now: nil, or an *OpenError
+// wrapping ErrOpen. Once the open delay has passed, the first caller gets
+// nil and is the probe; it must Record the outcome.
+func (b *Breaker) Allow(now time.Time) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.init()
+	if b.state == Closed {
+		return nil
+	}
+	if now.Before(b.until) {
+		return &OpenError{Until: b.until}
+	}
+	// Open and its delay is over, or half-open and the probe is presumed
+	// lost: this caller is the probe.
+	b.state = HalfOpen
+	b.until = now.Add(b.jittered())
+	return nil
+}
+
+// Record reports the outcome of a request Allow admitted and returns the
+// state change it caused, for the caller to log.
+func (b *Breaker) Record(now time.Time, ok bool) Transition {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.init()
+	switch b.state {
+	case Closed:
+		if ok {
+			b.nfail = 0
+			return Transition{From: Closed, To: Closed}
+		}
+		b.fails[b.next] = now
+		b.next = (b.next + 1) % len(b.fails)
+		b.nfail = min(b.nfail+1, len(b.fails))
+		// b.next now indexes the oldest of the last Threshold failures.
+		if b.nfail == len(b.fails) && now.Sub(b.fails[b.next]) <= b.cfg.Window {
+			b.open(now)
+			return Transition{From: Closed, To: Open, Until: b.until}
+		}
+		return Transition{From: Closed, To: Closed}
+	case HalfOpen:
+		if ok {
+			b.state = Closed
+			b.nfail = 0
+			b.delay = b.cfg.OpenDelay
+			return Transition{From: HalfOpen, To: Closed}
+		}
+		if b.delay > b.cfg.MaxOpenDelay/2 {
+			b.delay = b.cfg.MaxOpenDelay
+		} else {
+			b.delay *= 2
+		}
+		b.open(now)
+		return Transition{From: HalfOpen, To: Open, Until: b.until}
+	}
+	return Transition{From: b.state, To: b.state}
+}
+
+// State returns the state at now. An open breaker whose delay has passed
+// reports HalfOpen: the next Allow admits a probe.
+func (b *Breaker) State(now time.Time) State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == Open && !now.Before(b.until) {
+		return HalfOpen
+	}
+	return b.state
+}
+
+func (b *Breaker) open(now time.Time) {
+	b.state = Open
+	b.nfail = 0
+	b.until = now.Add(b.jittered())
+}
+
+// jittered returns the open delay shortened by up to Jitter of itself.
+func (b *Breaker) jittered() time.Duration {
+	r := b.cfg.Rand()
+	if !(r >= 0) { // NaN too
+		r = 0
+	}
+	cut := float64(b.delay) * b.cfg.Jitter * min(r, 1)
+	if cut >= float64(b.delay) { // also keeps the conversion in range
+		return 0
+	}
+	return b.delay - time.Duration(cut)
+}
