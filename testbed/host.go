@@ -2,7 +2,6 @@ package testbed
 
 import (
 	"context"
-	"hash/fnv"
 	"html"
 	"io"
 	"math"
@@ -558,10 +557,7 @@ func writePage(w http.ResponseWriter, name, uri string, size int) {
 	}
 	io.WriteString(w, head)
 	blob := filler()
-	hs := fnv.New64a()
-	io.WriteString(hs, name)
-	io.WriteString(hs, uri)
-	off := int(hs.Sum64() % uint64(len(blob)))
+	off := int(fnv64a(fnv64a(fnvOffset, name), uri) % uint64(len(blob)))
 	for fill > 0 {
 		n := min(fill, len(blob)-off)
 		w.Write(blob[off : off+n])
@@ -569,6 +565,17 @@ func writePage(w http.ResponseWriter, name, uri string, size int) {
 		off = 0
 	}
 	io.WriteString(w, foot)
+}
+
+// FNV-1a, inline: hash/fnv's interface would allocate on every page.
+const fnvOffset, fnvPrime = 14695981039346656037, 1099511628211
+
+func fnv64a(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
 }
 
 // filler is 64 KiB of deterministic lorem-ipsum text that page bodies are cut
