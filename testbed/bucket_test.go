@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -118,6 +119,26 @@ func TestFillCapacity(t *testing.T) {
 	for i, w := range win {
 		if w.Capacity != want[i] {
 			t.Errorf("servers 20/s: window %d: Capacity = %v, want %v", i, w.Capacity, want[i])
+		}
+	}
+}
+
+func TestServiceRate(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		cfg  HostConfig
+		want float64
+	}{
+		{HostConfig{}, 0},
+		{HostConfig{Servers: 4}, 0},
+		{HostConfig{Latency: 100 * ms}, 0},
+		{HostConfig{Servers: 4, Latency: 100 * ms}, 40},
+		{HostConfig{Servers: 10, Latency: 100 * ms, Slowdown: 0.05}, 10 / 0.145},
+		{HostConfig{Latency: 100 * ms, Slowdown: 0.1}, 100},
+	}
+	for _, tt := range tests {
+		if got := tt.cfg.serviceRate(); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("serviceRate(%+v) = %v, want %v", tt.cfg, got, tt.want)
 		}
 	}
 }

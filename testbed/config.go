@@ -59,6 +59,12 @@ type HostConfig struct {
 	// Zero means unbounded; negative means no queue at all (shed whenever it
 	// would have to wait).
 	MaxQueue int
+	// Slowdown makes service slower the more requests are served at once, as
+	// a shared database or CPU does: a service time is Latency × (1 +
+	// Slowdown × n), n being the requests already in service when it starts.
+	// Latency then rises gently with concurrency before any queue forms (a
+	// shallow knee). Zero means none.
+	Slowdown float64
 	// Jitter spreads each service time uniformly over Latency × [1-Jitter,
 	// 1+Jitter]; the mean stays Latency. Zero means none; at most 1.
 	Jitter float64
@@ -189,6 +195,9 @@ func (c HostConfig) Validate() error {
 	if c.Servers < 0 {
 		bad("Servers %d: want ≥ 0", c.Servers)
 	}
+	if !validRate(c.Slowdown) {
+		bad("Slowdown %v: want a finite factor ≥ 0", c.Slowdown)
+	}
 	if !validProb(c.Jitter) {
 		bad("Jitter %v: want 0 to 1", c.Jitter)
 	}
@@ -257,11 +266,18 @@ func (c HostConfig) withDefaults() HostConfig {
 	return c
 }
 
-// serviceRate is the request rate the host's servers sustain, Servers/Latency
-// per second; 0 means unlimited.
+// serviceRate is the request rate the host's servers sustain when all are
+// busy, in requests per second; 0 means unlimited. Without servers, Slowdown
+// alone bounds the rate by its limit 1/(Latency × Slowdown).
 func (c HostConfig) serviceRate() float64 {
-	if c.Servers == 0 || c.Latency == 0 {
+	l := c.Latency.Seconds()
+	switch {
+	case l == 0:
 		return 0
+	case c.Servers > 0:
+		return float64(c.Servers) / (l * (1 + c.Slowdown*float64(c.Servers-1)))
+	case c.Slowdown > 0:
+		return 1 / (l * c.Slowdown)
 	}
-	return float64(c.Servers) / c.Latency.Seconds()
+	return 0
 }

@@ -19,7 +19,8 @@
 //   - service: Servers serving for Latency (± Jitter) each, a FIFO queue in
 //     front of them (MaxQueue, beyond which it sheds with 503). Latency stays
 //     at Latency below Servers/Latency req/s and climbs as arrivals approach
-//     it: the knee;
+//     it: the knee. Slowdown makes the knee shallow: service slows with the
+//     number of requests in service, as on a shared database;
 //   - faults: hangs until the client gives up (TimeoutProb) and WAF challenge
 //     pages (SoftBlock);
 //   - content: /robots.txt (Robots), deterministic HTML pages of BodySize

@@ -61,6 +61,7 @@ func ExampleScenarios() {
 	// step-down         1 host(s), 45s
 	// step-up           1 host(s), 45s
 	// latency-knee      1 host(s), 1m0s
+	// shallow-knee      1 host(s), 1m0s
 	// retry-after       1 host(s), 1m0s
 	// jittery           1 host(s), 1m0s
 	// concurrency-cap   1 host(s), 1m0s

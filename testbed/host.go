@@ -20,7 +20,7 @@ import (
 // A request goes through, in order: the soft block (SoftBlock), the bucket
 // (Rate, Burst, Schedule; Status when empty, or a wait under NoThrottle), a
 // hang (TimeoutProb), the queue for a server (Servers, MaxQueue) and the
-// service time (Latency, Jitter); then the page is written.
+// service time (Latency, Slowdown, Jitter); then the page is written.
 //
 // All timing uses time.Now and timers, never polling, so a Host works in real
 // time and inside a testing/synctest bubble alike; its clock starts at
@@ -41,6 +41,7 @@ type Host struct {
 	rng      *rand.Rand
 	lat      reservoir
 	busy     int       // servers busy
+	serving  int       // requests in service (for Slowdown)
 	queue    []*waiter // requests waiting for a server, FIFO
 	pages    int       // page requests received, for SoftBlock.After
 	st       Stats     // counters; Elapsed and latencies are filled by Stats
@@ -132,7 +133,8 @@ func (h *Host) Stats() Stats {
 }
 
 // Timeline returns one Second per 1-second window since the host started, up
-// to and including the current one (which is still filling).
+// to and including the current one (which is still filling). The host keeps
+// every window: about 70 bytes per second of run time.
 func (h *Host) Timeline() []Second {
 	now := time.Now()
 	h.mu.Lock()
@@ -249,14 +251,15 @@ func (h *Host) enqueueLocked() {
 	h.st.MaxQueued = max(h.st.MaxQueued, h.st.Queued)
 }
 
-// serviceTimeLocked draws a service time: Latency spread by Jitter.
+// serviceTimeLocked draws a service time: Latency slowed by the requests in
+// service and spread by Jitter.
 func (h *Host) serviceTimeLocked() time.Duration {
 	if h.cfg.Latency == 0 {
 		return 0
 	}
-	f := 1.0
+	f := 1 + h.cfg.Slowdown*float64(h.serving)
 	if h.cfg.Jitter > 0 {
-		f += h.cfg.Jitter * (2*h.rng.Float64() - 1)
+		f *= 1 + h.cfg.Jitter*(2*h.rng.Float64()-1)
 	}
 	return time.Duration(float64(h.cfg.Latency) * f)
 }
@@ -302,7 +305,6 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.enqueueLocked()
 	}
 	hang := !isRobots && h.cfg.TimeoutProb > 0 && h.rng.Float64() < h.cfg.TimeoutProb
-	service := h.serviceTimeLocked()
 	h.mu.Unlock()
 
 	h.setRateLimit(w.Header(), rl)
@@ -334,9 +336,14 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeGone(w)
 		return
 	}
+	h.mu.Lock()
+	service := h.serviceTimeLocked()
+	h.serving++
+	h.mu.Unlock()
 	ok := sleep(ctx, service)
 	now := time.Now()
 	h.mu.Lock()
+	h.serving--
 	h.releaseLocked()
 	if !ok {
 		h.finishLocked(now, win, timedOut)

@@ -278,6 +278,10 @@ func TestQueue(t *testing.T) {
 			[]int{200, 200, 200, 200}, []time.Duration{0, 100 * ms, 200 * ms, 300 * ms}},
 		{"NoThrottle with MaxQueue", testbed.HostConfig{Rate: 10, NoThrottle: true, MaxQueue: 2},
 			[]int{200, 200, 200, 503, 503}, []time.Duration{0, 100 * ms, 200 * ms, 0, 0}},
+		{"slowdown", testbed.HostConfig{Latency: 100 * ms, Slowdown: 0.5},
+			[]int{200, 200, 200}, []time.Duration{100 * ms, 150 * ms, 200 * ms}},
+		{"slowdown with servers", testbed.HostConfig{Servers: 2, Latency: 100 * ms, Slowdown: 0.5},
+			[]int{200, 200, 200, 200}, []time.Duration{100 * ms, 150 * ms, 250 * ms, 300 * ms}},
 		{"tokens then servers", testbed.HostConfig{Rate: 10, Burst: 3, NoThrottle: true, Servers: 1, Latency: 50 * ms},
 			[]int{200, 200, 200, 200}, []time.Duration{50 * ms, 100 * ms, 150 * ms, 200 * ms}},
 	}

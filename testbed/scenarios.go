@@ -62,6 +62,7 @@ type Scenario struct {
 //	step-down       50 → 10 req/s at 15 s
 //	step-up         10 → 50 req/s at 15 s
 //	latency-knee    no 429s: 4 servers × 100 ms = 40 req/s, queue unbounded
+//	shallow-knee    no 429s: latency rises with concurrency (Slowdown) before 10 servers queue
 //	retry-after     10 req/s, 429 with honest Retry-After
 //	jittery         25 req/s behind a 50–150 ms latency that is noise, not load
 //	concurrency-cap 5 servers × 100 ms, no queue: 503 beyond 5 in flight
@@ -98,6 +99,13 @@ func Scenarios() []Scenario {
 			Duration: 60 * time.Second,
 			Hosts: []HostConfig{{
 				Name: "knee.test", NoThrottle: true, Servers: 4, Latency: 100 * ms, Jitter: 0.1,
+			}},
+		},
+		{
+			Name: "shallow-knee", About: "no 429s: 10 servers whose service slows from 100 to 145 ms as they fill (69 req/s)",
+			Duration: 60 * time.Second,
+			Hosts: []HostConfig{{
+				Name: "shallow.test", NoThrottle: true, Servers: 10, Latency: 100 * ms, Slowdown: 0.05, Jitter: 0.1,
 			}},
 		},
 		{

@@ -61,7 +61,9 @@ type Second struct {
 	MaxInFlight int
 	// Capacity is the host's capacity in requests per second, averaged over
 	// the window: the bucket's rate in force (Schedule, SetCapacity), capped by
-	// the servers' rate Servers/Latency. Zero means unlimited.
+	// what the servers sustain when all are busy, Servers/Latency (divided by
+	// 1 + Slowdown × (Servers-1) under Slowdown; 1/(Latency × Slowdown) with
+	// unlimited servers). Zero means unlimited.
 	Capacity float64
 }
 
