@@ -239,6 +239,12 @@ func grams(pattern string, f func(uint32)) {
 }
 
 func newRuleSet(rules []Rule) *ruleSet {
+	return buildRuleSet(rules, len(rules) >= indexThreshold)
+}
+
+// buildRuleSet sorts rules by precedence and, if index is set, indexes
+// them.
+func buildRuleSet(rules []Rule, index bool) *ruleSet {
 	slices.SortStableFunc(rules, func(a, b Rule) int {
 		switch {
 		case better(a, b):
@@ -249,7 +255,7 @@ func newRuleSet(rules []Rule) *ruleSet {
 		return 0
 	})
 	s := &ruleSet{rules: rules}
-	if len(rules) < indexThreshold {
+	if !index {
 		return s
 	}
 	// Count how many gram-filed rules each gram could serve, so each rule

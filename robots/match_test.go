@@ -1,6 +1,8 @@
 package robots
 
 import (
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -149,6 +151,39 @@ func TestTestAllocs(t *testing.T) {
 	} {
 		if n := testing.AllocsPerRun(100, func() { tt.r.Allowed("polite/1.0 (+https://x)", tt.path) }); n != 0 {
 			t.Errorf("%s: Allowed(%q) allocates %v times, want 0", tt.name, tt.path, n)
+		}
+	}
+}
+
+// TestIndexMatchesScan checks the index against a plain scan on random
+// rule sets over a small alphabet, where prefixes and grams collide often.
+func TestIndexMatchesScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	word := func(alphabet string, n int) string {
+		b := make([]byte, rng.IntN(n)+1)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for round := range 200 {
+		var rules []Rule
+		for i := range 1 + rng.IntN(80) {
+			p := word("/ab*c", 8)
+			if rng.IntN(4) == 0 {
+				p += "$"
+			}
+			rules = append(rules, Rule{Allow: rng.IntN(2) == 0, Pattern: p, Line: i + 1})
+		}
+		scan := buildRuleSet(slices.Clone(rules), false)
+		index := buildRuleSet(slices.Clone(rules), true)
+		for range 50 {
+			path := "/" + word("/abc", 12)
+			got, gotOK := index.find(path)
+			want, wantOK := scan.find(path)
+			if got != want || gotOK != wantOK {
+				t.Fatalf("round %d: indexed find(%q) = %+v, %v; scan = %+v, %v", round, path, got, gotOK, want, wantOK)
+			}
 		}
 	}
 }

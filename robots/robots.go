@@ -52,7 +52,11 @@ type Rule struct {
 }
 
 // String formats r as a robots.txt line, such as "Disallow: /private/".
+// The zero Rule, "no rule matched", formats as "(none)".
 func (r Rule) String() string {
+	if r == (Rule{}) {
+		return "(none)"
+	}
 	if r.Allow {
 		return "Allow: " + r.Pattern
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -651,6 +652,7 @@ func TestRuleString(t *testing.T) {
 	}{
 		{Rule{Allow: true, Pattern: "/a"}, "Allow: /a"},
 		{Rule{Pattern: "/*.gif$"}, "Disallow: /*.gif$"},
+		{Rule{}, "(none)"},
 	} {
 		if got := tt.r.String(); got != tt.want {
 			t.Errorf("%#v.String() = %q, want %q", tt.r, got, tt.want)
@@ -771,4 +773,46 @@ func BenchmarkTestPath(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzParse feeds Parse any bytes and Test any path: no panic, a verdict
+// that agrees with its rule, and the indexed matcher agreeing with a plain
+// scan. Time stays bounded because nothing backtracks.
+func FuzzParse(f *testing.F) {
+	for _, tc := range conformance {
+		f.Add([]byte(tc.robots), tc.probes[0].ua, tc.probes[0].url)
+	}
+	f.Add([]byte("User-agent: *\nDisallow: /*a*a*a*a*a*a*a*b\nAllow: /*.gif$\n"), "x", "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+	f.Add([]byte("\xef\xbb\xbfuser-agent: a\r\ncrawl-delay: 0.5\rrequest-rate: 3/10m\n"), "a/1.0", "/%e3%83%84?q=%41#x")
+	f.Add([]byte("User-agent: *\nDisallow: /%\nAllow: /%2\nDisallow: /%zz$\nsitemap: x\n"), "", "%%41")
+	f.Fuzz(func(t *testing.T, data []byte, ua, path string) {
+		r := Parse(data)
+		r.Sitemaps()
+		for _, agent := range []string{ua, "*", "", "FooBot/1.0"} {
+			g := r.Group(agent)
+			v := r.Test(agent, path)
+			if v.Rule.Line > 0 && v.Allowed != v.Rule.Allow {
+				t.Errorf("Test(%q, %q) = %+v: verdict disagrees with its rule", agent, path, v)
+			}
+			if v.Rule.Line == 0 && !v.Allowed {
+				t.Errorf("Test(%q, %q) = %+v: disallowed by no line of a parsed file", agent, path, v)
+			}
+			if got := r.Allowed(agent, path); got != r.Test(agent, pathOf(path)).Allowed {
+				t.Errorf("Allowed(%q, %q) = %v, disagrees with Test", agent, path, got)
+			}
+			DelayPolicy{}.Delay(g)
+			if g == nil {
+				continue
+			}
+			p := normalise(pathOf(path))
+			for _, set := range g.parts {
+				indexed := buildRuleSet(slices.Clone(set.rules), true)
+				got, gotOK := indexed.find(p)
+				want, wantOK := set.scan(p)
+				if got != want || gotOK != wantOK {
+					t.Errorf("indexed find(%q) = %+v, %v; scan = %+v, %v", p, got, gotOK, want, wantOK)
+				}
+			}
+		}
+	})
 }
