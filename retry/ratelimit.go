@@ -106,23 +106,24 @@ func ParseRateLimit(h http.Header, now time.Time) (q Quota, ok bool) {
 	if ds := h["Date"]; len(ds) == 1 {
 		date = ds[0]
 	}
-	q, ok = structured(h, date, now)
+	rl, pol := h[hRateLimit], h[hRateLimitPolicy]
+	q, ok = structured(rl, pol, date, now)
 	if !ok {
-		q, ok = dictionary(h, date, now)
+		q, ok = dictionary(rl, date, now)
 	}
 	if !ok {
-		q, ok = triple(h, hRateLimitLimit, hRateLimitRemaining, hRateLimitReset, "", date, now)
+		q, ok = triple(h[hRateLimitLimit], h[hRateLimitRemaining], h[hRateLimitReset], nil, date, now)
 	}
 	if !ok {
-		q, ok = triple(h, hXLimit, hXRemaining, hXReset, hXResetAfter, date, now)
+		q, ok = triple(h[hXLimit], h[hXRemaining], h[hXReset], h[hXResetAfter], date, now)
 	}
 	if !ok {
-		return policy(h, -1)
+		return policy(pol, -1)
 	}
 	// The structured form names its policy; a policy found by quota alone
 	// could belong to another counter.
 	if q.Policy == "" && (q.Limit < 0 || q.Window < 0) {
-		if p, pok := policy(h, q.Limit); pok {
+		if p, pok := policy(pol, q.Limit); pok {
 			if q.Limit < 0 {
 				q.Limit, q.Policy = p.Limit, p.Policy
 			}
@@ -135,11 +136,11 @@ func ParseRateLimit(h http.Header, now time.Time) (q Quota, ok bool) {
 }
 
 // structured reads form 1: RateLimit service limit items.
-func structured(h http.Header, date string, now time.Time) (Quota, bool) {
+func structured(rl, pol []string, date string, now time.Time) (Quota, bool) {
 	var best sfMember
 	var bestPolicy sfMember
 	found := false
-	rd := sfReader{lines: h[hRateLimit]}
+	rd := sfReader{lines: rl}
 	for {
 		m, more := rd.next()
 		if !more {
@@ -148,7 +149,7 @@ func structured(h http.Header, date string, now time.Time) (Quota, bool) {
 		if m.key != "" || (m.kind != kindString && m.kind != kindToken) || m.r < 0 {
 			continue
 		}
-		p, _ := findPolicy(h, m.text)
+		p, _ := findPolicy(pol, m.text)
 		if !requestUnit(p.qu) {
 			continue
 		}
@@ -176,8 +177,8 @@ func structured(h http.Header, date string, now time.Time) (Quota, bool) {
 
 // findPolicy returns the named policy of RateLimit-Policy. The returned
 // member has q and w set to -1 when there is none.
-func findPolicy(h http.Header, name string) (sfMember, bool) {
-	rd := sfReader{lines: h[hRateLimitPolicy]}
+func findPolicy(pol []string, name string) (sfMember, bool) {
+	rd := sfReader{lines: pol}
 	for {
 		m, more := rd.next()
 		if !more {
@@ -190,10 +191,10 @@ func findPolicy(h http.Header, name string) (sfMember, bool) {
 }
 
 // dictionary reads form 2: RateLimit: limit=…, remaining=…, reset=….
-func dictionary(h http.Header, date string, now time.Time) (Quota, bool) {
+func dictionary(rl []string, date string, now time.Time) (Quota, bool) {
 	q := unknownQuota
 	found := false
-	rd := sfReader{lines: h[hRateLimit]}
+	rd := sfReader{lines: rl}
 	for {
 		m, more := rd.next()
 		if !more {
@@ -221,14 +222,14 @@ func dictionary(h http.Header, date string, now time.Time) (Quota, bool) {
 	return q, found
 }
 
-// triple reads forms 3 and 4: one field each for the limit, the remaining
-// quota and the reset; after, when not "", names a field of seconds to wait
-// that wins over the reset field.
-func triple(h http.Header, limit, remaining, reset, after string, date string, now time.Time) (Quota, bool) {
+// triple reads forms 3 and 4 from the lines of one field each for the
+// limit, the remaining quota and the reset; after, the lines of a field of
+// seconds to wait, wins over reset.
+func triple(limit, remaining, reset, after []string, date string, now time.Time) (Quota, bool) {
 	q := unknownQuota
 	found := false
 	// The limit field may list policies after the limit: "100, 100;w=60".
-	rd := sfReader{lines: h[limit]}
+	rd := sfReader{lines: limit}
 	for first := true; ; first = false {
 		m, more := rd.next()
 		if !more {
@@ -248,18 +249,18 @@ func triple(h http.Header, limit, remaining, reset, after string, date string, n
 			break
 		}
 	}
-	if m, ok := firstMember(h[remaining]); ok && m.kind == kindInt && m.num >= 0 {
+	if m, ok := firstMember(remaining); ok && m.kind == kindInt && m.num >= 0 {
 		q.Remaining, found = clampInt(m.num), true
 	}
-	if after != "" {
-		if m, ok := firstMember(h[after]); ok {
+	if len(after) > 0 {
+		if m, ok := firstMember(after); ok {
 			if sec, nsec, ok := decimal(m); ok {
 				q.Reset, found = secondsDuration(sec, nsec), true
 				return q, found
 			}
 		}
 	}
-	if m, ok := firstMember(h[reset]); ok {
+	if m, ok := firstMember(reset); ok {
 		if sec, nsec, ok := decimal(m); ok {
 			q.Reset, found = resetAt(sec, nsec, date, now), true
 		}
@@ -271,10 +272,10 @@ func triple(h http.Header, limit, remaining, reset, after string, date string, n
 // or, when limit is negative, the most restrictive one (lowest q/w; without
 // windows, lowest q). Both the current form ("name";q=100;w=60) and
 // draft-07's (100;w=60) are read.
-func policy(h http.Header, limit int) (Quota, bool) {
+func policy(pol []string, limit int) (Quota, bool) {
 	best := unknownQuota
 	found := false
-	rd := sfReader{lines: h[hRateLimitPolicy]}
+	rd := sfReader{lines: pol}
 	for {
 		m, more := rd.next()
 		if !more {
