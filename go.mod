@@ -1,3 +1,8 @@
 module github.com/polite-go/polite
 
-go 1.26
+go 1.26.0
+
+require (
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)

@@ -1,0 +1,306 @@
+package polite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
+	"golang.org/x/net/publicsuffix"
+)
+
+// KeyBy says what a request's per-host state is keyed by.
+type KeyBy int
+
+const (
+	// KeyHost keys by hostname: lower-cased, IDNA to ASCII, trailing dot and
+	// default port dropped ("WWW.Example.COM.:443" → "www.example.com"). A
+	// non-default port stays part of the key.
+	KeyHost KeyBy = iota
+	// KeyDomain keys by registrable domain (eTLD+1 from the public suffix
+	// list): a.example.co.uk and b.example.co.uk share "example.co.uk". IP
+	// addresses, localhost and single-label names key as themselves.
+	KeyDomain
+	// KeyIP keys by the first address the hostname resolves to, so virtual
+	// hosts on one server share a budget.
+	KeyIP
+)
+
+// String returns "host", "domain" or "ip".
+func (k KeyBy) String() string {
+	switch k {
+	case KeyHost:
+		return "host"
+	case KeyDomain:
+		return "domain"
+	case KeyIP:
+		return "ip"
+	}
+	return fmt.Sprintf("KeyBy(%d)", int(k))
+}
+
+// ParseKeyBy parses "host", "domain" or "ip".
+func ParseKeyBy(s string) (KeyBy, error) {
+	switch strings.ToLower(s) {
+	case "host", "":
+		return KeyHost, nil
+	case "domain":
+		return KeyDomain, nil
+	case "ip":
+		return KeyIP, nil
+	}
+	return 0, fmt.Errorf("polite: key %q: want host, domain or ip", s)
+}
+
+// ErrNoHost is returned (wrapped) for a URL without a host.
+var ErrNoHost = errors.New("polite: URL has no host")
+
+// HostKey returns the canonical host key of a URL's scheme and host[:port]:
+// lower-case ASCII (IDNA), no trailing dot, no default port (80 for http, 443
+// for https), IPv6 in canonical form inside brackets. It is idempotent:
+// HostKey(scheme, HostKey(scheme, h)) == HostKey(scheme, h). For hosts already
+// in canonical form it returns its argument without allocating.
+func HostKey(scheme, hostport string) (string, error) {
+	host, port := splitHostPort(hostport)
+	if host == "" {
+		return "", fmt.Errorf("%w: %q", ErrNoHost, hostport)
+	}
+	if isDefaultPort(scheme, port) {
+		port = ""
+	} else if !validPort(port) {
+		return "", fmt.Errorf("polite: host %q: bad port %q", hostport, port)
+	}
+	if canonicalName(host) {
+		if port == "" {
+			return host, nil
+		}
+		if len(hostport) == len(host)+1+len(port) && hostport[len(host)] == ':' {
+			return hostport, nil
+		}
+		return host + ":" + port, nil
+	}
+	h, err := normalizeHost(host)
+	if err != nil {
+		return "", err
+	}
+	if port != "" {
+		if strings.IndexByte(h, ':') >= 0 {
+			return "[" + h + "]:" + port, nil
+		}
+		return h + ":" + port, nil
+	}
+	if strings.IndexByte(h, ':') >= 0 {
+		return "[" + h + "]", nil
+	}
+	return h, nil
+}
+
+// splitHostPort splits like url.URL.Hostname and Port, without allocating.
+func splitHostPort(hostport string) (host, port string) {
+	host = hostport
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && (host[0] != '[' || strings.IndexByte(host[i:], ']') < 0) {
+		host, port = host[:i], host[i+1:]
+	}
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	return host, port
+}
+
+func isDefaultPort(scheme, port string) bool {
+	switch port {
+	case "":
+		return true
+	case "80":
+		return scheme == "http" || scheme == "ws"
+	case "443":
+		return scheme == "https" || scheme == "wss"
+	}
+	return false
+}
+
+func validPort(p string) bool {
+	if len(p) == 0 || len(p) > 5 {
+		return false
+	}
+	n := 0
+	for i := 0; i < len(p); i++ {
+		if p[i] < '0' || p[i] > '9' {
+			return false
+		}
+		n = n*10 + int(p[i]-'0')
+	}
+	return n <= 65535
+}
+
+// canonicalName reports whether host is already a canonical DNS name: only
+// [a-z0-9-.], labels that do not start or end with '-', no empty label, no
+// trailing dot, no "xn--" label (those go through IDNA validation).
+func canonicalName(host string) bool {
+	if len(host) == 0 || len(host) > 253 {
+		return false
+	}
+	start := 0
+	for i := 0; i <= len(host); i++ {
+		if i == len(host) || host[i] == '.' {
+			n := i - start
+			if n == 0 || n > 63 || host[start] == '-' || host[i-1] == '-' {
+				return false
+			}
+			if n >= 4 && host[start+2] == '-' && host[start+3] == '-' {
+				return false
+			}
+			start = i + 1
+			continue
+		}
+		c := host[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+var idnaProfile = idna.New(
+	idna.MapForLookup(),
+	idna.Transitional(false),
+	idna.BidiRule(),
+	idna.StrictDomainName(false), // allow '_' as real hosts use it
+)
+
+func normalizeHost(host string) (string, error) {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if ip.Zone() != "" {
+			return "", fmt.Errorf("polite: host %q: zoned addresses are not keyed", host)
+		}
+		return ip.Unmap().String(), nil
+	}
+	h := strings.TrimSuffix(host, ".")
+	if h == "" || strings.HasSuffix(h, ".") {
+		return "", fmt.Errorf("polite: host %q: empty label", host)
+	}
+	if !utf8.ValidString(h) {
+		return "", fmt.Errorf("polite: host %q: not valid UTF-8", host)
+	}
+	a, err := idnaProfile.ToASCII(h)
+	if err != nil {
+		return "", fmt.Errorf("polite: host %q: %w", host, err)
+	}
+	a = strings.ToLower(a)
+	// The key must be a fixed point, or two spellings of one host could key
+	// apart: reject what IDNA maps to a label it would not accept back.
+	if b, err := idnaProfile.ToASCII(a); err != nil || b != a {
+		return "", fmt.Errorf("polite: host %q: IDNA form %q does not validate", host, a)
+	}
+	if a == "" || len(a) > 253 {
+		return "", fmt.Errorf("polite: host %q: bad length", host)
+	}
+	for i := 0; i < len(a); i++ {
+		c := a[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return "", fmt.Errorf("polite: host %q: character %q not allowed", host, c)
+		}
+	}
+	if strings.Contains(a, "..") || a[0] == '.' {
+		return "", fmt.Errorf("polite: host %q: empty label", host)
+	}
+	return a, nil
+}
+
+// DomainKey returns the registrable domain of a canonical host key (from
+// HostKey): its eTLD+1, without the port. IP addresses, localhost, single
+// labels and public suffixes themselves key as the hostname.
+func DomainKey(hostKey string) string {
+	host, _ := splitHostPort(hostKey)
+	if strings.IndexByte(host, '.') < 0 || strings.IndexByte(host, ':') >= 0 {
+		return host // localhost, single label, IPv6
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return host
+	}
+	d, err := publicsuffix.EffectiveTLDPlusOne(host)
+	if err != nil {
+		return host
+	}
+	return d
+}
+
+// Keyer turns a request URL into the key of its per-host state. The zero
+// Keyer keys by host. A Keyer is safe for concurrent use; KeyIP caches
+// resolutions for TTL.
+type Keyer struct {
+	By       KeyBy
+	Resolver *net.Resolver // for KeyIP; nil means net.DefaultResolver
+	TTL      time.Duration // how long KeyIP trusts a resolution; zero means 5 minutes
+
+	ips sync.Map // host key → ipEntry
+}
+
+type ipEntry struct {
+	ip      string
+	expires time.Time
+}
+
+// Key returns u's key. It fails for a URL without a host, a host that is not
+// a valid name or address, or (KeyIP) a name that does not resolve; the error
+// names the host.
+func (k *Keyer) Key(ctx context.Context, u *url.URL) (string, error) {
+	if u == nil {
+		return "", fmt.Errorf("%w: nil URL", ErrNoHost)
+	}
+	hk, err := HostKey(u.Scheme, u.Host)
+	if err != nil {
+		return "", err
+	}
+	switch k.By {
+	case KeyDomain:
+		return DomainKey(hk), nil
+	case KeyIP:
+		return k.ipKey(ctx, hk)
+	}
+	return hk, nil
+}
+
+func (k *Keyer) ipKey(ctx context.Context, hk string) (string, error) {
+	host, _ := splitHostPort(hk)
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return ip.String(), nil
+	}
+	now := time.Now()
+	if v, ok := k.ips.Load(host); ok {
+		if e := v.(ipEntry); now.Before(e.expires) {
+			return e.ip, nil
+		}
+	}
+	r := k.Resolver
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return "", fmt.Errorf("polite: key by ip: %w", err)
+	}
+	if len(addrs) == 0 {
+		return "", fmt.Errorf("polite: key by ip: host %q has no address", host)
+	}
+	best := addrs[0].Unmap()
+	for _, a := range addrs[1:] {
+		if a = a.Unmap(); a.Less(best) {
+			best = a
+		}
+	}
+	ttl := k.TTL
+	if ttl <= 0 {
+		ttl = 5 * time.Minute
+	}
+	ip := best.String()
+	k.ips.Store(host, ipEntry{ip: ip, expires: now.Add(ttl)})
+	return ip, nil
+}

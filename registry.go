@@ -1,0 +1,356 @@
+package polite
+
+import (
+	"fmt"
+	"hash/maphash"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/inflight"
+)
+
+// Defaults for Limits fields left zero.
+const (
+	DefaultRate        = 2.0 // requests per second per host
+	DefaultBurst       = 1
+	DefaultConcurrency = 2 // requests in flight per host
+	DefaultIdleTimeout = 5 * time.Minute
+)
+
+// Limits are the per-host budget: a rate, a burst and a cap on requests in
+// flight. Zero fields take the registry's defaults (for a Rule) or the
+// package defaults (for Registry.Limits).
+type Limits struct {
+	// Rate is requests per second. Zero means DefaultRate; bucket.Inf means
+	// no rate limit.
+	Rate float64
+	// Burst is how many requests may go at once after an idle spell. Zero
+	// means DefaultBurst.
+	Burst int
+	// Concurrency caps requests in flight to the host. Zero means
+	// DefaultConcurrency; inflight.Max means no cap.
+	Concurrency int
+	// Smooth spaces requests evenly (burst 1) for hosts that must not see
+	// bursts.
+	Smooth bool
+}
+
+func (l Limits) or(d Limits) Limits {
+	if l.Rate == 0 {
+		l.Rate = d.Rate
+	}
+	if l.Burst == 0 {
+		l.Burst = d.Burst
+	}
+	if l.Concurrency == 0 {
+		l.Concurrency = d.Concurrency
+	}
+	l.Smooth = l.Smooth || d.Smooth
+	return l
+}
+
+// Rule sets Limits for the hosts whose key matches Pattern: an exact key
+// ("api.example.com"), a glob ("*.example.com", matched with path.Match, so
+// "*" also spans dots), or "*" for every host. An exact key beats any glob;
+// among globs the longest pattern wins, then the earlier rule.
+type Rule struct {
+	Pattern string
+	Limits
+}
+
+// Host is the state polite keeps for one destination: a token bucket for the
+// rate and a gate for requests in flight. A Host is safe for concurrent use.
+// Get it from Registry.Get and give it back with Registry.Put.
+type Host struct {
+	key    string
+	bucket bucket.Bucket
+	gate   inflight.Gate
+	refs   atomic.Int32 // Get without Put yet; a Host with refs is never evicted
+	rule   int32        // index into the registry's rules; -1 = defaults
+	ext    atomic.Pointer[hostExt]
+}
+
+// Key returns the host's key.
+func (h *Host) Key() string { return h.key }
+
+// Bucket returns the host's token bucket.
+func (h *Host) Bucket() *bucket.Bucket { return &h.bucket }
+
+// Gate returns the host's in-flight gate.
+func (h *Host) Gate() *inflight.Gate { return &h.gate }
+
+// idleSince reports whether the host holds nothing a new Host would not: no
+// request in flight or waiting, no reference, a bucket full since since, and
+// nothing pending in its extended state.
+func (h *Host) idleSince(since, now time.Time) bool {
+	if h.refs.Load() != 0 || !h.gate.Idle() || !h.bucket.Full(since) {
+		return false
+	}
+	if x := h.ext.Load(); x != nil && !x.idle(now) {
+		return false
+	}
+	return true
+}
+
+const shardCount = 256
+
+type shard struct {
+	mu        sync.RWMutex // guards m, sweepAt
+	m         map[string]*Host
+	sweepAt   int // sweep for idle hosts when len(m) reaches this
+	evictions atomic.Int64
+	_         [24]byte // keep neighbouring shards' locks off one cache line
+}
+
+// Registry holds per-host state, created on first touch and evicted when idle.
+//
+// Hosts are spread over 256 shards, each with its own lock, so lookups of
+// different hosts do not contend. A host is evicted once it has been idle for
+// IdleTimeout: nothing in flight, no pause pending, its bucket full. Since a
+// new Host starts with a full bucket too, eviction and re-creation never grant
+// a host more than one full bucket. Eviction is amortised into insertions (a
+// shard sweeps when it has doubled since the last sweep): no goroutine, no
+// timer, and memory stays proportional to the hosts active within
+// IdleTimeout.
+//
+// Fields are read at first use and must not change afterwards. The zero
+// Registry uses the package defaults. A Registry is safe for concurrent use.
+type Registry struct {
+	// Limits are the defaults for every host; zero fields take the package
+	// defaults (DefaultRate, DefaultBurst, DefaultConcurrency).
+	Limits Limits
+	// Rules override Limits for matching hosts.
+	Rules []Rule
+	// IdleTimeout is how long a host must be idle before it may be evicted.
+	// Zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+
+	once     sync.Once
+	seed     maphash.Seed
+	shards   [shardCount]shard
+	base     resolved
+	rules    []resolved       // in Rules order
+	exact    map[string]int32 // exact pattern → rule index
+	globs    []int32          // glob rule indexes, most specific first
+	newHosts atomic.Int64     // hosts created, for stats
+	initErr  error            // a bad pattern, reported by Check
+	onEvict  func(h *Host)    // set by the Transport
+	now      func() time.Time // for tests; nil = time.Now
+}
+
+// resolved is a rule's Limits with defaults filled in and bucket settings
+// prepared once, shared by every host the rule covers.
+type resolved struct {
+	limits   Limits
+	settings bucket.Settings
+}
+
+func resolve(l Limits) resolved {
+	burst := l.Burst
+	return resolved{limits: l, settings: bucket.NewSettings(l.Rate, burst, l.Smooth)}
+}
+
+func (r *Registry) init() {
+	r.once.Do(func() {
+		r.seed = maphash.MakeSeed()
+		def := r.Limits.or(Limits{Rate: DefaultRate, Burst: DefaultBurst, Concurrency: DefaultConcurrency})
+		r.base = resolve(def)
+		r.exact = map[string]int32{}
+		for i, rule := range r.Rules {
+			r.rules = append(r.rules, resolve(rule.Limits.or(def)))
+			p := strings.ToLower(strings.TrimSpace(rule.Pattern))
+			if _, err := path.Match(p, ""); err != nil {
+				r.initErr = fmt.Errorf("polite: rule %d: pattern %q: %w", i, rule.Pattern, err)
+				continue
+			}
+			if strings.ContainsAny(p, "*?[\\") {
+				r.globs = append(r.globs, int32(i))
+				continue
+			}
+			if _, dup := r.exact[p]; !dup {
+				r.exact[p] = int32(i)
+			}
+		}
+		sort.SliceStable(r.globs, func(a, b int) bool {
+			return len(r.Rules[r.globs[a]].Pattern) > len(r.Rules[r.globs[b]].Pattern)
+		})
+		for i := range r.shards {
+			r.shards[i].m = make(map[string]*Host)
+			r.shards[i].sweepAt = 64
+		}
+	})
+}
+
+// Check reports a rule whose pattern is malformed; such a rule is ignored.
+func (r *Registry) Check() error {
+	r.init()
+	return r.initErr
+}
+
+// ruleFor returns the index of the rule for key, or -1 for the defaults.
+func (r *Registry) ruleFor(key string) int32 {
+	if i, ok := r.exact[key]; ok {
+		return i
+	}
+	host, _ := splitHostPort(key)
+	if host != key {
+		if i, ok := r.exact[host]; ok {
+			return i
+		}
+	}
+	for _, i := range r.globs {
+		p := strings.ToLower(strings.TrimSpace(r.Rules[i].Pattern))
+		if ok, _ := path.Match(p, key); ok {
+			return i
+		}
+		if host != key {
+			if ok, _ := path.Match(p, host); ok {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+func (r *Registry) rule(i int32) *resolved {
+	if i < 0 {
+		return &r.base
+	}
+	return &r.rules[i]
+}
+
+// LimitsFor returns the limits a host with this key gets.
+func (r *Registry) LimitsFor(key string) Limits {
+	r.init()
+	return r.rule(r.ruleFor(key)).limits
+}
+
+func (r *Registry) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
+// Get returns the Host for key, creating it on first touch, and holds a
+// reference to it until Put: a referenced Host is never evicted. Every Get
+// must be matched by exactly one Put.
+func (r *Registry) Get(key string) *Host {
+	r.init()
+	s := &r.shards[maphash.String(r.seed, key)%shardCount]
+	s.mu.RLock()
+	h := s.m[key]
+	if h != nil {
+		h.refs.Add(1)
+		s.mu.RUnlock()
+		return h
+	}
+	s.mu.RUnlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h = s.m[key]; h != nil {
+		h.refs.Add(1)
+		return h
+	}
+	if len(s.m) >= s.sweepAt {
+		r.sweep(s)
+		s.sweepAt = max(64, 2*len(s.m))
+	}
+	// Clone: key is often a substring of a request's URL, and the registry
+	// must not pin a whole URL for as long as the host lives.
+	key = strings.Clone(key)
+	ri := r.ruleFor(key)
+	rs := r.rule(ri)
+	h = &Host{key: key, rule: ri}
+	h.bucket.Init(rs.settings)
+	h.gate.Init(rs.limits.Concurrency)
+	h.refs.Store(1)
+	s.m[key] = h
+	r.newHosts.Add(1)
+	return h
+}
+
+// Put releases the reference Get took.
+func (r *Registry) Put(h *Host) {
+	if h.refs.Add(-1) < 0 {
+		panic("polite: Registry.Put without Get")
+	}
+}
+
+// sweep evicts idle hosts from s. s.mu must be held for writing.
+func (r *Registry) sweep(s *shard) {
+	now := r.clock()
+	idle := r.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	since := now.Add(-idle)
+	for k, h := range s.m {
+		if h.idleSince(since, now) {
+			delete(s.m, k)
+			s.evictions.Add(1)
+			if r.onEvict != nil {
+				r.onEvict(h)
+			}
+		}
+	}
+}
+
+// Sweep evicts every idle host now. Registries sweep by themselves as they
+// grow; Sweep is for callers that want memory back sooner.
+func (r *Registry) Sweep() {
+	r.init()
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		r.sweep(s)
+		s.mu.Unlock()
+	}
+}
+
+// Len returns the number of hosts held.
+func (r *Registry) Len() int {
+	r.init()
+	n := 0
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.RLock()
+		n += len(s.m)
+		s.mu.RUnlock()
+	}
+	return n
+}
+
+// Evictions returns the number of hosts evicted so far.
+func (r *Registry) Evictions() int64 {
+	r.init()
+	var n int64
+	for i := range r.shards {
+		n += r.shards[i].evictions.Load()
+	}
+	return n
+}
+
+// Range calls f for each host until f returns false. Hosts may be added or
+// evicted meanwhile; f must not call Get or Put on this Registry's shard
+// locks' behalf (it runs under a shard's read lock).
+func (r *Registry) Range(f func(h *Host) bool) {
+	r.init()
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.RLock()
+		for _, h := range s.m {
+			if !f(h) {
+				s.mu.RUnlock()
+				return
+			}
+		}
+		s.mu.RUnlock()
+	}
+}
