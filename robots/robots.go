@@ -121,12 +121,39 @@ type Group struct {
 	agent string     // product token as first written, or "*"
 	line  int        // line of the first user-agent line naming it
 	parts []*ruleSet // one per group of the file naming the agent, file order
+	pace
+}
 
+// pace holds a group's valid Crawl-delay and Request-rate. Where a file
+// gives several (repeated lines, merged groups), the slowest is kept: the
+// politer reading of a file that contradicts itself.
+type pace struct {
 	crawlDelay    time.Duration
 	hasCrawlDelay bool
 	rateN         int
 	ratePer       time.Duration
 	hasRate       bool
+}
+
+func (p *pace) addCrawlDelay(d time.Duration) {
+	if !p.hasCrawlDelay || d > p.crawlDelay {
+		p.crawlDelay, p.hasCrawlDelay = d, true
+	}
+}
+
+func (p *pace) addRequestRate(n int, per time.Duration) {
+	if !p.hasRate || per/time.Duration(n) > p.ratePer/time.Duration(p.rateN) {
+		p.rateN, p.ratePer, p.hasRate = n, per, true
+	}
+}
+
+func (p *pace) merge(q pace) {
+	if q.hasCrawlDelay {
+		p.addCrawlDelay(q.crawlDelay)
+	}
+	if q.hasRate {
+		p.addRequestRate(q.rateN, q.ratePer)
+	}
 }
 
 // Parse parses a robots.txt file. It never fails: lines it cannot read are
@@ -141,12 +168,7 @@ type rawGroup struct {
 	agentLines []int
 	rules      []Rule
 	members    bool // a member line (rule, crawl-delay, request-rate) was seen
-
-	crawlDelay    time.Duration
-	hasCrawlDelay bool
-	rateN         int
-	ratePer       time.Duration
-	hasRate       bool
+	pace
 }
 
 type directive uint8
@@ -329,12 +351,12 @@ func parse(data []byte, limit int) *Robots {
 				cur.rules = append(cur.rules, Rule{Allow: d == allow, Pattern: normalise(value), Line: n})
 			}
 		case crawlDelay:
-			if v, ok := parseCrawlDelay(value); ok && (!cur.hasCrawlDelay || v > cur.crawlDelay) {
-				cur.crawlDelay, cur.hasCrawlDelay = v, true
+			if d, ok := parseCrawlDelay(value); ok {
+				cur.addCrawlDelay(d)
 			}
 		case requestRate:
-			if n, per, ok := parseRequestRate(value); ok && (!cur.hasRate || per/time.Duration(n) > cur.ratePer/time.Duration(cur.rateN)) {
-				cur.rateN, cur.ratePer, cur.hasRate = n, per, true
+			if k, per, ok := parseRequestRate(value); ok {
+				cur.addRequestRate(k, per)
 			}
 		}
 	}
@@ -369,21 +391,10 @@ func parse(data []byte, limit int) *Robots {
 				continue // the same group names the agent twice
 			}
 			mg.parts = append(mg.parts, set)
-			mg.merge(g)
+			mg.merge(g.pace)
 		}
 	}
 	return r
-}
-
-// merge folds the non-standard lines of g into mg, keeping the slower of
-// each: the politer reading of a file that contradicts itself.
-func (mg *Group) merge(g *rawGroup) {
-	if g.hasCrawlDelay && (!mg.hasCrawlDelay || g.crawlDelay > mg.crawlDelay) {
-		mg.crawlDelay, mg.hasCrawlDelay = g.crawlDelay, true
-	}
-	if g.hasRate && (!mg.hasRate || g.ratePer/time.Duration(g.rateN) > mg.ratePer/time.Duration(mg.rateN)) {
-		mg.rateN, mg.ratePer, mg.hasRate = g.rateN, g.ratePer, true
-	}
 }
 
 // allowAll is the Robots of a 4xx answer; disallowAll that of an
@@ -471,15 +482,17 @@ func (r *Robots) Group(userAgent string) *Group {
 // Test reports whether userAgent may fetch pathAndQuery and which rule
 // decided it. pathAndQuery is the request target as sent: the escaped path
 // and, if any, "?" and the query (url.URL.RequestURI); a fragment is ignored
-// and "" means "/". Test does not allocate unless the path needs
-// normalising.
+// and "" means "/". A value not starting with '/' is read as Allowed reads
+// it. Test does not allocate unless the path needs normalising.
 func (r *Robots) Test(userAgent, pathAndQuery string) Verdict {
 	return r.Group(userAgent).Test(pathAndQuery)
 }
 
 // Allowed reports whether userAgent may fetch urlOrPath, which is either an
-// absolute URL ("https://example.com/a?b") or a path and query ("/a?b"). The
-// scheme and host are not checked against the host r came from.
+// absolute URL ("https://example.com/a?b") or a path and query ("/a?b").
+// As in Google's parser, "//host/a" and "host/a" are read as a host and the
+// path "/a". The scheme and host are not checked against the host r came
+// from.
 func (r *Robots) Allowed(userAgent, urlOrPath string) bool {
 	return r.Test(userAgent, pathOf(urlOrPath)).Allowed
 }
@@ -556,19 +569,21 @@ func (g *Group) Rules() []Rule {
 // always allowed.
 func (g *Group) Test(pathAndQuery string) Verdict {
 	p := pathAndQuery
+	if !strings.HasPrefix(p, "/") {
+		// An absolute URL passed by mistake must not be read as a path
+		// that no rule matches; "" and "*" mean "/".
+		p = pathOf(p)
+	}
 	if i := strings.IndexByte(p, '#'); i >= 0 {
 		p = p[:i]
 	}
-	if p == "" {
-		p = "/"
-	}
+	p = normalise(p)
 	if p == "/robots.txt" || strings.HasPrefix(p, "/robots.txt?") {
 		return Verdict{Allowed: true, Rule: robotsTxt}
 	}
 	if g == nil {
 		return Verdict{Allowed: true}
 	}
-	p = normalise(p)
 	var (
 		best  Rule
 		found bool

@@ -502,6 +502,10 @@ func TestTestVerdict(t *testing.T) {
 		{"/a.pdf", Verdict{Allowed: false, Rule: Rule{Pattern: "/*.pdf$", Line: 4}}},
 		{"/a.pdf#frag", Verdict{Allowed: false, Rule: Rule{Pattern: "/*.pdf$", Line: 4}}},
 		{"/robots.txt", Verdict{Allowed: true, Rule: Rule{Allow: true, Pattern: "/robots.txt"}}},
+		{"/robots%2etxt", Verdict{Allowed: true, Rule: Rule{Allow: true, Pattern: "/robots.txt"}}},
+		{"//private/x", Verdict{Allowed: true}}, // a request path, not a host
+		{"https://example.com/private/x", Verdict{Allowed: false, Rule: Rule{Pattern: "/private/", Line: 2}}},
+		{"", Verdict{Allowed: true}},
 	}
 	for _, tt := range tests {
 		if got := r.Test("bot", tt.path); got != tt.want {
