@@ -107,8 +107,9 @@ type fetchKey struct{}
 
 // IsFetch reports whether req is a robots.txt fetch made by a Cache, or a
 // redirect it follows. A RoundTripper that checks every request against a
-// Cache must send these through unchecked: a fetch that waited for its own
-// robots.txt would wait forever.
+// Cache must not check these (they may still count against the host's
+// rate): a fetch that waited for its own robots.txt, or for that of the
+// host it is redirected to, could wait forever.
 func IsFetch(req *http.Request) bool {
 	return req.Context().Value(fetchKey{}) != nil
 }
