@@ -336,14 +336,19 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeGone(w)
 		return
 	}
-	h.mu.Lock()
-	service := h.serviceTimeLocked()
-	h.serving++
-	h.mu.Unlock()
+	var service time.Duration
+	if h.cfg.Latency > 0 {
+		h.mu.Lock()
+		service = h.serviceTimeLocked()
+		h.serving++
+		h.mu.Unlock()
+	}
 	ok := sleep(ctx, service)
 	now := time.Now()
 	h.mu.Lock()
-	h.serving--
+	if h.cfg.Latency > 0 {
+		h.serving--
+	}
 	h.releaseLocked()
 	if !ok {
 		h.finishLocked(now, win, timedOut)
