@@ -70,12 +70,17 @@ const (
 	DefaultOpenDelay    = 5 * time.Second
 	DefaultMaxOpenDelay = 5 * time.Minute
 	DefaultJitter       = 0.2
+	// MaxThreshold bounds Threshold: the breaker keeps the time of each of
+	// the last Threshold failures, so a huge Threshold meant as "never open"
+	// must not allocate gigabytes.
+	MaxThreshold = 1000
 )
 
 // Config configures a Breaker. The zero value is the default.
 type Config struct {
 	// Threshold is how many consecutive failures open the breaker. If zero
-	// or negative, DefaultThreshold is used.
+	// or negative, DefaultThreshold is used; above MaxThreshold,
+	// MaxThreshold is.
 	Threshold int
 	// Window is the span the last Threshold failures must fall within: a
 	// failure a day is not an outage. If zero or negative, DefaultWindow is
@@ -104,6 +109,7 @@ func (c Config) normalize() Config {
 	if c.Threshold <= 0 {
 		c.Threshold = DefaultThreshold
 	}
+	c.Threshold = min(c.Threshold, MaxThreshold)
 	if c.Window <= 0 {
 		c.Window = DefaultWindow
 	}
