@@ -1,18 +1,69 @@
 package polite
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/polite-go/polite/breaker"
+	"github.com/polite-go/polite/retry"
 )
 
-// hostExt is the state a host gains once the Transport has heard from it.
-// Hosts that were only ever allowed through carry none, which keeps an idle
-// Host small.
+// hostExt is the state a host gains once a Transport sends to it: pauses,
+// the breaker, the retry budget, a block mark, a rate ceiling. A Registry
+// used on its own never creates one, which keeps an idle Host small.
 type hostExt struct {
 	pauseUntil atomic.Int64 // unix ns before which no request goes; 0 = none
+	pauseWhy   atomic.Value // Reason of the current pause
+	blocked    atomic.Pointer[string]
+	ceiling    atomic.Uint64 // float64 bits: the rate the host must not exceed (robots, RateLimit); 0 = none
+	breaker    *breaker.Breaker
+	budget     retry.Budget
 }
 
-// idle reports whether nothing in x needs the host kept.
+// idle reports whether nothing in x needs the host kept: no pause pending and
+// no block to remember. (A block must outlive idleness, or eviction would
+// forgive it.)
 func (x *hostExt) idle(now time.Time) bool {
-	return x.pauseUntil.Load() <= now.UnixNano()
+	return x.pauseUntil.Load() <= now.UnixNano() && x.blocked.Load() == nil
 }
+
+// pause extends the host's pause to until (never shortens it) and reports
+// whether it moved.
+func (x *hostExt) pause(until time.Time, why Reason) bool {
+	u := until.UnixNano()
+	for {
+		cur := x.pauseUntil.Load()
+		if u <= cur {
+			return false
+		}
+		if x.pauseUntil.CompareAndSwap(cur, u) {
+			x.pauseWhy.Store(why)
+			return true
+		}
+	}
+}
+
+// paused returns how long the host is still paused at now, and why.
+func (x *hostExt) paused(now time.Time) (time.Duration, Reason) {
+	u := x.pauseUntil.Load()
+	if u == 0 {
+		return 0, ""
+	}
+	d := time.Duration(u - now.UnixNano())
+	if d <= 0 {
+		return 0, ""
+	}
+	why, _ := x.pauseWhy.Load().(Reason)
+	return d, why
+}
+
+func (x *hostExt) getCeiling() float64 {
+	c := math.Float64frombits(x.ceiling.Load())
+	if c <= 0 {
+		return math.Inf(1)
+	}
+	return c
+}
+
+func (x *hostExt) setCeiling(r float64) { x.ceiling.Store(math.Float64bits(r)) }

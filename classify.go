@@ -1,0 +1,164 @@
+package polite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+)
+
+// Outcome is what one attempt came to, as polite reads it.
+type Outcome int
+
+const (
+	// OK: a response the host was glad to give (1xx-3xx).
+	OK Outcome = iota
+	// Throttled: the host asked to slow down (429, 503).
+	Throttled
+	// Overloaded: the host or a gateway ran out of time (408, 504, or a
+	// timeout on our side): a sign of load, not a request to pause.
+	Overloaded
+	// Blocked: a WAF or anti-bot answer (challenge page, captcha). It wants
+	// a stop and a report, not patience.
+	Blocked
+	// ServerError: any other 5xx.
+	ServerError
+	// NetworkError: no response (connection refused, reset, DNS failure).
+	NetworkError
+	// ClientError: any other 4xx: the request is wrong, not the pace.
+	ClientError
+	// Canceled: the caller's context ended.
+	Canceled
+)
+
+var outcomeNames = [...]string{"ok", "throttled", "overloaded", "blocked", "server_error", "network_error", "client_error", "canceled"}
+
+// String returns the outcome's snake_case name ("ok", "throttled", ...).
+func (o Outcome) String() string {
+	if o >= 0 && int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// retryable reports whether an attempt with this outcome may be tried again.
+func (o Outcome) retryable() bool {
+	switch o {
+	case Throttled, Overloaded, ServerError, NetworkError:
+		return true
+	}
+	return false
+}
+
+// failure reports whether the outcome counts against the host's breaker.
+func (o Outcome) failure() bool {
+	switch o {
+	case Throttled, Overloaded, ServerError, NetworkError:
+		return true
+	}
+	return false
+}
+
+// classifyError reads a RoundTrip error.
+func classifyError(ctx context.Context, err error) Outcome {
+	if ctx.Err() != nil {
+		return Canceled
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return Overloaded
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return Overloaded
+	}
+	return NetworkError
+}
+
+// classifyStatus reads a status code alone (blocks are found separately).
+func classifyStatus(code int) Outcome {
+	switch {
+	case code == http.StatusTooManyRequests, code == http.StatusServiceUnavailable:
+		return Throttled
+	case code == http.StatusRequestTimeout, code == http.StatusGatewayTimeout:
+		return Overloaded
+	case code >= 500:
+		return ServerError
+	case code >= 400:
+		return ClientError
+	}
+	return OK
+}
+
+// BlockDetector decides whether a response is a soft block: a WAF
+// challenge, a captcha, an anti-bot wall. peek holds up to the first 32 KiB of
+// the body (empty when the detector's Peek said not to read it). It returns
+// a short reason, or "" for no block.
+type BlockDetector interface {
+	// Peek reports whether the body of resp should be read for Detect. It
+	// sees the headers only.
+	Peek(resp *http.Response) bool
+	// Detect returns why resp is a block, or "".
+	Detect(resp *http.Response, peek []byte) string
+}
+
+// MaxPeek is the most of a body polite reads to detect a block. The bytes are
+// handed back to the caller ahead of the rest of the body.
+const MaxPeek = 32 << 10
+
+// DefaultBlocks is the BlockDetector a Transport uses when none is set. It
+// recognises Cloudflare's cf-mitigated header, and challenge or captcha pages
+// (Cloudflare, Akamai, Imperva/Incapsula, PerimeterX, DataDome, reCAPTCHA,
+// hCaptcha, Turnstile) served with 200, 403, 429 or 503. It reads the bodies
+// of 403, 429 and 503 responses, and of HTML 200 responses no bigger than
+// MaxPeek (a challenge page is small; a real page usually is not, and reading
+// it would cost every fetch).
+var DefaultBlocks BlockDetector = defaultBlocks{}
+
+type defaultBlocks struct{}
+
+func (defaultBlocks) Peek(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return true
+	case http.StatusOK:
+		ct := resp.Header.Get("Content-Type")
+		return strings.HasPrefix(ct, "text/html") && resp.ContentLength >= 0 && resp.ContentLength <= MaxPeek
+	}
+	return false
+}
+
+// blockMarkers are lower-case fragments of known challenge pages.
+var blockMarkers = []struct{ marker, reason string }{
+	{"<title>just a moment...</title>", "cloudflare challenge"},
+	{"attention required! | cloudflare", "cloudflare block"},
+	{"cf-turnstile", "turnstile captcha"},
+	{"cf_chl_opt", "cloudflare challenge"},
+	{"g-recaptcha", "recaptcha"},
+	{"h-captcha", "hcaptcha"},
+	{"px-captcha", "perimeterx captcha"},
+	{"captcha-delivery.com", "datadome captcha"},
+	{"request unsuccessful. incapsula incident id", "imperva block"},
+	{"_incapsula_resource", "imperva challenge"},
+	{"<title>access denied</title>", "access denied page"},
+	{"please verify you are a human", "human verification"},
+	{"are you a robot", "human verification"},
+}
+
+func (defaultBlocks) Detect(resp *http.Response, peek []byte) string {
+	if strings.EqualFold(resp.Header.Get("Cf-Mitigated"), "challenge") {
+		return "cf-mitigated: challenge"
+	}
+	if len(peek) == 0 {
+		return ""
+	}
+	lower := bytes.ToLower(peek)
+	for _, m := range blockMarkers {
+		if bytes.Contains(lower, []byte(m.marker)) {
+			return m.reason
+		}
+	}
+	return ""
+}

@@ -1,0 +1,653 @@
+package polite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/polite-go/polite/breaker"
+	"github.com/polite-go/polite/inflight"
+	"github.com/polite-go/polite/retry"
+)
+
+// Defaults for Transport fields left zero.
+const (
+	DefaultRetries       = 5
+	DefaultMaxRetryAfter = 10 * time.Minute
+)
+
+var _ http.RoundTripper = (*Transport)(nil)
+
+// Transport is an http.RoundTripper that treats every host politely: each
+// destination gets its own token bucket, in-flight cap, pause, breaker and
+// retry budget (see the package doc for the order of the gates).
+//
+// The zero Transport works: it sends through http.DefaultTransport with
+// DefaultRate, DefaultBurst and DefaultConcurrency per host and DefaultRetries
+// retries. Fields are read at first use and must not change afterwards. A
+// Transport is safe for concurrent use and should be reused: per-host state
+// lives in it.
+type Transport struct {
+	// Base sends the requests. If nil, http.DefaultTransport is used.
+	Base http.RoundTripper
+
+	// Limits are every host's rate, burst and in-flight cap; zero fields
+	// take the package defaults. Rules override them by host pattern.
+	Limits Limits
+	Rules  []Rule
+	// Key says what the per-host state is keyed by. The zero value is
+	// KeyHost.
+	Key KeyBy
+	// IdleTimeout is how long a host stays idle before its state may be
+	// dropped. If zero, DefaultIdleTimeout is used.
+	IdleTimeout time.Duration
+	// MaxInFlight caps requests in flight over all hosts. If zero, there is
+	// no global cap.
+	MaxInFlight int
+
+	// Retries is how many times a failed attempt is retried (after the
+	// first). If zero, DefaultRetries is used; if negative, none.
+	Retries int
+	// Backoff is the delay schedule between retries when the host names no
+	// Retry-After. The zero value is full jitter from 500 ms to 60 s.
+	Backoff retry.Backoff
+	// MaxRetryAfter is the longest Retry-After a request waits for. A longer
+	// one is never shortened: the request gives up and returns the response,
+	// and the host stays paused until the instant the server named, during
+	// which requests to it fail fast with ErrPaused. If zero,
+	// DefaultMaxRetryAfter is used.
+	MaxRetryAfter time.Duration
+	// RetryNonIdempotent allows retrying requests whose method is not
+	// idempotent (POST, PATCH) when their body can be replayed (GetBody set,
+	// or no body). By default only GET, HEAD, OPTIONS, TRACE, PUT and DELETE,
+	// and requests with an Idempotency-Key header, are retried.
+	RetryNonIdempotent bool
+	// Budget is each host's retry budget, and GlobalBudget the one over all
+	// hosts: a retry needs a token from both. The zero values allow retries
+	// up to 20 % of recent requests plus 1 per second.
+	Budget       retry.BudgetConfig
+	GlobalBudget retry.BudgetConfig
+
+	// Breaker configures each host's circuit breaker. The zero value opens
+	// after 5 consecutive failures within 30 s.
+	Breaker breaker.Config
+	// BreakerWait makes requests to a host whose breaker is open wait for
+	// the probe instead of failing fast with breaker.ErrOpen.
+	BreakerWait bool
+
+	// Blocks recognises soft blocks. If nil, DefaultBlocks is used.
+	Blocks BlockDetector
+	// KeepBlocked keeps sending to a host after it answered with a block. By
+	// default later requests to it fail fast with ErrBlocked.
+	KeepBlocked bool
+
+	// UserAgent is set on requests that carry none.
+	UserAgent string
+
+	// Logger receives a record of every decision: Debug for attempts and
+	// waits, Info for state changes, Warn for give-ups. If nil, nothing is
+	// logged.
+	Logger *slog.Logger
+	// Observer receives every Event. If nil, none is sent.
+	Observer Observer
+
+	once     sync.Once
+	base     http.RoundTripper
+	reg      Registry
+	keyer    Keyer
+	global   *inflight.Gate
+	budget   retry.Budget
+	retries  int
+	maxAfter time.Duration
+	blocks   BlockDetector
+}
+
+// ErrBlocked is returned (wrapped in *BlockedError) for requests to a host
+// that answered with a soft block.
+var ErrBlocked = errors.New("polite: host blocked us")
+
+// ErrPaused is returned (wrapped in *PausedError) for requests to a host
+// paused for longer than MaxRetryAfter.
+var ErrPaused = errors.New("polite: host paused")
+
+// BlockedError says which host blocked and how it was recognised.
+type BlockedError struct {
+	Host   string
+	Reason string
+}
+
+func (e *BlockedError) Error() string {
+	return fmt.Sprintf("polite: host %q blocked us (%s)", e.Host, e.Reason)
+}
+
+// Unwrap returns ErrBlocked.
+func (e *BlockedError) Unwrap() error { return ErrBlocked }
+
+// PausedError says which host is paused, until when, and why.
+type PausedError struct {
+	Host   string
+	Until  time.Time
+	Reason Reason
+}
+
+func (e *PausedError) Error() string {
+	return fmt.Sprintf("polite: host %q paused until %s (%s)", e.Host, e.Until.Format(time.RFC3339), e.Reason)
+}
+
+// Unwrap returns ErrPaused.
+func (e *PausedError) Unwrap() error { return ErrPaused }
+
+// Error is a request that failed without a response after polite's retries.
+type Error struct {
+	Host     string
+	Attempts int
+	Err      error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("polite: host %q: %d attempts: %v", e.Host, e.Attempts, e.Err)
+}
+
+// Unwrap returns the last attempt's error.
+func (e *Error) Unwrap() error { return e.Err }
+
+func (t *Transport) init() {
+	t.once.Do(func() {
+		t.base = t.Base
+		if t.base == nil {
+			t.base = http.DefaultTransport
+		}
+		t.reg.Limits = t.Limits
+		t.reg.Rules = t.Rules
+		t.reg.IdleTimeout = t.IdleTimeout
+		t.keyer.By = t.Key
+		if t.MaxInFlight > 0 {
+			t.global = inflight.New(t.MaxInFlight)
+		}
+		t.budget = *retry.NewBudget(t.GlobalBudget)
+		t.retries = t.Retries
+		if t.retries == 0 {
+			t.retries = DefaultRetries
+		}
+		t.maxAfter = t.MaxRetryAfter
+		if t.maxAfter <= 0 {
+			t.maxAfter = DefaultMaxRetryAfter
+		}
+		t.blocks = t.Blocks
+		if t.blocks == nil {
+			t.blocks = DefaultBlocks
+		}
+	})
+}
+
+// Registry returns the Transport's per-host state, for inspection.
+func (t *Transport) Registry() *Registry {
+	t.init()
+	return &t.reg
+}
+
+// ext returns h's transport state, creating it on first use.
+func (t *Transport) ext(h *Host) *hostExt {
+	if x := h.ext.Load(); x != nil {
+		return x
+	}
+	x := &hostExt{breaker: breaker.New(t.Breaker)}
+	x.budget = *retry.NewBudget(t.Budget)
+	if h.ext.CompareAndSwap(nil, x) {
+		return x
+	}
+	return h.ext.Load()
+}
+
+// RoundTrip sends req politely. It waits for the host's gates, retries
+// throttled and failed attempts within the budget, and returns the last
+// response when retries run out (so a 429 comes back as a response, not an
+// error). Errors mean there is no response: the host is blocked, paused too
+// long or its breaker is open, the context ended, or every attempt failed
+// without one (*Error).
+//
+// The host's in-flight slot is held until the response body is closed.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.init()
+	if req.URL == nil {
+		closeBody(req)
+		return nil, errors.New("polite: request has no URL")
+	}
+	ctx := req.Context()
+	key, err := t.keyer.Key(ctx, req.URL)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	h := t.reg.Get(key)
+	x := t.ext(h)
+	resp, err := t.send(ctx, req, h, x)
+	if err != nil {
+		t.reg.Put(h)
+		return nil, err
+	}
+	return resp, nil
+}
+
+// send runs the attempts. On success the returned response's body holds the
+// host's slot, the global slot and the registry reference.
+func (t *Transport) send(ctx context.Context, req *http.Request, h *Host, x *hostExt) (*http.Response, error) {
+	now := time.Now()
+	x.budget.Deposit(now)
+	t.budget.Deposit(now)
+	replay := replayable(req, t.RetryNonIdempotent)
+	var prevDelay time.Duration
+	for attempt := 1; ; attempt++ {
+		if err := t.admit(ctx, h, x); err != nil {
+			if attempt == 1 {
+				closeBody(req)
+			}
+			return nil, err
+		}
+		// Holding: h.gate, t.global. Send.
+		r := req
+		if attempt > 1 || (t.UserAgent != "" && req.Header.Get("User-Agent") == "") {
+			var err error
+			if r, err = t.prepare(ctx, req, attempt); err != nil {
+				t.release(h)
+				return nil, err
+			}
+		}
+		start := time.Now()
+		resp, err := t.base.RoundTrip(r)
+		now = time.Now()
+		latency := now.Sub(start)
+
+		var out Outcome
+		status := 0
+		blockReason := ""
+		if err != nil {
+			out = classifyError(ctx, err)
+		} else {
+			status = resp.StatusCode
+			out = classifyStatus(status)
+			if t.blocks.Peek(resp) {
+				var peek []byte
+				peek, resp.Body = peekBody(resp.Body)
+				if blockReason = t.blocks.Detect(resp, peek); blockReason != "" {
+					out = Blocked
+				}
+			} else if blockReason = t.blocks.Detect(resp, nil); blockReason != "" {
+				out = Blocked
+			}
+		}
+		t.emit(ctx, Event{Kind: EventAttempt, Time: now, Host: h.key, Status: status, Outcome: out,
+			Attempt: attempt, Latency: latency, Err: err})
+
+		wait, why, giveUp := t.feedback(ctx, now, h, x, resp, out, blockReason, attempt)
+
+		// Return, or retry?
+		if !out.retryable() || giveUp {
+			return t.finish(h, resp, err, attempt)
+		}
+		if attempt > t.retries {
+			t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: h.key, Reason: ReasonAttempts, Status: status, Attempt: attempt})
+			return t.finish(h, resp, err, attempt)
+		}
+		if !replay {
+			return t.finish(h, resp, err, attempt)
+		}
+		if !t.budget.Withdraw(now) || !x.budget.Withdraw(now) {
+			t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: h.key, Reason: ReasonBudget, Status: status, Attempt: attempt})
+			return t.finish(h, resp, err, attempt)
+		}
+		if resp != nil {
+			drainClose(resp.Body)
+		}
+		t.release(h)
+		if why == ReasonBackoff {
+			wait = t.Backoff.Next(attempt, prevDelay)
+			prevDelay = wait
+			t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: ReasonBackoff, Delay: wait, Attempt: attempt + 1})
+			if err := sleep(ctx, wait); err != nil {
+				return nil, err
+			}
+		}
+		// Throttled: the host's pause (set in feedback) is the wait; admit
+		// waits it out with every other request to the host.
+	}
+}
+
+// finish returns the attempt's result: a response whose body holds the
+// slots, or an error after releasing them.
+func (t *Transport) finish(h *Host, resp *http.Response, err error, attempts int) (*http.Response, error) {
+	if err != nil {
+		t.release(h)
+		return nil, &Error{Host: h.key, Attempts: attempts, Err: err}
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
+	}
+	resp.Body = &slotBody{ReadCloser: resp.Body, t: t, h: h}
+	return resp, nil
+}
+
+// release gives back the slots an attempt held.
+func (t *Transport) release(h *Host) {
+	h.gate.Release()
+	if t.global != nil {
+		t.global.Release()
+	}
+}
+
+// admit waits at the host's gates in order: block mark, pause, breaker,
+// in-flight slot (host, then global), token. It returns holding both slots.
+func (t *Transport) admit(ctx context.Context, h *Host, x *hostExt) error {
+	for {
+		if r := x.blocked.Load(); r != nil && !t.KeepBlocked {
+			return &BlockedError{Host: h.key, Reason: *r}
+		}
+		now := time.Now()
+		if d, why := x.paused(now); d > 0 {
+			if d > t.maxAfter {
+				return &PausedError{Host: h.key, Until: now.Add(d), Reason: why}
+			}
+			t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: why, Delay: d})
+			if err := sleep(ctx, d); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := x.breaker.Allow(now); err != nil {
+			var oe *breaker.OpenError
+			if !t.BreakerWait || !errors.As(err, &oe) {
+				return fmt.Errorf("polite: host %q: %w", h.key, err)
+			}
+			d := oe.Until.Sub(now)
+			t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: ReasonBreaker, Delay: d})
+			if err := sleep(ctx, max(d, time.Millisecond)); err != nil {
+				return err
+			}
+			continue
+		}
+		if !h.gate.TryAcquire() {
+			t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: ReasonSlot})
+			if err := h.gate.Acquire(ctx); err != nil {
+				return err
+			}
+		}
+		if err := t.token(ctx, h); err != nil {
+			h.gate.Release()
+			return err
+		}
+		// A 429 may have paused the host while we waited for the token.
+		if d, _ := x.paused(time.Now()); d > 0 {
+			h.gate.Release()
+			continue
+		}
+		if t.global != nil && !t.global.TryAcquire() {
+			if err := t.global.Acquire(ctx); err != nil {
+				h.gate.Release()
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// token takes one token from the host's bucket, waiting for it.
+func (t *Transport) token(ctx context.Context, h *Host) error {
+	now := time.Now()
+	if h.bucket.AllowN(now, 1) {
+		return nil
+	}
+	r, err := h.bucket.ReserveN(now, 1)
+	if err != nil {
+		return fmt.Errorf("polite: host %q: %w", h.key, err)
+	}
+	d := r.DelayFrom(now)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(now.Add(d)) {
+		r.CancelAt(now)
+		return fmt.Errorf("polite: host %q: waiting %v for a token would outlast the deadline: %w", h.key, d, context.DeadlineExceeded)
+	}
+	t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: ReasonRate, Delay: d})
+	if err := sleep(ctx, d); err != nil {
+		r.CancelAt(time.Now())
+		return err
+	}
+	return nil
+}
+
+// feedback tells the host's state what an attempt came to. It returns the
+// reason a retry would wait (the host's pause, or backoff) and whether the
+// request must give up regardless of retries left.
+func (t *Transport) feedback(ctx context.Context, now time.Time, h *Host, x *hostExt, resp *http.Response,
+	out Outcome, blockReason string, attempt int) (wait time.Duration, why Reason, giveUp bool) {
+	why = ReasonBackoff
+	switch out {
+	case Throttled:
+		d, ok := retry.ParseAfter(resp.Header, now)
+		why = ReasonRetryAfter
+		if !ok {
+			d = t.Backoff.Next(attempt, 0)
+			why = ReasonBackoff
+			// Unlike other failures, a throttle pauses the whole host for the
+			// backoff delay: every request to it waits, not just this one.
+			if p, _ := x.paused(now); p > 0 {
+				d = max(d, p)
+			}
+		}
+		if ok && d > t.maxAfter {
+			giveUp = true
+			t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: h.key, Reason: ReasonRetryAfter, Status: resp.StatusCode, Delay: d})
+		}
+		if x.pause(now.Add(d), why) {
+			t.emit(ctx, Event{Kind: EventPause, Time: now, Host: h.key, Reason: why, Delay: d, Status: resp.StatusCode})
+		}
+		h.bucket.Drain(now)
+		wait = d
+		why = ReasonRetryAfter // the retry waits at the pause gate
+	case Blocked:
+		if x.blocked.Load() == nil {
+			r := blockReason
+			x.blocked.Store(&r)
+			t.emit(ctx, Event{Kind: EventBlocked, Time: now, Host: h.key, Reason: ReasonBlock, Detail: blockReason, Status: statusOf(resp)})
+		}
+		giveUp = true
+	}
+	if resp != nil && out != Blocked {
+		t.readQuota(ctx, now, h, x, resp)
+	}
+	switch {
+	case out.failure():
+		t.breakerRecord(ctx, now, h, x, false)
+	case out == OK || out == ClientError:
+		t.breakerRecord(ctx, now, h, x, true)
+	}
+	return wait, why, giveUp
+}
+
+func (t *Transport) breakerRecord(ctx context.Context, now time.Time, h *Host, x *hostExt, ok bool) {
+	tr := x.breaker.Record(now, ok)
+	if tr.From != tr.To {
+		t.emit(ctx, Event{Kind: EventBreaker, Time: now, Host: h.key, Reason: ReasonBreaker, Detail: tr.To.String()})
+	}
+}
+
+// readQuota paces the host from RateLimit / X-RateLimit fields: with no
+// quota left it pauses the host until the reset, before a 429 comes; with
+// some left it spreads what is left over the time to the reset; a stated
+// limit per window caps the host's rate.
+func (t *Transport) readQuota(ctx context.Context, now time.Time, h *Host, x *hostExt, resp *http.Response) {
+	q, ok := retry.ParseRateLimit(resp.Header, now)
+	if !ok {
+		return
+	}
+	if q.Remaining == 0 && q.Reset > 0 {
+		if x.pause(now.Add(q.Reset), ReasonRateLimit) {
+			t.emit(ctx, Event{Kind: EventPause, Time: now, Host: h.key, Reason: ReasonRateLimit, Delay: q.Reset})
+		}
+		return
+	}
+	ceiling := 0.0
+	if q.Limit > 0 && q.Window > 0 {
+		ceiling = float64(q.Limit) / q.Window.Seconds()
+	}
+	if q.Remaining > 0 && q.Reset > 0 {
+		pace := float64(q.Remaining) / q.Reset.Seconds()
+		if ceiling == 0 || pace < ceiling {
+			ceiling = pace
+		}
+	}
+	if ceiling <= 0 {
+		return
+	}
+	old := x.getCeiling()
+	x.setCeiling(ceiling)
+	if cur := h.bucket.Rate(); cur > ceiling && (old > ceiling*1.1 || old < ceiling*0.9 || cur > old) {
+		h.bucket.SetRate(now, ceiling)
+		t.emit(ctx, Event{Kind: EventRate, Time: now, Host: h.key, Reason: ReasonRateLimit, Rate: ceiling})
+	}
+}
+
+// prepare returns the request to send for this attempt: a clone with the
+// user agent set and, on a retry, the body rewound.
+func (t *Transport) prepare(ctx context.Context, req *http.Request, attempt int) (*http.Request, error) {
+	r := req.Clone(ctx)
+	if t.UserAgent != "" && r.Header.Get("User-Agent") == "" {
+		r.Header.Set("User-Agent", t.UserAgent)
+	}
+	if attempt > 1 && req.Body != nil && req.Body != http.NoBody {
+		b, err := req.GetBody()
+		if err != nil {
+			return nil, fmt.Errorf("polite: rewinding the body for attempt %d: %w", attempt, err)
+		}
+		r.Body = b
+	}
+	return r, nil
+}
+
+// replayable reports whether req may be sent again.
+func replayable(req *http.Request, nonIdempotent bool) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false
+	}
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	if _, ok := req.Header["Idempotency-Key"]; ok {
+		return true
+	}
+	if _, ok := req.Header["X-Idempotency-Key"]; ok {
+		return true
+	}
+	return nonIdempotent
+}
+
+func statusOf(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// drainClose reads a little of a body we are done with, so its connection
+// can be reused, and closes it.
+func drainClose(b io.ReadCloser) {
+	if b == nil {
+		return
+	}
+	_, _ = io.CopyN(io.Discard, b, 64<<10)
+	b.Close()
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// peekBody reads up to MaxPeek bytes of b and returns them with a body that
+// replays them ahead of the rest.
+func peekBody(b io.ReadCloser) ([]byte, io.ReadCloser) {
+	buf := make([]byte, MaxPeek)
+	n, err := io.ReadFull(b, buf)
+	buf = buf[:n]
+	pb := &peekedBody{head: bytes.NewReader(buf), rest: b}
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		pb.err = err
+	}
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		pb.eof = true
+	}
+	return buf, pb
+}
+
+type peekedBody struct {
+	head *bytes.Reader
+	rest io.ReadCloser
+	err  error // from the peek, returned after head
+	eof  bool  // rest was exhausted by the peek
+}
+
+func (p *peekedBody) Read(b []byte) (int, error) {
+	if p.head.Len() > 0 {
+		return p.head.Read(b)
+	}
+	if p.err != nil {
+		return 0, p.err
+	}
+	if p.eof {
+		return 0, io.EOF
+	}
+	return p.rest.Read(b)
+}
+
+func (p *peekedBody) Close() error { return p.rest.Close() }
+
+// slotBody holds a request's slots and registry reference until the caller
+// closes the body (or reads it to the end).
+type slotBody struct {
+	io.ReadCloser
+	t    *Transport
+	h    *Host
+	once sync.Once
+}
+
+func (b *slotBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.done()
+	}
+	return n, err
+}
+
+func (b *slotBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.done()
+	return err
+}
+
+func (b *slotBody) done() {
+	b.once.Do(func() {
+		b.t.release(b.h)
+		b.t.reg.Put(b.h)
+	})
+}

@@ -1,0 +1,588 @@
+package polite
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/breaker"
+	"github.com/polite-go/polite/retry"
+	"github.com/polite-go/polite/testbed"
+)
+
+// server records when each request arrived, per host, and answers with the
+// handler for the host.
+type server struct {
+	mu       sync.Mutex // guards arrivals
+	arrivals map[string][]time.Time
+	handlers map[string]http.HandlerFunc
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	host := r.Host
+	if i := strings.IndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+	s.mu.Lock()
+	s.arrivals[host] = append(s.arrivals[host], time.Now())
+	s.mu.Unlock()
+	if h, ok := s.handlers[host]; ok {
+		h(w, r)
+		return
+	}
+	io.WriteString(w, "ok")
+}
+
+func (s *server) count(host string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.arrivals[host])
+}
+
+func (s *server) times(host string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.arrivals[host]...)
+}
+
+// setup serves handlers over an in-memory network inside a synctest bubble
+// and returns a client whose Transport is t (Base filled in).
+func setup(t *testing.T, tr *Transport, handlers map[string]http.HandlerFunc) (*http.Client, *server) {
+	t.Helper()
+	n := &testbed.Network{}
+	s := &server{arrivals: map[string][]time.Time{}, handlers: handlers}
+	n.Serve(s)
+	t.Cleanup(func() { n.Close() })
+	base := n.Transport()
+	t.Cleanup(base.CloseIdleConnections)
+	tr.Base = base
+	return &http.Client{Transport: tr}, s
+}
+
+func get(t *testing.T, c *http.Client, url string) (*http.Response, string, error) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		return nil, "", err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b), err
+}
+
+func fast() Limits { return Limits{Rate: bucket.Inf, Concurrency: 100} }
+
+func TestRetryAfterPausesHost(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		after func(now time.Time) (value, date string)
+	}{
+		{"seconds", func(time.Time) (string, string) { return "3", "" }},
+		{"http-date", func(now time.Time) (string, string) {
+			return now.Add(3 * time.Second).UTC().Format(http.TimeFormat), now.UTC().Format(http.TimeFormat)
+		}},
+		// The server's clock runs an hour ahead of ours: the wait is measured
+		// against its Date field, so it is still 3 s.
+		{"http-date skewed", func(now time.Time) (string, string) {
+			srv := now.Add(time.Hour)
+			return srv.Add(3 * time.Second).UTC().Format(http.TimeFormat), srv.UTC().Format(http.TimeFormat)
+		}},
+		{"rfc850 date", func(now time.Time) (string, string) {
+			return now.Add(3 * time.Second).UTC().Format(time.RFC850), ""
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var n atomic.Int32
+				c, s := setup(t, &Transport{Limits: fast()}, map[string]http.HandlerFunc{
+					"a.test": func(w http.ResponseWriter, r *http.Request) {
+						if n.Add(1) == 1 {
+							v, d := tt.after(time.Now())
+							w.Header().Set("Retry-After", v)
+							if d != "" {
+								w.Header()["Date"] = []string{d}
+							}
+							w.WriteHeader(http.StatusTooManyRequests)
+							return
+						}
+						io.WriteString(w, "ok")
+					},
+				})
+				start := time.Now()
+				var wg sync.WaitGroup
+				// Two requests: the one that gets the 429 retries after 3 s, and
+				// one sent meanwhile waits too.
+				wg.Go(func() {
+					resp, body, err := get(t, c, "http://a.test/1")
+					if err != nil || resp.StatusCode != 200 || body != "ok" {
+						t.Errorf("GET /1 = %v, %q, %v; want 200 ok", resp, body, err)
+					}
+				})
+				time.Sleep(500 * time.Millisecond)
+				wg.Go(func() {
+					if _, _, err := get(t, c, "http://a.test/2"); err != nil {
+						t.Error(err)
+					}
+				})
+				wg.Wait()
+				times := s.times("a.test")
+				if len(times) != 3 {
+					t.Fatalf("server saw %d requests, want 3", len(times))
+				}
+				for _, at := range times[1:] {
+					// HTTP-dates have whole seconds; the pause is at least 2 s
+					// and at most 3 s after the 429.
+					if d := at.Sub(start); d < 2*time.Second || d > 3*time.Second {
+						t.Errorf("a request arrived %v after the 429, want the host quiet for the Retry-After", d)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestGarbageRetryAfterFallsBackToBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		c, s := setup(t, &Transport{Limits: fast(), Backoff: retry.Backoff{Base: time.Second, Jitter: retry.NoJitter}},
+			map[string]http.HandlerFunc{"a.test": func(w http.ResponseWriter, r *http.Request) {
+				if n.Add(1) == 1 {
+					w.Header().Set("Retry-After", "soon-ish")
+					w.WriteHeader(http.StatusTooManyRequests)
+					return
+				}
+				io.WriteString(w, "ok")
+			}})
+		start := time.Now()
+		resp, _, err := get(t, c, "http://a.test/")
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET = %v, %v", resp, err)
+		}
+		times := s.times("a.test")
+		if len(times) != 2 || times[1].Sub(start) != time.Second {
+			t.Errorf("retry came %v after the 429, want the 1 s backoff", times[len(times)-1].Sub(start))
+		}
+	})
+}
+
+func TestLongRetryAfterIsNotShortened(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, s := setup(t, &Transport{Limits: fast()}, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "36000") // 10 hours
+				w.WriteHeader(http.StatusTooManyRequests)
+			},
+		})
+		start := time.Now()
+		resp, _, err := get(t, c, "http://a.test/")
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("GET = %v, %v; want the 429 back", resp, err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("GET took %v, want an immediate give-up", d)
+		}
+		_, err = c.Get("http://a.test/other")
+		var pe *PausedError
+		if !errors.Is(err, ErrPaused) || !errors.As(err, &pe) {
+			t.Fatalf("next GET error = %v, want ErrPaused", err)
+		}
+		if want := start.Add(10 * time.Hour); !pe.Until.Equal(want) {
+			t.Errorf("paused until %v, want %v", pe.Until, want)
+		}
+		if s.count("a.test") != 1 {
+			t.Errorf("server saw %d requests, want 1", s.count("a.test"))
+		}
+	})
+}
+
+func TestRateLimitRemainingZeroWaitsForReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		c, s := setup(t, &Transport{Limits: fast()}, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) {
+				if n.Add(1) == 1 {
+					w.Header().Set("X-RateLimit-Limit", "10")
+					w.Header().Set("X-RateLimit-Remaining", "0")
+					w.Header().Set("X-RateLimit-Reset", "5")
+				}
+				io.WriteString(w, "ok")
+			},
+		})
+		start := time.Now()
+		for range 2 {
+			if resp, _, err := get(t, c, "http://a.test/"); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("GET = %v, %v", resp, err)
+			}
+		}
+		times := s.times("a.test")
+		if got := times[1].Sub(start); got != 5*time.Second {
+			t.Errorf("second request came after %v, want 5 s (the reset)", got)
+		}
+	})
+}
+
+func TestPostWithoutGetBodyNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, s := setup(t, &Transport{Limits: fast(), RetryNonIdempotent: true}, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) },
+		})
+		body := io.NopCloser(strings.NewReader("payload")) // no GetBody
+		req, _ := http.NewRequest("POST", "http://a.test/", body)
+		req.GetBody = nil
+		resp, err := c.Do(req)
+		if err != nil || resp.StatusCode != 503 {
+			t.Fatalf("POST = %v, %v; want the 503", resp, err)
+		}
+		resp.Body.Close()
+		if got := s.count("a.test"); got != 1 {
+			t.Errorf("server saw %d POSTs, want 1", got)
+		}
+		// A POST is not retried by default even with GetBody.
+		c2, s2 := setup(t, &Transport{Limits: fast()}, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) },
+		})
+		resp, err = c2.Post("http://a.test/", "text/plain", strings.NewReader("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := s2.count("a.test"); got != 1 {
+			t.Errorf("default Transport sent a POST %d times, want 1", got)
+		}
+	})
+}
+
+func TestReplayedBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var bodies []string
+		var mu sync.Mutex
+		c, _ := setup(t, &Transport{Limits: fast(), RetryNonIdempotent: true}, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				bodies = append(bodies, string(b))
+				n := len(bodies)
+				mu.Unlock()
+				if n < 3 {
+					w.WriteHeader(502)
+				}
+			},
+		})
+		resp, err := c.Post("http://a.test/", "text/plain", strings.NewReader("payload"))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("POST = %v, %v", resp, err)
+		}
+		resp.Body.Close()
+		if fmt.Sprint(bodies) != "[payload payload payload]" {
+			t.Errorf("server read bodies %q, want the payload three times", bodies)
+		}
+	})
+}
+
+func TestBudgetStopsRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &Transport{
+			Limits:  fast(),
+			Retries: 10,
+			Budget:  retry.BudgetConfig{Ratio: 0.1, MinPerSecond: -1},
+			Breaker: breaker.Config{Threshold: 1 << 30},
+			Backoff: retry.Backoff{Base: time.Millisecond, Cap: time.Millisecond},
+		}
+		var gaveUp atomic.Int32
+		tr.Observer = observerFunc(func(e Event) {
+			if e.Kind == EventGiveUp && e.Reason == ReasonBudget {
+				gaveUp.Add(1)
+			}
+		})
+		c, s := setup(t, tr, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) },
+		})
+		const requests = 100
+		for range requests {
+			resp, _, err := get(t, c, "http://a.test/")
+			if err != nil || resp.StatusCode != 500 {
+				t.Fatalf("GET = %v, %v; want the 500 back", resp, err)
+			}
+		}
+		// Without a budget: 100 × 11 attempts. With 10 % earned: about 110.
+		if got := s.count("a.test"); got > requests*12/10 {
+			t.Errorf("server saw %d attempts for %d requests, want ≤ %d (the budget)", got, requests, requests*12/10)
+		}
+		if gaveUp.Load() == 0 {
+			t.Error("no give-up event with reason budget")
+		}
+	})
+}
+
+type observerFunc func(Event)
+
+func (f observerFunc) Observe(e Event) { f(e) }
+
+func TestBreakerOpensProbesCloses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var healthy atomic.Bool
+		var states []string
+		var mu sync.Mutex
+		tr := &Transport{
+			Limits:  fast(),
+			Retries: -1,
+			Breaker: breaker.Config{Threshold: 3, OpenDelay: 10 * time.Second, Jitter: -1},
+			Observer: observerFunc(func(e Event) {
+				if e.Kind == EventBreaker {
+					mu.Lock()
+					states = append(states, e.Detail)
+					mu.Unlock()
+				}
+			}),
+		}
+		c, s := setup(t, tr, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) {
+				if !healthy.Load() {
+					w.WriteHeader(502)
+				}
+			},
+		})
+		for range 3 {
+			if resp, _, err := get(t, c, "http://a.test/"); err != nil || resp.StatusCode != 502 {
+				t.Fatalf("GET = %v, %v", resp, err)
+			}
+		}
+		_, err := c.Get("http://a.test/")
+		if !errors.Is(err, breaker.ErrOpen) {
+			t.Fatalf("GET with the breaker open = %v, want ErrOpen", err)
+		}
+		if got := s.count("a.test"); got != 3 {
+			t.Errorf("server saw %d requests, want 3 (fail fast while open)", got)
+		}
+		time.Sleep(10 * time.Second)
+		healthy.Store(true)
+		if resp, _, err := get(t, c, "http://a.test/"); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("probe GET = %v, %v", resp, err)
+		}
+		if resp, _, err := get(t, c, "http://a.test/"); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET after the probe = %v, %v", resp, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if got := strings.Join(states, ","); got != "open,half-open,closed" && got != "open,closed" {
+			t.Errorf("breaker states %q, want open then closed", got)
+		}
+	})
+}
+
+const challenge = `<!DOCTYPE html><html><head><title>Just a moment...</title></head><body>checking your browser</body></html>`
+
+func TestChallengePageIsBlocked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, s := setup(t, &Transport{Limits: fast()}, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(403)
+				io.WriteString(w, challenge)
+			},
+			"b.test": func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				w.Header().Set("Cf-Mitigated", "challenge")
+				w.WriteHeader(503)
+			},
+		})
+		resp, body, err := get(t, c, "http://a.test/")
+		if err != nil || resp.StatusCode != 403 || body != challenge {
+			t.Fatalf("GET = %v, %q, %v; want the 403 with its whole body", resp, body, err)
+		}
+		if s.count("a.test") != 1 {
+			t.Errorf("a blocked request was retried: %d attempts", s.count("a.test"))
+		}
+		_, err = c.Get("http://a.test/next")
+		var be *BlockedError
+		if !errors.Is(err, ErrBlocked) || !errors.As(err, &be) || be.Reason != "cloudflare challenge" {
+			t.Errorf("next GET = %v, want ErrBlocked (cloudflare challenge)", err)
+		}
+		resp, _, err = get(t, c, "http://b.test/")
+		if err != nil || resp.StatusCode != 503 || s.count("b.test") != 1 {
+			t.Errorf("cf-mitigated 503: %v, %v, %d attempts; want one attempt, no retry", resp, err, s.count("b.test"))
+		}
+	})
+}
+
+func TestPeekedBodyReadInFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		big := strings.Repeat("0123456789", 10_000) // 100 KB, beyond the peek
+		small := "<html><title>fine</title></html>"
+		c, _ := setup(t, &Transport{Limits: fast()}, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				if r.URL.Path == "/small" {
+					io.WriteString(w, small)
+					return
+				}
+				w.WriteHeader(403)
+				io.WriteString(w, big)
+			},
+		})
+		if _, body, err := get(t, c, "http://a.test/big"); err != nil || body != big {
+			t.Errorf("403 body: %d bytes, %v; want all %d", len(body), err, len(big))
+		}
+		if _, body, err := get(t, c, "http://a.test/small"); err != nil || body != small {
+			t.Errorf("200 body = %q, %v; want %q", body, err, small)
+		}
+	})
+}
+
+func TestHostsDoNotSlowEachOther(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, s := setup(t, &Transport{
+			Limits: Limits{Rate: 100, Concurrency: 10},
+			Rules:  []Rule{{Pattern: "slow.test", Limits: Limits{Rate: 1, Concurrency: 1}}},
+		}, map[string]http.HandlerFunc{
+			"slow.test": func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "30")
+				w.WriteHeader(429)
+			},
+		})
+		var wg sync.WaitGroup
+		for i := range 5 {
+			wg.Go(func() { get(t, c, fmt.Sprintf("http://slow.test/%d", i)) })
+		}
+		time.Sleep(time.Millisecond)
+		start := time.Now()
+		for range 50 {
+			if resp, _, err := get(t, c, "http://fast.test/"); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("fast GET = %v, %v", resp, err)
+			}
+		}
+		// 50 requests at 100/s with burst 1: 490 ms, whatever slow.test does.
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Errorf("50 requests to fast.test took %v while slow.test was paused; want ≤ 500ms", d)
+		}
+		wg.Wait()
+		_ = s
+	})
+}
+
+func TestSlotHeldUntilBodyClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &Transport{Limits: Limits{Rate: bucket.Inf, Concurrency: 1}}
+		c, s := setup(t, tr, nil)
+		resp, err := c.Get("http://a.test/1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			get(t, c, "http://a.test/2")
+		}()
+		time.Sleep(time.Second)
+		if got := s.count("a.test"); got != 1 {
+			t.Errorf("with the first body open, server saw %d requests; want 1", got)
+		}
+		resp.Body.Close()
+		<-done
+		if got := s.count("a.test"); got != 2 {
+			t.Errorf("after closing the body, server saw %d requests; want 2", got)
+		}
+	})
+}
+
+func TestRateAndConcurrencyNeverExceeded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var inflight, peak atomic.Int32
+		c, s := setup(t, &Transport{Limits: Limits{Rate: 5, Burst: 2, Concurrency: 2}}, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) {
+				n := inflight.Add(1)
+				if n > peak.Load() {
+					peak.Store(n)
+				}
+				time.Sleep(700 * time.Millisecond)
+				inflight.Add(-1)
+			},
+		})
+		var wg sync.WaitGroup
+		for i := range 40 {
+			wg.Go(func() { get(t, c, fmt.Sprintf("http://a.test/%d", i)) })
+		}
+		wg.Wait()
+		if p := peak.Load(); p > 2 {
+			t.Errorf("peak in flight %d, want ≤ 2", p)
+		}
+		times := s.times("a.test")
+		// Any window of 1 s holds at most burst + rate = 7 arrivals.
+		for i := range times {
+			n := 0
+			for _, u := range times[i:] {
+				if u.Sub(times[i]) < time.Second {
+					n++
+				}
+			}
+			if n > 7 {
+				t.Fatalf("%d arrivals within 1 s of %v, want ≤ 7", n, times[i])
+			}
+		}
+	})
+}
+
+func TestNetworkErrorRetriedThenError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := &testbed.Network{} // nothing listening: every dial is refused
+		tr := &Transport{Base: n.Transport(), Limits: fast(), Retries: 2,
+			Backoff: retry.Backoff{Base: time.Second, Jitter: retry.NoJitter}}
+		c := &http.Client{Transport: tr}
+		start := time.Now()
+		_, err := c.Get("http://a.test/")
+		var pe *Error
+		if !errors.As(err, &pe) || pe.Attempts != 3 {
+			t.Fatalf("GET = %v, want *Error after 3 attempts", err)
+		}
+		if d := time.Since(start); d != 3*time.Second {
+			t.Errorf("took %v, want 1 s + 2 s of backoff", d)
+		}
+	})
+}
+
+func TestBadURL(t *testing.T) {
+	tr := &Transport{}
+	req, _ := http.NewRequest("GET", "http://exa mple.com/", nil)
+	if req != nil {
+		if _, err := tr.RoundTrip(req); err == nil {
+			t.Error("RoundTrip(bad host) succeeded")
+		}
+	}
+	req = &http.Request{Method: "GET", URL: nil}
+	if _, err := tr.RoundTrip(req); err == nil {
+		t.Error("RoundTrip(nil URL) succeeded")
+	}
+	req, _ = http.NewRequest("GET", "/relative", nil)
+	if _, err := tr.RoundTrip(req); !errors.Is(err, ErrNoHost) {
+		t.Errorf("RoundTrip(relative URL) = %v, want ErrNoHost", err)
+	}
+}
+
+func TestUserAgentSetWithoutMutatingRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got atomic.Value
+		c, _ := setup(t, &Transport{Limits: fast(), UserAgent: "polite-test/1"}, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) { got.Store(r.UserAgent()) },
+		})
+		req, _ := http.NewRequest("GET", "http://a.test/", nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got.Load() != "polite-test/1" {
+			t.Errorf("server saw User-Agent %q", got.Load())
+		}
+		if req.Header.Get("User-Agent") != "" {
+			t.Error("the caller's request was mutated")
+		}
+	})
+}
