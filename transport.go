@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -244,7 +245,8 @@ func (t *Transport) send(ctx context.Context, req *http.Request, h *Host, x *hos
 	replay := replayable(req, t.RetryNonIdempotent)
 	var prevDelay time.Duration
 	for attempt := 1; ; attempt++ {
-		if err := t.admit(ctx, h, x); err != nil {
+		var err error
+		if now, err = t.admit(ctx, now, h, x); err != nil {
 			if attempt == 1 {
 				closeBody(req)
 			}
@@ -253,13 +255,12 @@ func (t *Transport) send(ctx context.Context, req *http.Request, h *Host, x *hos
 		// Holding: h.gate, t.global. Send.
 		r := req
 		if attempt > 1 || (t.UserAgent != "" && req.Header.Get("User-Agent") == "") {
-			var err error
 			if r, err = t.prepare(ctx, req, attempt); err != nil {
 				t.release(h)
 				return nil, err
 			}
 		}
-		start := time.Now()
+		start := now
 		resp, err := t.base.RoundTrip(r)
 		now = time.Now()
 		latency := now.Sub(start)
@@ -342,81 +343,91 @@ func (t *Transport) release(h *Host) {
 }
 
 // admit waits at the host's gates in order: block mark, pause, breaker,
-// in-flight slot (host, then global), token. It returns holding both slots.
-func (t *Transport) admit(ctx context.Context, h *Host, x *hostExt) error {
+// in-flight slot (host, then global), token. It returns holding both slots,
+// with the time it got them (now itself when nothing waited: a clock reading
+// costs as much as the rest of the bookkeeping, so it is taken only after a
+// wait).
+func (t *Transport) admit(ctx context.Context, now time.Time, h *Host, x *hostExt) (time.Time, error) {
 	for {
 		if r := x.blocked.Load(); r != nil && !t.KeepBlocked {
-			return &BlockedError{Host: h.key, Reason: *r}
+			return now, &BlockedError{Host: h.key, Reason: *r}
 		}
-		now := time.Now()
 		if d, why := x.paused(now); d > 0 {
 			if d > t.maxAfter {
-				return &PausedError{Host: h.key, Until: now.Add(d), Reason: why}
+				return now, &PausedError{Host: h.key, Until: now.Add(d), Reason: why}
 			}
 			t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: why, Delay: d})
 			if err := sleep(ctx, d); err != nil {
-				return err
+				return now, err
 			}
+			now = time.Now()
 			continue
 		}
 		if err := x.breaker.Allow(now); err != nil {
 			var oe *breaker.OpenError
 			if !t.BreakerWait || !errors.As(err, &oe) {
-				return fmt.Errorf("polite: host %q: %w", h.key, err)
+				return now, fmt.Errorf("polite: host %q: %w", h.key, err)
 			}
 			d := oe.Until.Sub(now)
 			t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: ReasonBreaker, Delay: d})
 			if err := sleep(ctx, max(d, time.Millisecond)); err != nil {
-				return err
+				return now, err
 			}
+			now = time.Now()
 			continue
 		}
 		if !h.gate.TryAcquire() {
 			t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: ReasonSlot})
 			if err := h.gate.Acquire(ctx); err != nil {
-				return err
+				return now, err
 			}
+			now = time.Now()
 		}
-		if err := t.token(ctx, h); err != nil {
+		waited, err := t.token(ctx, now, h)
+		if err != nil {
 			h.gate.Release()
-			return err
+			return now, err
 		}
-		// A 429 may have paused the host while we waited for the token.
-		if d, _ := x.paused(time.Now()); d > 0 {
-			h.gate.Release()
-			continue
+		if waited {
+			now = time.Now()
+			// A 429 may have paused the host while we waited for the token.
+			if d, _ := x.paused(now); d > 0 {
+				h.gate.Release()
+				continue
+			}
 		}
 		if t.global != nil && !t.global.TryAcquire() {
 			if err := t.global.Acquire(ctx); err != nil {
 				h.gate.Release()
-				return err
+				return now, err
 			}
+			now = time.Now()
 		}
-		return nil
+		return now, nil
 	}
 }
 
-// token takes one token from the host's bucket, waiting for it.
-func (t *Transport) token(ctx context.Context, h *Host) error {
-	now := time.Now()
+// token takes one token from the host's bucket, waiting for it, and reports
+// whether it waited.
+func (t *Transport) token(ctx context.Context, now time.Time, h *Host) (bool, error) {
 	if h.bucket.AllowN(now, 1) {
-		return nil
+		return false, nil
 	}
 	r, err := h.bucket.ReserveN(now, 1)
 	if err != nil {
-		return fmt.Errorf("polite: host %q: %w", h.key, err)
+		return false, fmt.Errorf("polite: host %q: %w", h.key, err)
 	}
 	d := r.DelayFrom(now)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(now.Add(d)) {
 		r.CancelAt(now)
-		return fmt.Errorf("polite: host %q: waiting %v for a token would outlast the deadline: %w", h.key, d, context.DeadlineExceeded)
+		return false, fmt.Errorf("polite: host %q: waiting %v for a token would outlast the deadline: %w", h.key, d, context.DeadlineExceeded)
 	}
 	t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: ReasonRate, Delay: d})
 	if err := sleep(ctx, d); err != nil {
 		r.CancelAt(time.Now())
-		return err
+		return true, err
 	}
-	return nil
+	return true, nil
 }
 
 // feedback tells the host's state what an attempt came to. It returns the
@@ -480,6 +491,9 @@ func (t *Transport) breakerRecord(ctx context.Context, now time.Time, h *Host, x
 // some left it spreads what is left over the time to the reset; a stated
 // limit per window caps the host's rate.
 func (t *Transport) readQuota(ctx context.Context, now time.Time, h *Host, x *hostExt, resp *http.Response) {
+	if !hasQuotaFields(resp.Header) {
+		return
+	}
 	q, ok := retry.ParseRateLimit(resp.Header, now)
 	if !ok {
 		return
@@ -509,6 +523,18 @@ func (t *Transport) readQuota(ctx context.Context, now time.Time, h *Host, x *ho
 		h.bucket.SetRate(now, ceiling)
 		t.emit(ctx, Event{Kind: EventRate, Time: now, Host: h.key, Reason: ReasonRateLimit, Rate: ceiling})
 	}
+}
+
+// hasQuotaFields reports whether h has any RateLimit or X-RateLimit field:
+// one pass over a handful of keys, cheaper than the parser's lookups on the
+// common response that has none.
+func hasQuotaFields(h http.Header) bool {
+	for k := range h {
+		if len(k) >= 9 && (strings.EqualFold(k[:9], "ratelimit") || len(k) >= 11 && strings.EqualFold(k[:11], "x-ratelimit")) {
+			return true
+		}
+	}
+	return false
 }
 
 // prepare returns the request to send for this attempt: a clone with the

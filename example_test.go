@@ -1,0 +1,47 @@
+package polite_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/polite-go/polite"
+)
+
+func Example() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello, %s", r.UserAgent())
+	}))
+	defer srv.Close()
+
+	client := &http.Client{Transport: &polite.Transport{UserAgent: "mybot/1.0"}}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body))
+	// Output: 200 hello, mybot/1.0
+}
+
+// Per-host rules: a default budget, a slower one for a fragile host, and a
+// smooth pace for an API that must not see bursts.
+func ExampleTransport_rules() {
+	t := &polite.Transport{
+		Limits: polite.Limits{Rate: 5, Burst: 2, Concurrency: 4},
+		Rules: []polite.Rule{
+			{Pattern: "*.fragile.example", Limits: polite.Limits{Rate: 0.5, Concurrency: 1}},
+			{Pattern: "api.example.com", Limits: polite.Limits{Rate: 10, Smooth: true}},
+		},
+	}
+	fmt.Printf("%+v\n", t.Registry().LimitsFor("www.fragile.example"))
+	fmt.Printf("%+v\n", t.Registry().LimitsFor("api.example.com"))
+	fmt.Printf("%+v\n", t.Registry().LimitsFor("other.org"))
+	// Output:
+	// {Rate:0.5 Burst:2 Concurrency:1 Smooth:false}
+	// {Rate:10 Burst:2 Concurrency:4 Smooth:true}
+	// {Rate:5 Burst:2 Concurrency:4 Smooth:false}
+}

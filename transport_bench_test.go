@@ -1,0 +1,86 @@
+package polite
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/inflight"
+)
+
+// BenchmarkRoundTrip measures the Transport's own overhead against a bare
+// http.Transport on loopback, with no limit binding. Compare the two
+// sub-benchmarks: the difference is what polite adds per request.
+func BenchmarkRoundTrip(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	run := func(b *testing.B, rt http.RoundTripper) {
+		req, _ := http.NewRequest("GET", srv.URL+"/", nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	b.Run("bare", func(b *testing.B) {
+		base := &http.Transport{MaxIdleConnsPerHost: 16}
+		defer base.CloseIdleConnections()
+		run(b, base)
+	})
+	b.Run("polite", func(b *testing.B) {
+		base := &http.Transport{MaxIdleConnsPerHost: 16}
+		defer base.CloseIdleConnections()
+		run(b, &Transport{Base: base, Limits: Limits{Rate: bucket.Inf, Concurrency: inflight.Max}})
+	})
+}
+
+// nopBase answers every request at once with an empty 200, so a benchmark
+// through it measures the Transport's bookkeeping alone.
+type nopBase struct{}
+
+func (nopBase) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}, nil
+}
+
+func BenchmarkOverhead(b *testing.B) {
+	req, _ := http.NewRequest("GET", "http://overhead.test/", nil)
+	b.Run("base", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, _ := nopBase{}.RoundTrip(req)
+			resp.Body.Close()
+		}
+	})
+	b.Run("polite", func(b *testing.B) {
+		t := &Transport{Base: nopBase{}, Limits: Limits{Rate: bucket.Inf, Concurrency: inflight.Max}}
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := t.RoundTrip(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+	})
+	b.Run("polite-parallel", func(b *testing.B) {
+		t := &Transport{Base: nopBase{}, Limits: Limits{Rate: bucket.Inf, Concurrency: inflight.Max}}
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				resp, err := t.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+		})
+	})
+}
