@@ -7,6 +7,7 @@ import (
 
 	"github.com/polite-go/polite/breaker"
 	"github.com/polite-go/polite/retry"
+	"github.com/polite-go/polite/robots"
 )
 
 // hostExt is the state a host gains once a Transport sends to it: pauses,
@@ -19,6 +20,9 @@ type hostExt struct {
 	ceiling    atomic.Uint64 // float64 bits: the rate the host must not exceed (robots, RateLimit); 0 = none
 	breaker    *breaker.Breaker
 	budget     retry.Budget
+
+	robotsSeen    atomic.Pointer[robots.Robots] // the copy whose Crawl-delay is applied
+	robotsCeiling atomic.Uint64                 // float64 bits: 1/Crawl-delay; 0 = none
 }
 
 // idle reports whether nothing in x needs the host kept: no pause pending and

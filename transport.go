@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/polite-go/polite/breaker"
 	"github.com/polite-go/polite/inflight"
 	"github.com/polite-go/polite/retry"
+	"github.com/polite-go/polite/robots"
 )
 
 // Defaults for Transport fields left zero.
@@ -88,8 +90,24 @@ type Transport struct {
 	// default later requests to it fail fast with ErrBlocked.
 	KeepBlocked bool
 
-	// UserAgent is set on requests that carry none.
+	// UserAgent is set on requests that carry none. It is also the product
+	// token robots.txt groups are matched against.
 	UserAgent string
+
+	// IgnoreRobots turns robots.txt off. By default a Transport with a
+	// UserAgent fetches each origin's robots.txt (through its own limits,
+	// cached per origin, RFC 9309), refuses disallowed URLs with a
+	// *robots.DisallowedError without sending them, and makes the
+	// Crawl-delay (or Request-rate) the host's rate ceiling, evenly spaced.
+	// Without a UserAgent there is no product token to match, so robots.txt
+	// is not consulted.
+	IgnoreRobots bool
+	// CrawlDelay validates robots.txt delays: the zero value caps them at 60 s
+	// and uses none when robots.txt gives none.
+	CrawlDelay robots.DelayPolicy
+	// RobotsCache fetches and keeps robots.txt files. If nil, a Cache that
+	// fetches through this Transport is used.
+	RobotsCache *robots.Cache
 
 	// Logger receives a record of every decision: Debug for attempts and
 	// waits, Info for state changes, Warn for give-ups. If nil, nothing is
@@ -107,6 +125,7 @@ type Transport struct {
 	retries  int
 	maxAfter time.Duration
 	blocks   BlockDetector
+	robots   *robots.Cache // nil when robots.txt is off
 }
 
 // ErrBlocked is returned (wrapped in *BlockedError) for requests to a host
@@ -184,6 +203,12 @@ func (t *Transport) init() {
 		if t.blocks == nil {
 			t.blocks = DefaultBlocks
 		}
+		if t.UserAgent != "" && !t.IgnoreRobots {
+			t.robots = t.RobotsCache
+			if t.robots == nil {
+				t.robots = &robots.Cache{Client: &http.Client{Transport: t}, UserAgent: t.UserAgent, Logger: t.Logger}
+			}
+		}
 	})
 }
 
@@ -228,6 +253,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	h := t.reg.Get(key)
 	x := t.ext(h)
+	if t.robots != nil && !robots.IsFetch(req) {
+		if err := t.checkRobots(ctx, req, h, x); err != nil {
+			t.reg.Put(h)
+			closeBody(req)
+			return nil, err
+		}
+	}
 	resp, err := t.send(ctx, req, h, x)
 	if err != nil {
 		t.reg.Put(h)
@@ -318,6 +350,51 @@ func (t *Transport) send(ctx context.Context, req *http.Request, h *Host, x *hos
 		// Throttled: the host's pause (set in feedback) is the wait; admit
 		// waits it out with every other request to the host.
 	}
+}
+
+// checkRobots refuses a URL robots.txt disallows, and keeps the host's rate
+// under the Crawl-delay each time a new copy of robots.txt is in force.
+func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host, x *hostExt) error {
+	rb, err := t.robots.Get(ctx, req.URL)
+	if err != nil {
+		return fmt.Errorf("polite: robots.txt for %q: %w", h.key, err)
+	}
+	if x.robotsSeen.Swap(rb) != rb {
+		t.applyCrawlDelay(ctx, h, x, rb)
+	}
+	v := rb.Test(t.UserAgent, req.URL.RequestURI())
+	if v.Allowed {
+		return nil
+	}
+	u := *req.URL
+	u.RawQuery, u.Fragment, u.User = "", "", nil // never log credentials or query strings
+	t.emit(ctx, Event{Kind: EventRobots, Time: time.Now(), Host: h.key, Reason: ReasonRobots,
+		Detail: fmt.Sprintf("%s (line %d, %s)", v.Rule, v.Rule.Line, rb.Source())})
+	return &robots.DisallowedError{URL: u.String(), Rule: v.Rule}
+}
+
+// applyCrawlDelay makes the robots.txt delay the host's ceiling: rate
+// 1/delay, burst 1, so consecutive requests are at least delay apart.
+func (t *Transport) applyCrawlDelay(ctx context.Context, h *Host, x *hostExt, rb *robots.Robots) {
+	g := rb.Group(t.UserAgent)
+	d := t.CrawlDelay.Delay(g)
+	if d <= 0 {
+		x.robotsCeiling.Store(0)
+		return
+	}
+	c := 1 / d.Seconds()
+	x.robotsCeiling.Store(math.Float64bits(c))
+	now := time.Now()
+	if h.bucket.Rate() > c || !h.bucket.Smooth() {
+		h.bucket.SetSmooth(now, true, 1)
+		h.bucket.SetRate(now, min(h.bucket.Rate(), c))
+	}
+	agent, line := "*", 0
+	if g != nil {
+		agent, line = g.Agent(), g.Line()
+	}
+	t.emit(ctx, Event{Kind: EventRate, Time: now, Host: h.key, Reason: ReasonCrawlDelay, Rate: h.bucket.Rate(),
+		Delay: d, Detail: fmt.Sprintf("group %q (line %d)", agent, line)})
 }
 
 // finish returns the attempt's result: a response whose body holds the

@@ -1,0 +1,143 @@
+package polite
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polite-go/polite/robots"
+)
+
+func robotsHandler(body string, status *atomic.Int32) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			if s := status.Load(); s != 0 && s != 200 {
+				w.WriteHeader(int(s))
+				return
+			}
+			io.WriteString(w, body)
+			return
+		}
+		io.WriteString(w, "page")
+	}
+}
+
+
+func TestRobotsDisallowedNeverRequested(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var status atomic.Int32
+		var pages atomic.Int32
+		h := robotsHandler("User-agent: *\nDisallow: /private\n\nUser-agent: otherbot\nDisallow: /\n", &status)
+		c, s := setup(t, &Transport{Limits: fast(), UserAgent: "polite-test/1.0"}, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/robots.txt" {
+					pages.Add(1)
+				}
+				h(w, r)
+			},
+		})
+		_, err := c.Get("http://a.test/private/secret?token=abc")
+		var de *robots.DisallowedError
+		if !errors.Is(err, robots.ErrDisallowed) || !errors.As(err, &de) {
+			t.Fatalf("GET disallowed URL = %v, want robots.ErrDisallowed", err)
+		}
+		if de.Rule.Line != 2 || de.URL != "http://a.test/private/secret" {
+			t.Errorf("DisallowedError = %+v, want the rule on line 2 and the URL without its query", de)
+		}
+		if pages.Load() != 0 {
+			t.Errorf("the disallowed page was requested %d times, want 0", pages.Load())
+		}
+		if resp, body, err := get(t, c, "http://a.test/public"); err != nil || body != "page" {
+			t.Fatalf("GET allowed URL = %v, %q, %v", resp, body, err)
+		}
+		if got := s.count("a.test"); got != 2 {
+			t.Errorf("server saw %d requests, want 2 (robots.txt once, the public page)", got)
+		}
+	})
+}
+
+func TestRobotsCrawlDelaySpacesRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var status atomic.Int32
+		c, s := setup(t, &Transport{Limits: Limits{Rate: 100, Burst: 10, Concurrency: 4}, UserAgent: "polite-test/1.0"},
+			map[string]http.HandlerFunc{"a.test": robotsHandler("User-agent: *\nCrawl-delay: 2\n", &status)})
+		for range 5 {
+			if _, _, err := get(t, c, "http://a.test/page"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		times := s.times("a.test")
+		if len(times) != 6 {
+			t.Fatalf("server saw %d requests, want 6", len(times))
+		}
+		for i := 2; i < len(times); i++ { // pages, after the robots.txt fetch
+			if d := times[i].Sub(times[i-1]); d < 2*time.Second {
+				t.Errorf("requests %d and %d were %v apart, want ≥ 2s (Crawl-delay)", i-1, i, d)
+			}
+		}
+	})
+}
+
+func TestRobots5xxBlocksUntilRecovery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var status atomic.Int32
+		status.Store(503)
+		var pages atomic.Int32
+		h := robotsHandler("User-agent: *\nAllow: /\n", &status)
+		tr := &Transport{Limits: fast(), UserAgent: "polite-test/1.0", Retries: -1,
+			RobotsCache: &robots.Cache{UserAgent: "polite-test/1.0", ErrorTTL: time.Minute}}
+		c, _ := setup(t, tr, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/robots.txt" {
+					pages.Add(1)
+				}
+				h(w, r)
+			},
+		})
+		tr.RobotsCache.Client = &http.Client{Transport: tr}
+		if _, err := c.Get("http://a.test/page"); !errors.Is(err, robots.ErrDisallowed) {
+			t.Fatalf("GET with robots.txt answering 503 = %v, want ErrDisallowed", err)
+		}
+		status.Store(200)
+		if _, err := c.Get("http://a.test/page"); !errors.Is(err, robots.ErrDisallowed) {
+			t.Fatalf("GET within the error TTL = %v, want still ErrDisallowed", err)
+		}
+		time.Sleep(2 * time.Minute)
+		if _, body, err := get(t, c, "http://a.test/page"); err != nil || body != "page" {
+			t.Fatalf("GET after robots.txt recovered = %q, %v; want the page", body, err)
+		}
+		if pages.Load() != 1 {
+			t.Errorf("pages requested %d times, want 1", pages.Load())
+		}
+	})
+}
+
+func TestRobots404AllowsAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var status atomic.Int32
+		status.Store(404)
+		c, _ := setup(t, &Transport{Limits: fast(), UserAgent: "polite-test/1.0"},
+			map[string]http.HandlerFunc{"a.test": robotsHandler("User-agent: *\nDisallow: /\n", &status)})
+		if _, body, err := get(t, c, "http://a.test/anything"); err != nil || body != "page" {
+			t.Fatalf("GET with robots.txt 404 = %q, %v; want the page", body, err)
+		}
+	})
+}
+
+func TestRobotsIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var status atomic.Int32
+		c, s := setup(t, &Transport{Limits: fast(), UserAgent: "polite-test/1.0", IgnoreRobots: true},
+			map[string]http.HandlerFunc{"a.test": robotsHandler("User-agent: *\nDisallow: /\n", &status)})
+		if _, body, err := get(t, c, "http://a.test/x"); err != nil || body != "page" {
+			t.Fatalf("GET with IgnoreRobots = %q, %v", body, err)
+		}
+		if s.count("a.test") != 1 {
+			t.Errorf("server saw %d requests, want 1 (no robots.txt fetch)", s.count("a.test"))
+		}
+	})
+}
