@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/breaker"
 	"github.com/polite-go/polite/retry"
 	"github.com/polite-go/polite/robots"
@@ -23,6 +24,19 @@ type hostExt struct {
 
 	robotsSeen    atomic.Pointer[robots.Robots] // the copy whose Crawl-delay is applied
 	robotsCeiling atomic.Uint64                 // float64 bits: 1/Crawl-delay; 0 = none
+
+	rater   adaptive.Rater // nil unless the Transport is adaptive
+	lastMax atomic.Uint64  // float64 bits: the ceiling last told to rater
+}
+
+// maxRate returns the lowest of the host's ceilings (robots.txt, RateLimit
+// fields), +Inf when none is set.
+func (x *hostExt) maxRate() float64 {
+	c := x.getCeiling()
+	if r := math.Float64frombits(x.robotsCeiling.Load()); r > 0 && r < c {
+		c = r
+	}
+	return c
 }
 
 // idle reports whether nothing in x needs the host kept: no pause pending and

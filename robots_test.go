@@ -26,7 +26,6 @@ func robotsHandler(body string, status *atomic.Int32) http.HandlerFunc {
 	}
 }
 
-
 func TestRobotsDisallowedNeverRequested(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var status atomic.Int32

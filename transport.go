@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/breaker"
 	"github.com/polite-go/polite/inflight"
 	"github.com/polite-go/polite/retry"
@@ -108,6 +109,14 @@ type Transport struct {
 	// RobotsCache fetches and keeps robots.txt files. If nil, a Cache that
 	// fetches through this Transport is used.
 	RobotsCache *robots.Cache
+
+	// NewRater, when set, makes each host's rate adaptive: the Rater it
+	// returns for a host hears every attempt's outcome and sets the host's
+	// rate, kept under the host's ceilings (robots.txt Crawl-delay, RateLimit
+	// fields). A Rater may also implement SetMax(float64) to learn those
+	// ceilings, Rate() float64 to set the host's starting rate, and
+	// Concurrency() int to move the host's in-flight cap.
+	NewRater func(key string, l Limits) adaptive.Rater
 
 	// Logger receives a record of every decision: Debug for attempts and
 	// waits, Info for state changes, Warn for give-ups. If nil, nothing is
@@ -225,10 +234,18 @@ func (t *Transport) ext(h *Host) *hostExt {
 	}
 	x := &hostExt{breaker: breaker.New(t.Breaker)}
 	x.budget = *retry.NewBudget(t.Budget)
-	if h.ext.CompareAndSwap(nil, x) {
-		return x
+	if t.NewRater != nil {
+		x.rater = t.NewRater(h.key, t.reg.LimitsFor(h.key))
 	}
-	return h.ext.Load()
+	if !h.ext.CompareAndSwap(nil, x) {
+		return h.ext.Load()
+	}
+	if r, ok := x.rater.(interface{ Rate() float64 }); ok {
+		if rate := r.Rate(); rate > 0 {
+			h.bucket.SetRate(time.Now(), rate)
+		}
+	}
+	return x
 }
 
 // RoundTrip sends req politely. It waits for the host's gates, retries
@@ -319,6 +336,9 @@ func (t *Transport) send(ctx context.Context, req *http.Request, h *Host, x *hos
 			Attempt: attempt, Latency: latency, Err: err})
 
 		wait, why, giveUp := t.feedback(ctx, now, h, x, resp, out, blockReason, attempt)
+		if x.rater != nil {
+			t.adapt(ctx, now, h, x, out, latency, wait, why)
+		}
 
 		// Return, or retry?
 		if !out.retryable() || giveUp {
@@ -561,6 +581,43 @@ func (t *Transport) breakerRecord(ctx context.Context, now time.Time, h *Host, x
 	if tr.From != tr.To {
 		t.emit(ctx, Event{Kind: EventBreaker, Time: now, Host: h.key, Reason: ReasonBreaker, Detail: tr.To.String()})
 	}
+}
+
+// kinds maps outcomes to what a rate controller hears.
+var kinds = [...]adaptive.Kind{
+	OK: adaptive.OK, Throttled: adaptive.Throttle, Overloaded: adaptive.Overload, Blocked: adaptive.Neutral,
+	ServerError: adaptive.Failure, NetworkError: adaptive.Failure, ClientError: adaptive.Neutral, Canceled: adaptive.Neutral,
+}
+
+// adapt feeds an attempt to the host's Rater and applies the rate it answers,
+// under the host's ceilings.
+func (t *Transport) adapt(ctx context.Context, now time.Time, h *Host, x *hostExt, out Outcome,
+	latency, wait time.Duration, why Reason) {
+	sig := adaptive.Signal{Kind: kinds[out]}
+	if out != NetworkError && out != Canceled {
+		sig.Latency = latency
+	}
+	if why == ReasonRetryAfter {
+		sig.Wait = wait
+	}
+	ceiling := x.maxRate()
+	if m, ok := x.rater.(interface{ SetMax(float64) }); ok {
+		if b := math.Float64bits(ceiling); x.lastMax.Swap(b) != b {
+			m.SetMax(ceiling)
+		}
+	}
+	rate := min(x.rater.Observe(now, sig), ceiling)
+	if c, ok := x.rater.(interface{ Concurrency() int }); ok {
+		if n := c.Concurrency(); n > 0 && n != h.gate.Limit() {
+			h.gate.SetLimit(n)
+		}
+	}
+	cur := h.bucket.Rate()
+	if rate <= 0 || (rate > cur*0.98 && rate < cur*1.02) {
+		return // SetRate allocates: skip changes under 2 %
+	}
+	h.bucket.SetRate(now, rate)
+	t.emit(ctx, Event{Kind: EventRate, Time: now, Host: h.key, Reason: ReasonAdaptive, Rate: rate, Outcome: out})
 }
 
 // readQuota paces the host from RateLimit / X-RateLimit fields: with no

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,8 +13,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/breaker"
+	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/retry"
 	"github.com/polite-go/polite/testbed"
 )
@@ -583,6 +585,66 @@ func TestUserAgentSetWithoutMutatingRequest(t *testing.T) {
 		}
 		if req.Header.Get("User-Agent") != "" {
 			t.Error("the caller's request was mutated")
+		}
+	})
+}
+
+// stepRater halves the rate on a throttle and adds one on success: enough to
+// see the Transport apply a Rater's answers under the host's ceilings.
+type stepRater struct {
+	mu   sync.Mutex
+	rate float64
+	max  float64
+}
+
+func (r *stepRater) Observe(now time.Time, s adaptive.Signal) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch s.Kind {
+	case adaptive.OK:
+		r.rate++
+	case adaptive.Throttle:
+		r.rate /= 2
+	}
+	return r.rate
+}
+
+func (r *stepRater) SetMax(m float64) { r.mu.Lock(); r.max = m; r.mu.Unlock() }
+func (r *stepRater) Rate() float64    { return r.rate }
+
+func TestRaterMovesRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		var raters sync.Map
+		tr := &Transport{Limits: Limits{Rate: 1000, Concurrency: 10}, Retries: -1,
+			NewRater: func(key string, l Limits) adaptive.Rater {
+				r := &stepRater{rate: 4}
+				raters.Store(key, r)
+				return r
+			}}
+		c, _ := setup(t, tr, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) {
+				if n.Add(1) == 3 {
+					w.Header().Set("Retry-After", "1")
+					w.WriteHeader(429)
+				}
+			},
+		})
+		for range 2 {
+			get(t, c, "http://a.test/")
+		}
+		h := tr.Registry().Get("a.test")
+		defer tr.Registry().Put(h)
+		if got := h.Bucket().Rate(); got != 6 {
+			t.Errorf("after two successes from 4: rate %v, want 6", got)
+		}
+		get(t, c, "http://a.test/")
+		if got := h.Bucket().Rate(); got != 3 {
+			t.Errorf("after a 429: rate %v, want 3", got)
+		}
+		v, _ := raters.Load("a.test")
+		if m := v.(*stepRater).max; !math.IsInf(m, 1) {
+			t.Errorf("SetMax got %v, want +Inf (no ceiling)", m)
 		}
 	})
 }
