@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/polite-go/polite/adaptive"
@@ -130,7 +131,8 @@ type Transport struct {
 	reg      Registry
 	keyer    Keyer
 	global   *inflight.Gate
-	budget   retry.Budget
+	budget   retry.Budget // global; deposits batched through pending
+	pending  atomic.Int64 // requests not yet deposited in budget
 	retries  int
 	maxAfter time.Duration
 	blocks   BlockDetector
@@ -290,7 +292,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) send(ctx context.Context, req *http.Request, h *Host, x *hostExt) (*http.Response, error) {
 	now := time.Now()
 	x.budget.Deposit(now)
-	t.budget.Deposit(now)
+	// The global budget is shared by every request: count deposits with an
+	// atomic and fold them in every 64, or when a retry needs the budget,
+	// so the hot path takes no global lock.
+	if t.pending.Add(1) >= 64 {
+		t.flushDeposits(now)
+	}
 	replay := replayable(req, t.RetryNonIdempotent)
 	var prevDelay time.Duration
 	for attempt := 1; ; attempt++ {
@@ -351,6 +358,7 @@ func (t *Transport) send(ctx context.Context, req *http.Request, h *Host, x *hos
 		if !replay {
 			return t.finish(h, resp, err, attempt)
 		}
+		t.flushDeposits(now)
 		if !t.budget.Withdraw(now) || !x.budget.Withdraw(now) {
 			t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: h.key, Reason: ReasonBudget, Status: status, Attempt: attempt})
 			return t.finish(h, resp, err, attempt)
@@ -415,6 +423,12 @@ func (t *Transport) applyCrawlDelay(ctx context.Context, h *Host, x *hostExt, rb
 	}
 	t.emit(ctx, Event{Kind: EventRate, Time: now, Host: h.key, Reason: ReasonCrawlDelay, Rate: h.bucket.Rate(),
 		Delay: d, Detail: fmt.Sprintf("group %q (line %d)", agent, line)})
+}
+
+func (t *Transport) flushDeposits(now time.Time) {
+	if n := t.pending.Swap(0); n > 0 {
+		t.budget.DepositN(now, int(n))
+	}
 }
 
 // finish returns the attempt's result: a response whose body holds the

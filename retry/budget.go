@@ -77,11 +77,16 @@ func NewBudget(cfg BudgetConfig) *Budget {
 const eps = 1e-9
 
 // Deposit records an original request (not a retry), earning Ratio tokens.
-func (b *Budget) Deposit(now time.Time) {
+func (b *Budget) Deposit(now time.Time) { b.DepositN(now, 1) }
+
+// DepositN records n original requests at once. A budget shared by every
+// request (a global one) can count requests with an atomic counter and fold
+// them in with DepositN, rather than take its lock for each.
+func (b *Budget) DepositN(now time.Time, n int) {
 	b.mu.Lock()
 	b.advance(now)
-	if b.cfg.Ratio > 0 {
-		b.earned += b.cfg.Ratio
+	if b.cfg.Ratio > 0 && n > 0 {
+		b.earned += b.cfg.Ratio * float64(n)
 	}
 	b.mu.Unlock()
 }
