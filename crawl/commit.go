@@ -1,0 +1,235 @@
+package crawl
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// kept is what a finished fetch leaves for bodies.warc.
+type kept struct {
+	resp      *http.Response // status line, headers and request; the body is read and closed
+	body      []byte
+	truncated bool
+}
+
+// commitMsg is a finished URL (it, res, kept) or a put-off one (later).
+type commitMsg struct {
+	it    *item
+	res   *Result
+	kept  *kept
+	later *later
+}
+
+const maxBatch = 2048
+
+// committer writes finished URLs in batches (group commit), in this order,
+// each step only after the one before it is durable:
+//
+//  1. their bodies to bodies.warc, fsynced;
+//  2. one transaction: each URL done, with its seq and results line, and
+//     the WARC size after step 1 (plus the marks of the previous batch's
+//     step 3);
+//  3. their lines to results.jsonl, fsynced.
+//
+// A crash between 1 and 2 leaves records past the WARC mark: cut on reopen.
+// A crash between 2 and 3 leaves committed lines missing from results.jsonl:
+// written on reopen, from the database. So each line is written exactly
+// once, whatever the instant of the crash.
+func (j *Job) committer() error {
+	var firstErr error
+	batch := make([]commitMsg, 0, maxBatch)
+	tm := time.NewTimer(time.Hour)
+	tm.Stop()
+	for {
+		m, ok := <-j.commits
+		if !ok {
+			break
+		}
+		batch = append(batch[:0], m)
+		tm.Reset(j.opts.CommitInterval)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case m, ok := <-j.commits:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, m)
+			case <-tm.C:
+				break fill
+			}
+		}
+		tm.Stop()
+		if firstErr == nil {
+			if err := j.flush(batch); err != nil {
+				firstErr = err
+				j.logError("commit", err)
+			}
+		}
+		clear(batch)
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	// The last batch's lines are written: record that.
+	return j.st.commit(nil, nil, j.res.marks())
+}
+
+func (j *Job) flush(batch []commitMsg) error {
+	var finished []done
+	var deferred []later
+	seq := j.res.seq
+	for _, m := range batch {
+		if m.later != nil {
+			deferred = append(deferred, *m.later)
+			continue
+		}
+		if m.kept != nil && j.warc != nil {
+			off := j.warc.response(m.res.URL, m.res.Finished, m.kept.resp, m.kept.body, m.kept.truncated)
+			m.res.WARC = &off
+		}
+		line, err := json.Marshal(m.res)
+		if err != nil {
+			return fmt.Errorf("crawl: encoding a result: %w", err)
+		}
+		seq++
+		finished = append(finished, done{id: m.it.id, seq: seq, outcome: m.res.Outcome, line: append(line, '\n')})
+	}
+	marks := j.res.marks()
+	if len(finished) > 0 {
+		marks[metaSeq] = seq
+	}
+	if j.warc != nil && len(finished) > 0 {
+		off, err := j.warc.sync()
+		if err != nil {
+			return err
+		}
+		marks[metaWARCOff] = off
+	}
+	if err := j.st.commit(finished, deferred, marks); err != nil {
+		return fmt.Errorf("crawl: committing to %s: %w", StateFile, err)
+	}
+	j.mu.Lock()
+	for _, d := range finished {
+		j.outcomes[d.outcome]++
+		j.doneNow++
+	}
+	j.mu.Unlock()
+	for _, d := range finished {
+		if err := j.res.write(d.seq, d.line); err != nil {
+			return err
+		}
+	}
+	return j.res.sync()
+}
+
+// resultsFile is results.jsonl and how far it is written.
+type resultsFile struct {
+	f   *os.File
+	seq int64 // the last seq written
+	off int64 // the file's size
+	buf []byte
+}
+
+func (r *resultsFile) write(seq int64, line []byte) error {
+	r.buf = append(r.buf, line...)
+	r.seq = seq
+	if len(r.buf) >= 256<<10 {
+		return r.flushBuf()
+	}
+	return nil
+}
+
+func (r *resultsFile) flushBuf() error {
+	n, err := r.f.Write(r.buf)
+	r.off += int64(n)
+	r.buf = r.buf[:0]
+	if err != nil {
+		return fmt.Errorf("crawl: writing %s: %w", ResultsFile, err)
+	}
+	return nil
+}
+
+func (r *resultsFile) sync() error {
+	if err := r.flushBuf(); err != nil {
+		return err
+	}
+	if err := r.f.Sync(); err != nil {
+		return fmt.Errorf("crawl: syncing %s: %w", ResultsFile, err)
+	}
+	return nil
+}
+
+// marks are the meta values saying how far results.jsonl is written.
+func (r *resultsFile) marks() map[string]int64 {
+	return map[string]int64{metaResultsSeq: r.seq, metaResultsOff: r.off}
+}
+
+func (r *resultsFile) Close() error {
+	err := r.sync()
+	if e := r.f.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// reconcile brings results.jsonl and bodies.warc in line with the database
+// after whatever ended the last run: each file is cut back to the size the
+// database recorded, and the results of URLs committed since are written.
+func (j *Job) reconcile() error {
+	get := func(k string) int64 {
+		v, err := j.st.meta(k)
+		if err != nil && j.opts.Logger != nil {
+			j.opts.Logger.Warn("crawl: reading state", "key", k, "error", err)
+		}
+		return v
+	}
+	rseq, roff, woff, seq := get(metaResultsSeq), get(metaResultsOff), get(metaWARCOff), get(metaSeq)
+	f, err := os.OpenFile(filepath.Join(j.dir, ResultsFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("crawl: %w", err)
+	}
+	j.res = &resultsFile{f: f, seq: rseq, off: roff}
+	if fi, err := f.Stat(); err == nil && fi.Size() < roff {
+		return fmt.Errorf("crawl: %s is shorter (%d bytes) than the job recorded (%d): was it edited?", ResultsFile, fi.Size(), roff)
+	}
+	if err := f.Truncate(roff); err != nil {
+		return fmt.Errorf("crawl: %w", err)
+	}
+	if _, err := f.Seek(roff, 0); err != nil {
+		return fmt.Errorf("crawl: %w", err)
+	}
+	n := 0
+	err = j.st.unwritten(rseq, func(s int64, line string) error {
+		n++
+		return j.res.write(s, []byte(line))
+	})
+	if err != nil {
+		return fmt.Errorf("crawl: reading state: %w", err)
+	}
+	if j.res.seq != seq && seq != 0 {
+		return fmt.Errorf("crawl: %s: results end at %d, the job at %d", StateFile, j.res.seq, seq)
+	}
+	if err := j.res.sync(); err != nil {
+		return err
+	}
+	if n > 0 || roff == 0 {
+		if err := j.st.commit(nil, nil, j.res.marks()); err != nil {
+			return fmt.Errorf("crawl: %w", err)
+		}
+		if n > 0 && j.opts.Logger != nil {
+			j.opts.Logger.Info("crawl: wrote results committed before the last run ended", "lines", n)
+		}
+	}
+	if j.opts.Bodies == BodiesWARC {
+		info := fmt.Sprintf("software: polite\r\nformat: WARC File Format 1.1\r\nconformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n")
+		if j.warc, err = openWARC(filepath.Join(j.dir, WARCFile), woff, info); err != nil {
+			return err
+		}
+	}
+	return nil
+}

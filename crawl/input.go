@@ -1,0 +1,132 @@
+package crawl
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"github.com/polite-go/polite"
+)
+
+// DefaultMaxURLLen is the longest line Load accepts as a URL when
+// Options.MaxURLLen is zero: 8 KiB, the request-line limit of common servers.
+const DefaultMaxURLLen = 8 << 10
+
+// keepInvalid is how much of a bad line an invalid_url record keeps.
+const keepInvalid = 256
+
+// Line is one entry of a URL list: a URL to fetch, or a line that is not one
+// and why.
+type Line struct {
+	// Text is the line without surrounding space, cut to 256 bytes (and
+	// marked "…") when Problem says it was too long.
+	Text string
+	// Host is the URL's canonical host key (polite.HostKey); "" for a bad line.
+	Host string
+	// Problem says what is wrong with the line; "" for a good URL.
+	Problem string
+}
+
+// CheckURL reports what is wrong with s as a URL to fetch, or "" when
+// nothing is: it must parse, have the scheme http or https and a host that
+// polite.HostKey accepts, and be at most maxLen bytes long (0 means
+// DefaultMaxURLLen). On success it returns the host key too.
+func CheckURL(s string, maxLen int) (host, problem string) {
+	if maxLen <= 0 {
+		maxLen = DefaultMaxURLLen
+	}
+	if len(s) > maxLen {
+		return "", fmt.Sprintf("longer than %d bytes (%d)", maxLen, len(s))
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", "not a URL: " + err.Error()
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+	case "":
+		return "", "no scheme (want http:// or https://)"
+	default:
+		return "", fmt.Sprintf("scheme %q is not http or https", u.Scheme)
+	}
+	if u.Host == "" {
+		return "", "no host"
+	}
+	if u.User != nil {
+		return "", "credentials in the URL are not sent (userinfo@host)"
+	}
+	host, err = polite.HostKey(strings.ToLower(u.Scheme), u.Host)
+	if err != nil {
+		return "", "bad host: " + err.Error()
+	}
+	return host, ""
+}
+
+// ReadLines reads a URL list, one URL per line, and calls fn for each entry.
+// Blank lines and lines starting with '#' are skipped; surrounding space is
+// trimmed. A line longer than maxLen (0 means DefaultMaxURLLen) is never held
+// whole in memory: its first 256 bytes are kept for the record. fn's error
+// stops the reading and is returned.
+func ReadLines(r io.Reader, maxLen int, fn func(Line) error) error {
+	if maxLen <= 0 {
+		maxLen = DefaultMaxURLLen
+	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
+	for {
+		buf = buf[:0]
+		n := 0 // the line's full length
+		var err error
+		for {
+			var frag []byte
+			frag, err = br.ReadSlice('\n')
+			n += len(frag)
+			if room := maxLen + 2 - len(buf); room > 0 { // +2: CRLF and one byte over
+				buf = append(buf, frag[:min(len(frag), room)]...)
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if n == 0 && err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		if e := handleLine(buf, n, maxLen, fn); e != nil {
+			return e
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func handleLine(buf []byte, n, maxLen int, fn func(Line) error) error {
+	text := bytes.TrimSpace(buf)
+	if len(text) == 0 || text[0] == '#' {
+		return nil
+	}
+	if n > len(buf) || len(text) > maxLen { // cut while reading, or too long anyway
+		cut := strings.ToValidUTF8(string(text[:min(len(text), keepInvalid)]), "")
+		return fn(Line{Text: cut + "…", Problem: fmt.Sprintf("longer than %d bytes (%d)", maxLen, len(bytes.TrimRight(buf, "\r\n"))+n-len(buf))})
+	}
+	s := string(text)
+	host, problem := CheckURL(s, maxLen)
+	if problem != "" && len(s) > keepInvalid {
+		s = strings.ToValidUTF8(s[:keepInvalid], "") + "…"
+	}
+	return fn(Line{Text: s, Host: host, Problem: problem})
+}

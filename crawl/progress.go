@@ -1,0 +1,185 @@
+package crawl
+
+import (
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/polite-go/polite"
+)
+
+// hostStats is what the job saw of one host, for the live display and the
+// summary. It is safe for concurrent use.
+type hostStats struct {
+	requests  atomic.Int64 // attempts sent
+	throttled atomic.Int64 // 429 and 503 answers
+	blocked   atomic.Int64 // soft blocks
+	errors    atomic.Int64 // attempts without a response
+	done      atomic.Int64 // URLs finished (this run)
+	failed    atomic.Int64 // URLs finished other than ok (this run)
+
+	mu   sync.Mutex // guards lat, next
+	lat  []time.Duration
+	next int
+}
+
+const latencyWindow = 128 // the p95 is of this many latest attempts
+
+func (s *hostStats) latency(d time.Duration) {
+	s.mu.Lock()
+	if len(s.lat) < latencyWindow {
+		s.lat = append(s.lat, d)
+	} else {
+		s.lat[s.next] = d
+		s.next = (s.next + 1) % latencyWindow
+	}
+	s.mu.Unlock()
+}
+
+func (s *hostStats) p95() time.Duration {
+	s.mu.Lock()
+	l := slices.Clone(s.lat)
+	s.mu.Unlock()
+	if len(l) == 0 {
+		return 0
+	}
+	slices.Sort(l)
+	return l[(len(l)*95+99)/100-1]
+}
+
+// observer reads the Transport's events: pauses to schedule around, and
+// counts for the display. The host map is complete before the job runs and
+// read-only afterwards; events about other hosts (redirect targets) are
+// ignored.
+type observer struct {
+	hosts map[string]*host
+	next  polite.Observer // the caller's own Observer, if any
+}
+
+func (o *observer) Observe(e polite.Event) {
+	if h := o.hosts[e.Host]; h != nil {
+		switch e.Kind {
+		case polite.EventAttempt:
+			h.stats.requests.Add(1)
+			switch {
+			case e.Outcome == polite.Throttled:
+				h.stats.throttled.Add(1)
+			case e.Outcome == polite.Blocked:
+				h.stats.blocked.Add(1)
+			case e.Status == 0:
+				h.stats.errors.Add(1)
+			}
+			if e.Status != 0 {
+				h.stats.latency(e.Latency)
+			}
+		case polite.EventPause:
+			h.pause(e.Time.Add(e.Delay))
+		}
+	}
+	if o.next != nil {
+		o.next.Observe(e)
+	}
+}
+
+// Progress is a snapshot of a running job.
+type Progress struct {
+	// Total is the number of URLs in the job; Done of them are finished,
+	// over every run, DoneNow in this one.
+	Total, Done, DoneNow int
+	// Outcomes counts finished URLs by outcome, over every run.
+	Outcomes map[string]int
+	// InFlight, Queued and Delayed count URLs being fetched, ready to go as
+	// soon as their host is, and put off (backoff) until a later time.
+	InFlight, Queued, Delayed int
+	// Elapsed is the time since Run started.
+	Elapsed time.Duration
+	// Hosts are the busiest hosts, most requests in flight first, then most
+	// URLs left.
+	Hosts []HostProgress
+	// HostCount is the number of hosts in the job.
+	HostCount int
+}
+
+// HostProgress is one host's line in a Progress.
+type HostProgress struct {
+	Host      string
+	Rate      float64       // the host's current rate limit, requests per second (0: no limit)
+	InFlight  int           // requests in flight now
+	Left      int           // URLs not finished
+	Requests  int64         // attempts sent this run
+	Throttled int64         // 429/503 answers this run
+	Blocked   int64         // soft blocks this run
+	Errors    int64         // attempts without a response this run
+	Done      int64         // URLs finished this run
+	Failed    int64         // of which not ok
+	P95       time.Duration // of the latest attempts' latencies
+	Paused    time.Duration // how much longer the host is paused, if it is
+}
+
+// Progress returns a snapshot of the job, with at most topHosts hosts (all
+// when negative).
+func (j *Job) Progress(topHosts int) Progress {
+	j.mu.Lock()
+	p := Progress{Total: j.total, Done: j.doneBefore + j.doneNow, DoneNow: j.doneNow, Outcomes: make(map[string]int, len(j.outcomes))}
+	for k, v := range j.outcomes {
+		p.Outcomes[k] = v
+	}
+	if !j.start.IsZero() {
+		p.Elapsed = time.Since(j.start)
+	}
+	j.mu.Unlock()
+	p.InFlight, p.Queued, p.Delayed = j.sched.counts()
+	p.HostCount = len(j.hosts)
+	if topHosts == 0 {
+		return p
+	}
+	now := time.Now()
+	type cand struct {
+		h        *host
+		inflight int
+		left     int
+	}
+	var cs []cand
+	j.sched.mu.Lock()
+	for _, h := range j.hostList {
+		left := h.queued() + h.delayed + h.inflight
+		if topHosts > 0 && left == 0 && h.stats.requests.Load() == 0 {
+			continue
+		}
+		cs = append(cs, cand{h, h.inflight, left})
+	}
+	j.sched.mu.Unlock()
+	sort.SliceStable(cs, func(a, b int) bool {
+		if cs[a].inflight != cs[b].inflight {
+			return cs[a].inflight > cs[b].inflight
+		}
+		if cs[a].left != cs[b].left {
+			return cs[a].left > cs[b].left
+		}
+		return cs[a].h.stats.requests.Load() > cs[b].h.stats.requests.Load()
+	})
+	if topHosts > 0 && len(cs) > topHosts {
+		cs = cs[:topHosts]
+	}
+	reg := j.tr.Registry()
+	for _, c := range cs {
+		h := c.h
+		hp := HostProgress{
+			Host: h.key, InFlight: c.inflight, Left: c.left,
+			Requests: h.stats.requests.Load(), Throttled: h.stats.throttled.Load(), Blocked: h.stats.blocked.Load(),
+			Errors: h.stats.errors.Load(), Done: h.stats.done.Load(), Failed: h.stats.failed.Load(), P95: h.stats.p95(),
+		}
+		if p := time.Unix(0, h.pauseUntil.Load()); p.After(now) {
+			hp.Paused = p.Sub(now)
+		}
+		ph := reg.Get(h.key)
+		if r := ph.Bucket().Rate(); r < 1e300 {
+			hp.Rate = r
+		}
+		reg.Put(ph)
+		p.Hosts = append(p.Hosts, hp)
+	}
+	return p
+}

@@ -1,0 +1,50 @@
+package crawl
+
+import (
+	"time"
+)
+
+// Outcomes of a URL, as results.jsonl names them (DESIGN.md, the CLI
+// contract).
+const (
+	OK               = "ok"                // a 2xx or 3xx response
+	HTTPError        = "http_error"        // another status, after any retries
+	Throttled        = "throttled"         // still 429/503 (or paused) when retries ran out
+	Blocked          = "blocked"           // the host answered with a soft block (WAF, captcha)
+	RobotsDisallowed = "robots_disallowed" // robots.txt disallows it; never requested
+	InvalidURL       = "invalid_url"       // the line is not a URL to fetch; never requested
+	NetworkError     = "network_error"     // no response (refused, reset, timeout), after any retries
+)
+
+// Outcomes lists every outcome in a stable order, for reports.
+var Outcomes = []string{OK, HTTPError, Throttled, Blocked, RobotsDisallowed, InvalidURL, NetworkError}
+
+// Result is one line of results.jsonl: what became of one URL. The fields up
+// to Finished are the CLI contract's; the rest are polite's additions.
+type Result struct {
+	URL      string    `json:"url"`
+	Host     string    `json:"host"`
+	Outcome  string    `json:"outcome"`
+	Status   int       `json:"status"` // last HTTP status, 0 if none
+	Attempts int       `json:"attempts"`
+	Bytes    int64     `json:"bytes"`  // body bytes kept (see Truncated)
+	SHA256   string    `json:"sha256"` // hex digest of the bytes kept; "" without a body
+	Error    string    `json:"error"`  // "" when ok: why the URL failed (the dead-letter reason)
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+
+	// Truncated says the body was longer than the size cap and only its
+	// first Bytes bytes were kept.
+	Truncated bool `json:"truncated,omitempty"`
+	// FinalURL is the URL that answered, when redirects led elsewhere.
+	FinalURL string `json:"final_url,omitempty"`
+	// WARC is the byte offset of the response record in bodies.warc
+	// (--bodies warc), or -1 when none was written.
+	WARC *int64 `json:"warc_offset,omitempty"`
+	// File is the body's path relative to the job's directory (--bodies
+	// files).
+	File string `json:"file,omitempty"`
+}
+
+// Failed reports whether the result is not ok.
+func (r *Result) Failed() bool { return r.Outcome != OK }

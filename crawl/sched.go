@@ -1,0 +1,379 @@
+package crawl
+
+import (
+	"container/heap"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/retry"
+)
+
+// item is one URL of the job while it is not done.
+type item struct {
+	id       int64
+	url      string
+	host     *host
+	invalid  string    // why the line is not a URL; such items are never queued
+	attempts int       // requests sent so far, over every run
+	started  time.Time // the first attempt; zero before it
+	reason   string    // why it last waited
+}
+
+// hostState says where a host is in the scheduler.
+type hostState uint8
+
+const (
+	hostIdle    hostState = iota // in no list: nothing to send, or at its cap
+	hostReady                    // in the ready list
+	hostWaiting                  // in the timer heap until wakeAt
+)
+
+// host is the scheduler's view of one destination: its queue of URLs, its
+// requests in flight, and the state the Transport told us about (a pause).
+// The fields under "guarded by sched.mu" are the scheduler's; the rest are
+// safe for concurrent use.
+type host struct {
+	key string
+
+	// guarded by sched.mu
+	queue    []*item // FIFO: URLs ready to send as soon as the host is
+	head     int     // queue[head:] are queued
+	delayed  int     // URLs of this host in the timer heap
+	inflight int
+	state    hostState
+	wakeAt   time.Time
+	ph       *polite.Host // the Transport's state, referenced while we have work for it
+
+	claimed    atomic.Int32 // dispatched requests that have not taken their token yet
+	pauseUntil atomic.Int64 // unix ns: the Transport paused the host until then
+	budget     retry.Budget // retries to the host (see Options.Budget)
+	stats      hostStats
+}
+
+func (h *host) queued() int { return len(h.queue) - h.head }
+
+func (h *host) push(it *item, front bool) {
+	if front && h.head > 0 {
+		h.head--
+		h.queue[h.head] = it
+		return
+	}
+	if front {
+		h.queue = append([]*item{it}, h.queue[h.head:]...)
+		h.head = 0
+		return
+	}
+	if h.head > 0 && h.head == len(h.queue) {
+		h.queue, h.head = h.queue[:0], 0
+	}
+	h.queue = append(h.queue, it)
+}
+
+func (h *host) pop() *item {
+	it := h.queue[h.head]
+	h.queue[h.head] = nil
+	h.head++
+	if h.head == len(h.queue) {
+		h.queue, h.head = h.queue[:0], 0
+	}
+	return it
+}
+
+// pause records that the Transport paused the host until t.
+func (h *host) pause(t time.Time) {
+	u := t.UnixNano()
+	for {
+		cur := h.pauseUntil.Load()
+		if u <= cur || h.pauseUntil.CompareAndSwap(cur, u) {
+			return
+		}
+	}
+}
+
+// sched hands URLs to workers, one host at a time, so that no worker waits
+// on a host: a host is handed out only when it has a URL queued, a free
+// in-flight slot and a token in its bucket, and is not paused. Otherwise it
+// sleeps in the timer heap until it may be ready, and URLs put off by
+// backoff sleep there too. Workers take hosts round-robin.
+//
+// A sched is safe for concurrent use.
+type sched struct {
+	reg  *polite.Registry
+	wake chan struct{} // the timer heap's head moved earlier
+
+	// mu guards every field below, and the hosts' guarded fields.
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled when ready gains a host or stopping is set
+	ready    []*host
+	rhead    int
+	timers   timerHeap
+	stopping bool
+	left     int // URLs not finished
+	inflight int
+	delayed  int // URLs in the timer heap
+	queued   int // URLs in hosts' queues
+}
+
+func newSched(reg *polite.Registry) *sched {
+	s := &sched{reg: reg, wake: make(chan struct{}, 1)}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+// add queues a URL not finished, at its not-before time.
+func (s *sched) add(it *item, notBefore time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.left++
+	s.requeue(it, notBefore, false, time.Now())
+}
+
+// requeue puts it back in its host's queue (at the front when front), or
+// into the timer heap until notBefore. Called with mu held.
+func (s *sched) requeue(it *item, notBefore time.Time, front bool, now time.Time) {
+	h := it.host
+	if notBefore.After(now) {
+		h.delayed++
+		s.delayed++
+		s.pushTimer(timer{at: notBefore, it: it})
+		return
+	}
+	h.push(it, front)
+	s.queued++
+	s.kick(h)
+}
+
+// kick puts h in the ready list if it is idle and has something to send.
+// Called with mu held.
+func (s *sched) kick(h *host) {
+	if h.state != hostIdle || h.queued() == 0 {
+		return
+	}
+	if h.ph == nil {
+		h.ph = s.reg.Get(h.key)
+	}
+	if h.inflight >= h.ph.Gate().Limit() {
+		return
+	}
+	h.state = hostReady
+	s.ready = append(s.ready, h)
+	s.cond.Signal()
+}
+
+// release drops the registry reference of a host we have no work for.
+// Called with mu held.
+func (s *sched) release(h *host) {
+	if h.ph != nil && h.queued() == 0 && h.inflight == 0 && h.delayed == 0 && h.state == hostIdle {
+		s.reg.Put(h.ph)
+		h.ph = nil
+	}
+}
+
+// next blocks until a URL may be sent now and returns it, or returns nil
+// once the scheduler is stopping.
+func (s *sched) next() *item {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		for s.rhead == len(s.ready) && !s.stopping {
+			s.cond.Wait()
+		}
+		if s.stopping {
+			return nil
+		}
+		h := s.ready[s.rhead]
+		s.ready[s.rhead] = nil
+		s.rhead++
+		if s.rhead == len(s.ready) {
+			s.ready, s.rhead = s.ready[:0], 0
+		}
+		h.state = hostIdle
+		if h.queued() == 0 || h.inflight >= h.ph.Gate().Limit() {
+			s.release(h)
+			continue
+		}
+		now := time.Now()
+		if p := h.pauseUntil.Load(); p > now.UnixNano() {
+			s.sleep(h, time.Unix(0, p))
+			continue
+		}
+		if d := tokenDelay(h, now); d > 0 {
+			s.sleep(h, now.Add(d))
+			continue
+		}
+		it := h.pop()
+		s.queued--
+		h.inflight++
+		s.inflight++
+		h.claimed.Add(1)
+		s.kick(h) // more for this host? back of the line
+		return it
+	}
+}
+
+// tokenDelay is how long until h's bucket holds a token for one more
+// request, counting requests already handed out that have not taken theirs.
+func tokenDelay(h *host, now time.Time) time.Duration {
+	b := h.ph.Bucket()
+	rate := b.Rate()
+	if rate >= bucket.Inf {
+		return 0
+	}
+	need := 1 + float64(h.claimed.Load()) - b.Tokens(now)
+	if need <= 0 {
+		return 0
+	}
+	if rate <= 0 {
+		return time.Minute // a zero rate: look again later
+	}
+	return time.Duration(need / rate * float64(time.Second))
+}
+
+// sleep parks h in the timer heap until t. Called with mu held.
+func (s *sched) sleep(h *host, t time.Time) {
+	h.state = hostWaiting
+	h.wakeAt = t
+	s.pushTimer(timer{at: t, h: h})
+}
+
+// done says a URL handed out by next is finished.
+func (s *sched) done(it *item) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.left--
+	s.settle(it.host)
+	if s.left == 0 {
+		s.stop()
+	}
+}
+
+// retry says a URL handed out by next goes back: to the front of its
+// host's queue when notBefore has passed (the host's own pause holds it
+// back), else into the timer heap.
+func (s *sched) retry(it *item, notBefore time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settle(it.host)
+	s.requeue(it, notBefore, true, time.Now())
+}
+
+// settle ends a request in flight to h. Called with mu held.
+func (s *sched) settle(h *host) {
+	h.inflight--
+	s.inflight--
+	s.kick(h)
+	s.release(h)
+}
+
+// stop makes next return nil from now on. Called with mu held.
+func (s *sched) stop() {
+	s.stopping = true
+	s.cond.Broadcast()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Stop makes next return nil from now on.
+func (s *sched) Stop() {
+	s.mu.Lock()
+	s.stop()
+	s.mu.Unlock()
+}
+
+// finished reports whether every URL is done.
+func (s *sched) finished() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.left == 0
+}
+
+func (s *sched) pushTimer(t timer) {
+	heap.Push(&s.timers, t)
+	if s.timers[0] == t {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// clock moves hosts and URLs out of the timer heap when their time comes,
+// until the scheduler stops.
+func (s *sched) clock() {
+	tm := time.NewTimer(time.Hour)
+	defer tm.Stop()
+	for {
+		s.mu.Lock()
+		if s.stopping {
+			s.mu.Unlock()
+			return
+		}
+		now := time.Now()
+		for len(s.timers) > 0 && !s.timers[0].at.After(now) {
+			t := heap.Pop(&s.timers).(timer)
+			switch {
+			case t.it != nil:
+				h := t.it.host
+				h.delayed--
+				s.delayed--
+				h.push(t.it, false)
+				s.queued++
+				s.kick(h)
+			case t.h.state == hostWaiting && t.h.wakeAt.Equal(t.at):
+				t.h.state = hostIdle
+				t.h.wakeAt = time.Time{}
+				s.kick(t.h)
+				s.release(t.h)
+			}
+		}
+		d := time.Hour
+		if len(s.timers) > 0 {
+			d = s.timers[0].at.Sub(now)
+		}
+		s.mu.Unlock()
+		tm.Reset(d)
+		select {
+		case <-tm.C:
+		case <-s.wake:
+			if !tm.Stop() {
+				select {
+				case <-tm.C:
+				default:
+				}
+			}
+		}
+	}
+}
+
+// counts returns URLs in flight, queued and put off.
+func (s *sched) counts() (inflight, queued, delayed int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight, s.queued, s.delayed
+}
+
+// timer is a host to wake or a URL to queue at a time.
+type timer struct {
+	at time.Time
+	h  *host
+	it *item
+}
+
+type timerHeap []timer
+
+func (t timerHeap) Len() int           { return len(t) }
+func (t timerHeap) Less(i, j int) bool { return t[i].at.Before(t[j].at) }
+func (t timerHeap) Swap(i, j int)      { t[i], t[j] = t[j], t[i] }
+func (t *timerHeap) Push(x any)        { *t = append(*t, x.(timer)) }
+func (t *timerHeap) Pop() any {
+	old := *t
+	x := old[len(old)-1]
+	old[len(old)-1] = timer{}
+	*t = old[:len(old)-1]
+	return x
+}

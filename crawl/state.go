@@ -1,0 +1,257 @@
+package crawl
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+)
+
+// The state database, state.db in the job's directory. A user may open it
+// with the sqlite3 shell:
+//
+//	sqlite3 polite-out/state.db "select state, outcome, count(*) from urls group by 1, 2"
+//
+// urls holds one row per distinct line of the list; meta holds the marks that
+// tie the files beside the database to it (see commit).
+const schema = `
+CREATE TABLE IF NOT EXISTS urls (
+	id         INTEGER PRIMARY KEY,     -- the order URLs were added in
+	url        TEXT    NOT NULL UNIQUE, -- as written in the list (cut when too long)
+	host       TEXT    NOT NULL,        -- canonical host key; '' for an invalid line
+	invalid    TEXT,                    -- why the line is not a URL to fetch; NULL if it is
+	state      TEXT    NOT NULL DEFAULT 'pending', -- pending | done
+	attempts   INTEGER NOT NULL DEFAULT 0, -- requests sent so far
+	not_before INTEGER NOT NULL DEFAULT 0, -- unix ms before which it is not tried again
+	reason     TEXT    NOT NULL DEFAULT '', -- why it waits (last attempt's outcome)
+	started    INTEGER NOT NULL DEFAULT 0, -- unix ms of the first attempt
+	seq        INTEGER,                 -- its line's rank in results.jsonl, once done
+	outcome    TEXT,                    -- the contract's outcome, once done
+	result     TEXT                     -- its results.jsonl line, once done
+);
+CREATE UNIQUE INDEX IF NOT EXISTS urls_seq ON urls(seq) WHERE seq IS NOT NULL;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+`
+
+// Marks in the meta table.
+const (
+	metaResultsSeq = "results_seq" // the last seq whose line results.jsonl holds
+	metaResultsOff = "results_off" // results.jsonl's size after that line
+	metaWARCOff    = "warc_off"    // bodies.warc's size after the last committed record
+	metaSeq        = "seq"         // the last seq given out
+)
+
+// store is the job's SQLite database. All writes go through one connection
+// (database/sql serialises them), in transactions.
+type store struct {
+	db *sql.DB
+}
+
+func openStore(path string) (*store, error) {
+	dsn := (&url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: url.Values{"_pragma": {
+		"journal_mode(WAL)", "busy_timeout(10000)", "synchronous(NORMAL)", "foreign_keys(OFF)",
+	}}.Encode()}).String()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("crawl: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1) // one writer; WAL lets sqlite3 readers in meanwhile
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("crawl: %s: %w", path, err)
+	}
+	return &store{db: db}, nil
+}
+
+func (s *store) Close() error { return s.db.Close() }
+
+func (s *store) meta(key string) (int64, error) {
+	var v int64
+	err := s.db.QueryRow(`SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return v, err
+}
+
+func setMeta(tx *sql.Tx, key string, v int64) error {
+	_, err := tx.Exec(`INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, v)
+	return err
+}
+
+// add inserts lines not in the job yet, in one transaction, and returns how
+// many were new.
+func (s *store) add(lines []Line) (int, error) {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	st, err := tx.Prepare(`INSERT OR IGNORE INTO urls(url, host, invalid) VALUES(?, ?, ?)`)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, l := range lines {
+		var inv any
+		if l.Problem != "" {
+			inv = l.Problem
+		}
+		r, err := st.Exec(l.Text, l.Host, inv)
+		if err != nil {
+			return 0, err
+		}
+		if k, _ := r.RowsAffected(); k > 0 {
+			n++
+		}
+	}
+	return n, tx.Commit()
+}
+
+// row is a pending URL as stored.
+type row struct {
+	id        int64
+	url, host string
+	invalid   string
+	attempts  int
+	notBefore time.Time
+	reason    string
+	started   time.Time
+}
+
+// pending calls fn for every URL not done, in the order they were added.
+func (s *store) pending(ctx context.Context, fn func(row) error) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, url, host, coalesce(invalid, ''), attempts, not_before, reason, started
+		FROM urls WHERE state = 'pending' ORDER BY id`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r row
+		var nb, st int64
+		if err := rows.Scan(&r.id, &r.url, &r.host, &r.invalid, &r.attempts, &nb, &r.reason, &st); err != nil {
+			return err
+		}
+		r.notBefore, r.started = fromMillis(nb), fromMillis(st)
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// counts returns the number of URLs in the job and the done ones by outcome.
+func (s *store) counts() (total int, done map[string]int, err error) {
+	if err := s.db.QueryRow(`SELECT count(*) FROM urls`).Scan(&total); err != nil {
+		return 0, nil, err
+	}
+	rows, err := s.db.Query(`SELECT outcome, count(*) FROM urls WHERE state = 'done' GROUP BY outcome`)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	done = map[string]int{}
+	for rows.Next() {
+		var o string
+		var n int
+		if err := rows.Scan(&o, &n); err != nil {
+			return 0, nil, err
+		}
+		done[o] = n
+	}
+	return total, done, rows.Err()
+}
+
+// unwritten calls fn with every done URL's results line after seq, in order.
+func (s *store) unwritten(after int64, fn func(seq int64, line string) error) error {
+	rows, err := s.db.Query(`SELECT seq, result FROM urls WHERE seq > ? ORDER BY seq`, after)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var line string
+		if err := rows.Scan(&seq, &line); err != nil {
+			return err
+		}
+		if err := fn(seq, line); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// done is a finished URL on its way to the database.
+type done struct {
+	id      int64
+	seq     int64
+	outcome string
+	line    []byte // its results.jsonl line, newline included
+}
+
+// later is a URL put off, on its way to the database.
+type later struct {
+	id        int64
+	attempts  int
+	notBefore time.Time
+	reason    string
+	started   time.Time
+}
+
+// commit records a batch in one transaction: finished URLs with their seq and
+// line, put-off URLs' attempts and not-before, and the marks.
+func (s *store) commit(finished []done, deferred []later, marks map[string]int64) error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if len(finished) > 0 {
+		st, err := tx.Prepare(`UPDATE urls SET state = 'done', seq = ?, outcome = ?, result = ? WHERE id = ?`)
+		if err != nil {
+			return err
+		}
+		for _, d := range finished {
+			if _, err := st.Exec(d.seq, d.outcome, string(d.line), d.id); err != nil {
+				return err
+			}
+		}
+	}
+	if len(deferred) > 0 {
+		st, err := tx.Prepare(`UPDATE urls SET attempts = ?, not_before = ?, reason = ?, started = ? WHERE id = ? AND state = 'pending'`)
+		if err != nil {
+			return err
+		}
+		for _, l := range deferred {
+			if _, err := st.Exec(l.attempts, millis(l.notBefore), l.reason, millis(l.started), l.id); err != nil {
+				return err
+			}
+		}
+	}
+	for k, v := range marks {
+		if err := setMeta(tx, k, v); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}

@@ -1,0 +1,60 @@
+package crawl
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/inflight"
+	"github.com/polite-go/polite/testbed"
+)
+
+// TestThroughput runs a job in-process over many unlimited loopback hosts.
+// It is skipped unless POLITE_THROUGHPUT is set; crawl/testdata/throughput.sh
+// measures the real binary.
+func TestThroughput(t *testing.T) {
+	if os.Getenv("POLITE_THROUGHPUT") == "" {
+		t.Skip("set POLITE_THROUGHPUT=1 to run")
+	}
+	const hosts, perHost = 1000, 100
+	cfgs := make([]testbed.HostConfig, hosts)
+	for i := range cfgs {
+		cfgs[i] = testbed.HostConfig{Name: fmt.Sprintf("h%d.test", i)}
+	}
+	srv := testbed.NewServer(cfgs...)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var list strings.Builder
+	for p := range perHost {
+		for h := range hosts {
+			fmt.Fprintf(&list, "http://h%d.test/page/%d\n", h, p)
+		}
+	}
+	dir := t.TempDir()
+	base := srv.Transport()
+	base.MaxIdleConnsPerHost = 8
+	tr := &polite.Transport{Base: base, Limits: polite.Limits{Rate: bucket.Inf, Concurrency: inflight.Max}}
+	j, err := Open(dir, Options{Transport: tr, Workers: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	t0 := time.Now()
+	if _, err := j.Load(strings.NewReader(list.String())); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("load: %v", time.Since(t0))
+	sum, err := j.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(t0)
+	t.Logf("%+v in %v: %.0f URLs/s", sum, d, float64(sum.Total)/d.Seconds())
+}
