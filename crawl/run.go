@@ -149,8 +149,8 @@ func (j *Job) loadPending(ctx context.Context) error {
 type fetchState struct {
 	it      *item
 	block   atomic.Pointer[string] // the soft block polite's detector saw, if any
-	sent    atomic.Bool // a request went out
-	claimed atomic.Bool // the token claim was released
+	sent    atomic.Bool            // a request went out
+	claimed atomic.Bool            // the token claim was released
 }
 
 type fetchKey struct{}
