@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/crawl"
+)
+
+// parse runs argv through the command tree with every run step replaced,
+// and returns the options the named command would have run with.
+func parse(t *testing.T, argv ...string) (opts any, code int, stderr string) {
+	t.Helper()
+	var got any
+	capture := func(_ context.Context, o any) error { got = o; return nil }
+	r := runners{"fetch": capture, "demo": capture, "testbed": capture, "robots": capture}
+	var out, errb bytes.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}
+	root := newRoot(e, r)
+	root.SetArgs(argv)
+	code = exitCode(root.ExecuteContext(context.Background()), &errb)
+	return got, code, errb.String()
+}
+
+// exitCode is Main's mapping of an error to a status.
+func exitCode(err error, stderr *bytes.Buffer) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exitError); ok {
+		stderr.WriteString(ee.Error())
+		return ee.code
+	}
+	stderr.WriteString(err.Error())
+	return ExitUsage
+}
+
+func TestFetchDefaults(t *testing.T) {
+	got, code, stderr := parse(t, "fetch", "urls.txt")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	o := got.(*fetchOptions)
+	want := fetchOptions{
+		List: "urls.txt", Out: "polite-out", Rate: polite.DefaultRate, Burst: polite.DefaultBurst,
+		Concurrency: polite.DefaultConcurrency, Workers: crawl.DefaultWorkers, Adaptive: true, Robots: true,
+		Retries: 5, MaxDelay: 60 * time.Second, MaxRetryAfter: 10 * time.Minute, Timeout: 30 * time.Second,
+		Grace: 10 * time.Second, UserAgent: defaultUserAgent(), Key: polite.KeyHost, Bodies: crawl.BodiesWARC,
+		MaxBody: 10 << 20, MaxURLLen: 8 << 10, Progress: "auto",
+	}
+	if !reflect.DeepEqual(*o, want) {
+		t.Errorf("fetch urls.txt =\n%+v, want\n%+v", *o, want)
+	}
+}
+
+func TestFetchFlags(t *testing.T) {
+	got, code, stderr := parse(t, "fetch", "--out", "d", "--rate", "0.5", "--max-rate", "20", "--burst", "3",
+		"--concurrency", "1", "--workers", "9", "--adaptive=false", "--retries", "2", "--max-delay", "5s",
+		"--timeout", "3s", "--robots=false", "--user-agent", "bot/1", "--key", "domain", "--bodies", "files",
+		"--max-body", "1MiB", "--max-url-len", "100", "--smooth", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	o := got.(*fetchOptions)
+	if o.List != "-" || o.Out != "d" || o.Rate != 0.5 || o.MaxRate != 20 || o.Burst != 3 || o.Concurrency != 1 ||
+		o.Workers != 9 || o.Adaptive || o.Retries != 2 || o.MaxDelay != 5*time.Second || o.Timeout != 3*time.Second ||
+		o.Robots || o.UserAgent != "bot/1" || o.Key != polite.KeyDomain || o.Bodies != crawl.BodiesFiles ||
+		o.MaxBody != 1<<20 || o.MaxURLLen != 100 || !o.Smooth {
+		t.Errorf("options = %+v", *o)
+	}
+	got, _, _ = parse(t, "fetch", "--rate", "inf", "x")
+	if r := got.(*fetchOptions).Rate; r != bucket.Inf {
+		t.Errorf("--rate inf = %v", r)
+	}
+}
+
+func TestFetchUsageErrors(t *testing.T) {
+	for _, argv := range [][]string{
+		{"fetch"},
+		{"fetch", "a", "b"},
+		{"fetch", "--rate", "-1", "x"},
+		{"fetch", "--rate", "fast", "x"},
+		{"fetch", "--key", "path", "x"},
+		{"fetch", "--bodies", "zip", "x"},
+		{"fetch", "--max-body", "10XB", "x"},
+		{"fetch", "--workers", "0", "x"},
+		{"fetch", "--nope", "x"},
+		{"fetch", "--timeout", "soon", "x"},
+		{"fetch", "--progress", "fancy", "x"},
+		{"fetch", "--config", "/nonexistent/rules.toml", "x"},
+		{"nope"},
+		{"robots", "not a url"},
+		{"testbed", "--hosts", "-1"},
+	} {
+		_, code, stderr := parse(t, argv...)
+		if code != ExitUsage {
+			t.Errorf("%q: exit %d, want %d (%s)", argv, code, ExitUsage, stderr)
+		}
+	}
+}
+
+func TestFetchNotSupportedYet(t *testing.T) {
+	for _, flag := range []string{"--redis=redis://127.0.0.1:6379", "--metrics=127.0.0.1:9090"} {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), []string{"fetch", flag, "--out", t.TempDir(), "-"}, strings.NewReader(""), &out, &errb)
+		if code != ExitUsage || !strings.Contains(errb.String(), "not supported yet") {
+			t.Errorf("%s: exit %d, stderr %q", flag, code, errb.String())
+		}
+	}
+}
+
+func TestConfig(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.toml")
+	os.WriteFile(good, []byte(`# rules
+[[rule]]
+hosts = "*.example.com"
+rate = 5.0
+burst = 2
+
+[[rule]]
+hosts = "api.example.com"
+concurrency = 1
+smooth = true
+retries = 0
+
+[[rule]]
+hosts = "*"
+rate = inf
+retries = 9
+`), 0o644)
+	got, code, stderr := parse(t, "fetch", "--config", good, "x")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	c := got.(*fetchOptions).Rules
+	rules := c.politeRules()
+	if len(rules) != 3 || rules[0].Pattern != "*.example.com" || rules[0].Rate != 5 || rules[0].Burst != 2 ||
+		rules[1].Concurrency != 1 || !rules[1].Smooth || rules[2].Rate != bucket.Inf {
+		t.Errorf("rules = %+v", rules)
+	}
+	for key, want := range map[string]int{"api.example.com": -1, "www.example.com": 9, "other.org": 9} {
+		if got := c.retriesFor(key); got != want {
+			t.Errorf("retriesFor(%q) = %d, want %d", key, got, want)
+		}
+	}
+
+	for name, tc := range map[string]struct{ src, want string }{
+		"syntax":  {"[[rule]]\nhosts = \"a\"\nrate = = 3\n", ":3:"},
+		"typo":    {"[[rule]]\nhosts = \"a\"\n\nrat = 3\n", `:4: unknown key "rule.rat"`},
+		"type":    {"[[rule]]\nhosts = \"a\"\nburst = \"two\"\n", ":3:"},
+		"no host": {"# x\n[[rule]]\nrate = 1\n", ":2: rule 1 has no hosts"},
+		"glob":    {"[[rule]]\nhosts = \"a\"\n[[rule]]\nhosts = \"[a\"\n", ":4: hosts"},
+		"rate":    {"[[rule]]\nhosts = \"a\"\n[[rule]]\nhosts = \"b\"\n\nrate = -2\n", ":6: rate -2"},
+		"retries": {"[[rule]]\nhosts = \"a\"\nretries = -3\n", ":3: retries"},
+	} {
+		path := filepath.Join(dir, name+".toml")
+		os.WriteFile(path, []byte(tc.src), 0o644)
+		_, code, stderr := parse(t, "fetch", "--config", path, "x")
+		if code != ExitUsage || !strings.Contains(stderr, path+tc.want) {
+			t.Errorf("%s: exit %d, stderr %q, want it to contain %q", name, code, stderr, path+tc.want)
+		}
+	}
+}
+
+func TestDemoTestbedRobotsParse(t *testing.T) {
+	got, code, _ := parse(t, "demo", "--rate", "3", "--out", "x")
+	if code != 0 {
+		t.Fatalf("demo: exit %d", code)
+	}
+	if d := got.(*demoOptions); d.fetch.Rate != 3 || d.fetch.Out != "x" || d.fetch.Concurrency != 4 || !d.fetch.Adaptive {
+		t.Errorf("demo options = %+v", d.fetch)
+	}
+	got, code, _ = parse(t, "testbed", "--hosts", "3", "--urls", "u.txt", "--pages", "7")
+	if code != 0 {
+		t.Fatalf("testbed: exit %d", code)
+	}
+	if o := got.(*testbedOptions); len(o.Hosts) != 3 || o.Hosts[2].Name != "h2.test" || o.URLs != "u.txt" || o.Pages != 7 {
+		t.Errorf("testbed options = %+v", o)
+	}
+	got, code, _ = parse(t, "robots", "--user-agent", "bot", "https://example.com/a?b")
+	if code != 0 {
+		t.Fatalf("robots: exit %d", code)
+	}
+	if o := got.(*robotsOptions); o.URL.String() != "https://example.com/a?b" || o.UserAgent != "bot" {
+		t.Errorf("robots options = %+v", o)
+	}
+}
+
+func TestHelpExplainsEveryFlag(t *testing.T) {
+	for _, cmd := range []string{"fetch", "demo", "testbed", "robots", "version"} {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), []string{cmd, "--help"}, strings.NewReader(""), &out, &errb)
+		if code != 0 {
+			t.Errorf("%s --help: exit %d", cmd, code)
+		}
+		if cmd == "fetch" {
+			for _, f := range []string{"--out", "--rate", "--max-rate", "--burst", "--concurrency", "--workers", "--adaptive",
+				"--retries", "--max-delay", "--timeout", "--robots", "--user-agent", "--key", "--config", "--redis", "--metrics",
+				"--bodies", "--max-body", "(default \"polite-out\")", "[[rule]]"} {
+				if !strings.Contains(out.String(), f) {
+					t.Errorf("fetch --help lacks %s", f)
+				}
+			}
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"10MiB": 10 << 20, "512KiB": 512 << 10, "1000": 1000, "2MB": 2e6, "1 GiB": 1 << 30} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v, want %d", in, got, err, want)
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/inflight"
+)
+
+// config is a --config file: per-host rules.
+type config struct {
+	Rules []rule `toml:"rule"`
+}
+
+// rule is one [[rule]] table. Pointers tell a field left out from a zero.
+type rule struct {
+	Hosts       string   `toml:"hosts"`
+	Rate        *float64 `toml:"rate"`
+	Burst       *int     `toml:"burst"`
+	Concurrency *int     `toml:"concurrency"`
+	Smooth      *bool    `toml:"smooth"`
+	Retries     *int     `toml:"retries"`
+}
+
+// loadConfig reads and checks a rules file. Its errors name the file and
+// line.
+func loadConfig(name string) (*config, error) {
+	src, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	return parseConfig(name, src)
+}
+
+func parseConfig(name string, src []byte) (*config, error) {
+	var c config
+	md, err := toml.Decode(string(src), &c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, pe.Message)
+		}
+		// A type mismatch ("rate" given a string) has no position: find it.
+		return nil, fmt.Errorf("%s:%d: %v", name, lineOfError(src, err), err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		k := und[0]
+		return nil, fmt.Errorf("%s:%d: unknown key %q (want hosts, rate, burst, concurrency, smooth, retries under [[rule]])",
+			name, lineOfKey(src, k[len(k)-1], -1), k.String())
+	}
+	for i, r := range c.Rules {
+		at := func(key string) string { return fmt.Sprintf("%s:%d", name, lineOfKey(src, key, i)) }
+		switch {
+		case r.Hosts == "":
+			return nil, fmt.Errorf("%s:%d: rule %d has no hosts = \"pattern\"", name, lineOfTable(src, i), i+1)
+		case !validGlob(r.Hosts):
+			return nil, fmt.Errorf("%s: hosts %q is not a valid glob", at("hosts"), r.Hosts)
+		case r.Rate != nil && (math.IsNaN(*r.Rate) || *r.Rate <= 0):
+			return nil, fmt.Errorf("%s: rate %v: must be positive (inf for no limit)", at("rate"), *r.Rate)
+		case r.Burst != nil && *r.Burst < 1:
+			return nil, fmt.Errorf("%s: burst %d: must be at least 1", at("burst"), *r.Burst)
+		case r.Concurrency != nil && *r.Concurrency < 1:
+			return nil, fmt.Errorf("%s: concurrency %d: must be at least 1", at("concurrency"), *r.Concurrency)
+		case r.Retries != nil && *r.Retries < -1:
+			return nil, fmt.Errorf("%s: retries %d: must be -1 (none) or more", at("retries"), *r.Retries)
+		}
+	}
+	return &c, nil
+}
+
+func validGlob(p string) bool {
+	_, err := path.Match(p, "")
+	return err == nil
+}
+
+func tableHeader(name string) *regexp.Regexp {
+	return regexp.MustCompile(`^\s*\[\[\s*` + regexp.QuoteMeta(name) + `\s*\]\]`)
+}
+
+// lineOfTable returns the line of the i-th [[rule]] header.
+func lineOfTable(src []byte, i int) int { return lineOfNthTable(src, "rule", i) }
+
+// lineOfNthTable returns the line of the i-th [[name]] header.
+func lineOfNthTable(src []byte, name string, i int) int {
+	re := tableHeader(name)
+	n, seen := 0, -1
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for sc.Scan() {
+		n++
+		if re.MatchString(sc.Text()) {
+			if seen++; seen == i {
+				return n
+			}
+		}
+	}
+	return 1
+}
+
+// lineOfKey returns the line where key is set in the i-th [[rule]] (any
+// table when i < 0), or the table's header line.
+func lineOfKey(src []byte, key string, i int) int { return lineOfKeyAt(src, "rule", key, i) }
+
+// lineOfKeyIn returns the first line setting key in any [[table]].
+func lineOfKeyIn(src []byte, table, key string) int { return lineOfKeyAt(src, table, key, -1) }
+
+func lineOfKeyAt(src []byte, table, key string, i int) int {
+	re := tableHeader(table)
+	n, seen := 0, -1
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if re.MatchString(line) {
+			seen++
+			continue
+		}
+		if i >= 0 && seen != i {
+			continue
+		}
+		k, _, ok := strings.Cut(line, "=")
+		if ok && strings.Trim(strings.TrimSpace(k), `"'`) == key {
+			return n
+		}
+	}
+	if i >= 0 {
+		return lineOfNthTable(src, table, i)
+	}
+	return 1
+}
+
+// lineOfError finds the line a decoding error is about from the key it
+// names, if any.
+func lineOfError(src []byte, err error) int {
+	m := regexp.MustCompile(`"(?:rule\.)?([A-Za-z_]+)"`).FindStringSubmatch(err.Error())
+	if m == nil {
+		return 1
+	}
+	return lineOfKey(src, m[1], -1)
+}
+
+// politeRules turns the rules into the Transport's: fields left out take
+// the flags' values (the Transport's Limits), as polite's zero fields do.
+func (c *config) politeRules() []polite.Rule {
+	var out []polite.Rule
+	for _, r := range c.Rules {
+		pr := polite.Rule{Pattern: strings.ToLower(r.Hosts)}
+		if r.Rate != nil {
+			pr.Rate = *r.Rate
+			if math.IsInf(pr.Rate, 1) {
+				pr.Rate = bucket.Inf
+			}
+		}
+		if r.Burst != nil {
+			pr.Burst = *r.Burst
+		}
+		if r.Concurrency != nil {
+			pr.Concurrency = min(*r.Concurrency, inflight.Max)
+		}
+		if r.Smooth != nil {
+			pr.Smooth = *r.Smooth
+		}
+		out = append(out, pr)
+	}
+	return out
+}
+
+// retriesFor returns the retries the rules set for a host key (-1 for none),
+// or 0 when no rule with retries matches. Matching is polite's: an exact key
+// beats any glob, then the longest glob, then the earlier rule.
+func (c *config) retriesFor(key string) int {
+	best, bestLen, exact := -1, -1, false
+	for i, r := range c.Rules {
+		if r.Retries == nil {
+			continue
+		}
+		p := strings.ToLower(r.Hosts)
+		switch {
+		case p == key:
+			if !exact {
+				best, exact = i, true
+			}
+		case !exact:
+			if ok, _ := path.Match(p, key); ok && len(p) > bestLen {
+				best, bestLen = i, len(p)
+			}
+		}
+	}
+	if best < 0 {
+		return 0
+	}
+	if n := *c.Rules[best].Retries; n != 0 {
+		return n
+	}
+	return -1 // "retries = 0": none
+}

@@ -1,0 +1,376 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/crawl"
+	"github.com/polite-go/polite/inflight"
+	"github.com/polite-go/polite/retry"
+)
+
+// fetchOptions are the settings of `polite fetch`, parsed and checked.
+type fetchOptions struct {
+	List string // URLFILE, or "-" for stdin
+
+	Out           string
+	Rate          float64 // starting requests per second per host; +Inf: none
+	MaxRate       float64 // ceiling of the adaptive rate; 0: the controller's default
+	Burst         int
+	Concurrency   int
+	Smooth        bool
+	Workers       int
+	Adaptive      bool
+	Retries       int
+	MaxDelay      time.Duration
+	MaxRetryAfter time.Duration
+	Timeout       time.Duration
+	Grace         time.Duration
+	Robots        bool
+	UserAgent     string
+	Key           polite.KeyBy
+	Config        string  // path of the per-host rules file
+	Rules         *config // its contents
+	Redis         string
+	Metrics       string
+	Bodies        crawl.Bodies
+	MaxBody       int64
+	MaxURLLen     int
+	Progress      string // auto, bar, log or none
+
+	// Set by `polite demo`, not by flags.
+	base     http.RoundTripper // dials the built-in testbed
+	list     io.Reader         // the URL list
+	onReady  func()            // called once the job is loaded, before fetching
+	summaryN int               // hosts in the final summary
+}
+
+// defaultUserAgent names polite and where to read about it, as a crawler's
+// User-Agent should.
+func defaultUserAgent() string {
+	return "polite/" + strings.TrimPrefix(version(), "v") + " (+https://github.com/polite-go/polite)"
+}
+
+const fetchLong = `Fetch every URL of URLFILE politely and record what became of each.
+
+URLFILE has one URL per line ("-" reads standard input). Blank lines and lines
+starting with # are skipped. A line that is not an http or https URL with a
+host, or is longer than --max-url-len, is recorded as invalid_url and never
+requested.
+
+Every host gets its own budget: --rate requests per second (with --burst),
+at most --concurrency requests in flight, and --workers in flight over all
+hosts. A host that answers 429 or 503 is paused (for its Retry-After when it
+gives one) and its URLs wait in a queue without holding a worker; a host that
+answers with a soft block (WAF challenge, captcha) is stopped and its URLs are
+recorded as blocked. With --adaptive each host's rate starts at --rate and
+tunes itself to what the host bears, up to --max-rate. robots.txt is obeyed
+unless --robots=false.
+
+Output, in --out:
+  results.jsonl   one JSON object per URL once finished: url, host, outcome
+                  (ok, http_error, throttled, blocked, robots_disallowed,
+                  invalid_url, network_error), status, attempts, bytes, sha256,
+                  error, started, finished; and truncated, final_url,
+                  warc_offset or file when they apply
+  state.db        the job's state (SQLite; open it with sqlite3)
+  bodies.warc     request and response records (--bodies warc), or bodies/
+                  (--bodies files)
+
+The job is durable: kill it at any moment and run the same command again; it
+resumes where it was, never fetching a finished URL again, and results.jsonl
+holds each URL exactly once. The first Ctrl-C (or SIGTERM) stops taking new
+work and lets requests in flight finish for up to --grace; a second one stops
+at once. Either way the state is kept.
+
+Exit status: 0 when every URL ended ok; 4 when the job finished and some URLs
+did not; 2 for bad usage or config; 1 for a fatal error or an interrupted job.`
+
+const configHelp = `
+--config FILE holds per-host rules in TOML. Each [[rule]] matches host keys
+(host[:port], or the domain or IP with --key) by glob: "*.example.com", an
+exact key, or "*". An exact key beats any glob; among globs the longest wins.
+Fields left out take the flags' values.
+
+  [[rule]]
+  hosts = "*.example.com"
+  rate = 5            # requests per second ("inf" for no limit)
+  burst = 2
+  concurrency = 2     # requests in flight
+  smooth = false      # space requests evenly (no bursts)
+  retries = 3         # retries after the first attempt (-1: none)
+`
+
+func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
+	o := &fetchOptions{}
+	var rate, maxBody, key, bodies string
+	c := &cobra.Command{
+		Use:   "fetch [flags] URLFILE",
+		Short: "Fetch a list of URLs politely, durably and resumably",
+		Long:  fetchLong + "\n" + configHelp,
+		Example: `  polite fetch urls.txt
+  cat urls.txt | polite fetch --out run1 --rate 1 --concurrency 1 -
+  polite fetch --config rules.toml --bodies none urls.txt`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			o.List = a[0]
+			if err := o.parse(rate, maxBody, key, bodies); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(c.Context(), o)
+			}
+			return runFetch(c.Context(), e, o)
+		},
+	}
+	f := c.Flags()
+	addPolicyFlags(f, o, &rate, &key)
+	f.StringVar(&o.Out, "out", "polite-out", "the job's `DIR`: state.db, results.jsonl, bodies; running again on the same DIR resumes")
+	f.IntVar(&o.Workers, "workers", crawl.DefaultWorkers, "requests in flight over all hosts")
+	f.IntVar(&o.Retries, "retries", crawl.DefaultRetries, "retries of a URL after its first attempt (429/503, 408/504, 5xx, no response)")
+	f.DurationVar(&o.MaxDelay, "max-delay", retry.DefaultCap, "cap of the backoff between retries of a URL")
+	f.DurationVar(&o.MaxRetryAfter, "max-retry-after", crawl.DefaultMaxRetryAfter, "longest pause (Retry-After, breaker) a URL waits out; beyond, it ends throttled")
+	f.DurationVar(&o.Timeout, "timeout", crawl.DefaultTimeout, "time limit of one request, body included")
+	f.DurationVar(&o.Grace, "grace", crawl.DefaultGrace, "after Ctrl-C, how long requests in flight may finish")
+	f.StringVar(&o.Config, "config", "", "TOML `FILE` of per-host rules (see below)")
+	f.StringVar(&o.Redis, "redis", "", "Redis `URL` to share per-host budgets with a fleet (not supported yet)")
+	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR` (not supported yet)")
+	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc), files (DIR/bodies/) or none")
+	f.StringVar(&maxBody, "max-body", "10MiB", "bytes of a body kept; the rest is not downloaded and the result says truncated")
+	f.IntVar(&o.MaxURLLen, "max-url-len", crawl.DefaultMaxURLLen, "longest line taken as a URL, in bytes")
+	f.StringVar(&o.Progress, "progress", "auto", "live display: bar (on a terminal), log (a line every 5 s), none, or auto (bar on a terminal, else log)")
+	f.SortFlags = false
+	return c
+}
+
+// addPolicyFlags defines the per-host policy flags, shared with demo.
+func addPolicyFlags(f *pflag.FlagSet, o *fetchOptions, rate, key *string) {
+	f.StringVar(rate, "rate", strconv.FormatFloat(polite.DefaultRate, 'g', -1, 64), "requests per second per host (the starting rate with --adaptive); \"inf\" for no limit")
+	f.Float64Var(&o.MaxRate, "max-rate", 0, "ceiling of a host's adaptive rate (0: 1000 req/s)")
+	f.IntVar(&o.Burst, "burst", polite.DefaultBurst, "requests a host may get at once after an idle spell")
+	f.IntVar(&o.Concurrency, "concurrency", polite.DefaultConcurrency, "requests in flight per host")
+	f.BoolVar(&o.Smooth, "smooth", false, "space each host's requests evenly (no bursts)")
+	f.BoolVar(&o.Adaptive, "adaptive", true, "tune each host's rate to what it bears (AIMD, led by 429s and latency)")
+	f.BoolVar(&o.Robots, "robots", true, "obey robots.txt: skip disallowed URLs, honour Crawl-delay")
+	f.StringVar(&o.UserAgent, "user-agent", defaultUserAgent(), "User-Agent header, and the token robots.txt is read for")
+	f.StringVar(key, "key", "host", "what a budget belongs to: host, domain (registrable domain) or ip (resolved address)")
+}
+
+// parse checks the flags' values and reads the config file.
+func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
+	var err error
+	if o.Rate, err = parseRate(rate); err != nil {
+		return usageErr("--rate: %v", err)
+	}
+	if o.MaxRate < 0 {
+		return usageErr("--max-rate %v: must not be negative", o.MaxRate)
+	}
+	if o.Burst < 1 {
+		return usageErr("--burst %d: must be at least 1", o.Burst)
+	}
+	if o.Concurrency < 1 {
+		return usageErr("--concurrency %d: must be at least 1", o.Concurrency)
+	}
+	if o.Workers < 1 {
+		return usageErr("--workers %d: must be at least 1", o.Workers)
+	}
+	if o.Retries < 0 {
+		return usageErr("--retries %d: must not be negative", o.Retries)
+	}
+	for name, d := range map[string]time.Duration{"--max-delay": o.MaxDelay, "--max-retry-after": o.MaxRetryAfter, "--timeout": o.Timeout, "--grace": o.Grace} {
+		if d <= 0 {
+			return usageErr("%s %v: must be positive", name, d)
+		}
+	}
+	if o.Key, err = polite.ParseKeyBy(key); err != nil {
+		return usageErr("--key %q: want host, domain or ip", key)
+	}
+	if o.Bodies, err = crawl.ParseBodies(bodies); err != nil {
+		return usageErr("--bodies %q: want warc, files or none", bodies)
+	}
+	if o.MaxBody, err = parseSize(maxBody); err != nil || o.MaxBody <= 0 {
+		return usageErr("--max-body %q: want a size such as 10MiB, 512KiB or 1000000", maxBody)
+	}
+	if o.MaxURLLen < 1 {
+		return usageErr("--max-url-len %d: must be positive", o.MaxURLLen)
+	}
+	switch o.Progress {
+	case "auto", "bar", "log", "none":
+	default:
+		return usageErr("--progress %q: want auto, bar, log or none", o.Progress)
+	}
+	if o.Config != "" {
+		if o.Rules, err = loadConfig(o.Config); err != nil {
+			return &exitError{code: ExitUsage, err: err}
+		}
+	}
+	return nil
+}
+
+func parseRate(s string) (float64, error) {
+	switch strings.ToLower(s) {
+	case "inf", "unlimited", "none":
+		return bucket.Inf, nil
+	}
+	r, err := strconv.ParseFloat(s, 64)
+	if err != nil || r <= 0 || r != r {
+		return 0, fmt.Errorf("%q: want a positive number of requests per second, or inf", s)
+	}
+	if r > 1e12 {
+		r = bucket.Inf
+	}
+	return r, nil
+}
+
+// parseSize reads a byte count: a number with an optional unit B, KB, MB, GB
+// (powers of 1000) or KiB, MiB, GiB (powers of 1024).
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	i := len(s)
+	for i > 0 && (s[i-1] < '0' || s[i-1] > '9') {
+		i--
+	}
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	mult := map[string]int64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+	m, ok := mult[strings.ToLower(strings.TrimSpace(s[i:]))]
+	if !ok {
+		return 0, fmt.Errorf("unknown unit %q", s[i:])
+	}
+	return n * m, nil
+}
+
+// transport builds the polite Transport of a fetch.
+func (o *fetchOptions) transport(logger *slog.Logger) *polite.Transport {
+	conc := o.Concurrency
+	if conc >= inflight.Max {
+		conc = inflight.Max
+	}
+	tr := &polite.Transport{
+		Base:        o.base,
+		Limits:      polite.Limits{Rate: o.Rate, Burst: o.Burst, Concurrency: conc, Smooth: o.Smooth},
+		Key:         o.Key,
+		MaxInFlight: o.Workers,
+		Backoff:     retry.Backoff{Cap: o.MaxDelay},
+		UserAgent:   o.UserAgent,
+		Logger:      logger,
+	}
+	if o.Rules != nil {
+		tr.Rules = o.Rules.politeRules()
+	}
+	o.policy(tr)
+	return tr
+}
+
+func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
+	if o.Redis != "" {
+		return usageErr("--redis: fleet mode is not supported yet (a later version shares budgets through Redis)")
+	}
+	if o.Metrics != "" {
+		return usageErr("--metrics: metrics are not supported yet (a later version serves them for Prometheus)")
+	}
+	list := o.list
+	if list == nil {
+		if o.List == "-" {
+			list = e.stdin
+		} else {
+			f, err := os.Open(o.List)
+			if err != nil {
+				return usageErr("URLFILE: %v", err)
+			}
+			defer f.Close()
+			list = f
+		}
+	}
+
+	// The first SIGINT/SIGTERM stops taking work; the second cancels what
+	// is in flight.
+	soft, stopSoft := context.WithCancel(ctx)
+	defer stopSoft()
+	hard, stopHard := context.WithCancel(context.Background())
+	defer stopHard()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+		case <-soft.Done():
+			return
+		}
+		stopSoft()
+		fmt.Fprintln(e.stderr, "polite: stopping: letting requests in flight finish (Ctrl-C again to stop now)")
+		select {
+		case <-sigs:
+			stopHard()
+		case <-hard.Done():
+		}
+	}()
+
+	var logger *slog.Logger // polite's per-decision records are for debugging: off
+	tr := o.transport(logger)
+	opts := crawl.Options{
+		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
+		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
+		MaxURLLen: o.MaxURLLen, Grace: o.Grace,
+	}
+	if o.Retries == 0 {
+		opts.Retries = -1
+	}
+	if o.Rules != nil {
+		opts.RetriesFor = o.Rules.retriesFor
+	}
+	job, err := crawl.Open(o.Out, opts)
+	if err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	defer job.Close()
+	if _, err := job.Load(list); err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	if o.onReady != nil {
+		o.onReady()
+	}
+	mode := o.Progress
+	if mode == "auto" {
+		mode = "log"
+		if isTerminal(e.stderr) {
+			mode = "bar"
+		}
+	}
+	d := startDisplay(mode, job, e.stderr)
+	sum, err := job.Run(soft, hard)
+	d.stop()
+	n := o.summaryN
+	if n == 0 {
+		n = 20
+	}
+	writeSummary(e.stdout, job.Progress(-1), sum, o.Out, n)
+	if err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	switch {
+	case sum.Interrupted:
+		return &exitError{code: ExitFatal, err: fmt.Errorf("interrupted with %d of %d URLs finished; run the same command again to resume", sum.Done, sum.Total)}
+	case sum.OK():
+		return nil
+	}
+	return &exitError{code: ExitFailures}
+}
+

@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/cobra"
+
+	"github.com/polite-go/polite/testbed"
+)
+
+// testbedOptions are the settings of `polite testbed`.
+type testbedOptions struct {
+	Hosts    []testbed.HostConfig
+	Addr     string        // one shared listener; "" gives each host its own 127.0.0.x address
+	URLs     string        // write a URL list here
+	Pages    int           // pages per host in that list
+	Duration time.Duration // serve this long; 0 until a signal
+	Stats    string        // write the hosts' server-side stats here (JSON) at the end
+}
+
+// testbedFile is a --config file for the testbed.
+type testbedFile struct {
+	Host []testbed.HostConfig `toml:"host"`
+}
+
+const testbedLong = `Serve simulated hosts on loopback, to rehearse a crawl policy before
+pointing it at the real web. Each host has a hidden capacity (a server-side
+token bucket), answers beyond it with 429 or 503 (with or without Retry-After),
+and may queue, time out, soft-block or change capacity mid-run.
+
+By default the hosts are polite demo's; --hosts N serves N hosts with no limits
+instead, and --config FILE reads hosts from TOML, one [[host]] table each, keys
+named as testbed.HostConfig's fields:
+
+  [[host]]
+  Name = "shop.test"
+  Rate = 10                 # requests per second; 0 = unlimited
+  Burst = 5
+  Status = 429              # or 503
+  RetryAfter = "seconds"    # "", "seconds" or "date"
+  Latency = "50ms"
+  Servers = 4               # served at once; more queue
+  Robots = "User-agent: *\nDisallow: /private/\n"
+  Schedule = [{At = "30s", Rate = 2, Burst = 1}]
+  SoftBlock = {After = 100}
+
+Each host gets its own address on 127.0.0.0/8 (Linux), printed with its name,
+so any client reaches it; --addr serves all of them on one address instead,
+routed by the Host header. The server runs until Ctrl-C (or --duration) and
+then prints what each host received.`
+
+func newTestbedCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
+	o := &testbedOptions{}
+	var cfg string
+	var hosts int
+	c := &cobra.Command{
+		Use:   "testbed [flags]",
+		Short: "Serve simulated hosts on loopback",
+		Long:  testbedLong,
+		Example: `  polite testbed
+  polite testbed --hosts 1000 --urls urls.txt --pages 100
+  polite testbed --config hosts.toml --duration 2m --stats stats.json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.parse(cfg, hosts); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(c.Context(), o)
+			}
+			return runTestbed(c.Context(), e, o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&cfg, "config", "", "TOML `FILE` of [[host]] tables (see above)")
+	f.IntVar(&hosts, "hosts", 0, "serve `N` hosts with no limits, h0.test … (instead of the demo's)")
+	f.StringVar(&o.Addr, "addr", "", "serve every host on this loopback `ADDR` (such as 127.0.0.1:8080), routed by Host header")
+	f.StringVar(&o.URLs, "urls", "", "write a URL list to `FILE`: --pages pages of every host, interleaved")
+	f.IntVar(&o.Pages, "pages", 100, "pages per host in the --urls list")
+	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (0: at Ctrl-C)")
+	f.StringVar(&o.Stats, "stats", "", "write each host's server-side stats to `FILE` (JSON) when stopping")
+	return c
+}
+
+func (o *testbedOptions) parse(cfg string, hosts int) error {
+	switch {
+	case cfg != "" && hosts > 0:
+		return usageErr("testbed: --config and --hosts: give one or the other")
+	case hosts < 0 || hosts > 60000:
+		return usageErr("--hosts %d: want 1 to 60000", hosts)
+	case o.Pages < 1:
+		return usageErr("--pages %d: must be at least 1", o.Pages)
+	case o.Duration < 0:
+		return usageErr("--duration %v: must not be negative", o.Duration)
+	case cfg != "":
+		var err error
+		if o.Hosts, err = loadTestbedConfig(cfg); err != nil {
+			return &exitError{code: ExitUsage, err: err}
+		}
+	case hosts > 0:
+		o.Hosts = make([]testbed.HostConfig, hosts)
+		for i := range o.Hosts {
+			o.Hosts[i] = testbed.HostConfig{Name: fmt.Sprintf("h%d.test", i)}
+		}
+	default:
+		o.Hosts = testbed.DemoHosts()
+	}
+	return nil
+}
+
+func loadTestbedConfig(name string) ([]testbed.HostConfig, error) {
+	src, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	var f testbedFile
+	md, err := toml.Decode(string(src), &f)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, pe.Message)
+		}
+		return nil, fmt.Errorf("%s:%d: %v", name, lineOfError(src, err), err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		k := und[0]
+		return nil, fmt.Errorf("%s:%d: unknown key %q", name, lineOfKeyIn(src, "host", k[len(k)-1]), k.String())
+	}
+	if len(f.Host) == 0 {
+		return nil, fmt.Errorf("%s: no [[host]] tables", name)
+	}
+	seen := map[string]bool{}
+	for i, h := range f.Host {
+		line := lineOfNthTable(src, "host", i)
+		if h.Name == "" {
+			return nil, fmt.Errorf("%s:%d: host %d has no Name", name, line, i+1)
+		}
+		if seen[strings.ToLower(h.Name)] {
+			return nil, fmt.Errorf("%s:%d: two hosts named %q", name, line, h.Name)
+		}
+		seen[strings.ToLower(h.Name)] = true
+		if err := h.Validate(); err != nil {
+			return nil, fmt.Errorf("%s:%d: host %q: %v", name, line, h.Name, err)
+		}
+	}
+	return f.Host, nil
+}
+
+func runTestbed(ctx context.Context, e *env, o *testbedOptions) error {
+	srv := testbed.NewServer(o.Hosts...)
+	var err error
+	if o.Addr != "" {
+		err = srv.StartAt(o.Addr)
+	} else {
+		err = srv.StartPerHostIP()
+	}
+	if err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	defer srv.Close()
+	url := func(h *testbed.Host) string {
+		if o.Addr != "" {
+			return "http://" + h.Name()
+		}
+		return srv.URL(h.Name())
+	}
+	if o.URLs != "" {
+		var b strings.Builder
+		for p := range o.Pages {
+			for _, h := range srv.Hosts() {
+				fmt.Fprintf(&b, "%s/page/%d\n", url(h), p)
+			}
+		}
+		if err := os.WriteFile(o.URLs, []byte(b.String()), 0o644); err != nil {
+			return &exitError{code: ExitFatal, err: err}
+		}
+	}
+	if len(o.Hosts) <= 50 {
+		tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+		for _, h := range srv.Hosts() {
+			fmt.Fprintf(tw, "%s\t%s\n", h.Name(), url(h))
+		}
+		tw.Flush()
+	} else {
+		fmt.Fprintf(e.stdout, "%d hosts, %s … %s\n", len(o.Hosts), url(srv.Hosts()[0]), url(srv.Hosts()[len(o.Hosts)-1]))
+	}
+	if o.Addr != "" {
+		fmt.Fprintf(e.stdout, "listening on %s (route by Host header, e.g. curl --connect-to ::%s http://%s/)\n", srv.Addr(), srv.Addr(), o.Hosts[0].Name)
+	}
+	if o.URLs != "" {
+		fmt.Fprintf(e.stdout, "wrote %d URLs to %s\n", o.Pages*len(o.Hosts), o.URLs)
+	}
+	fmt.Fprintln(e.stdout, "serving; Ctrl-C to stop")
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Duration)
+		defer cancel()
+	}
+	<-ctx.Done()
+
+	stats := map[string]testbed.Stats{}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "host\tarrivals\tadmitted\trejected\tshed\tblocked\ttimed out\tmax in flight\tp95\t")
+	for i, h := range srv.Hosts() {
+		s := h.Stats()
+		stats[h.Name()] = s
+		if i < 50 {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", h.Name(), s.Arrivals, s.Admitted, s.Rejected, s.Shed, s.Blocked, s.TimedOut, s.MaxInFlight, fmtDur(s.P95))
+		}
+	}
+	tw.Flush()
+	if o.Stats != "" {
+		b, _ := json.MarshalIndent(stats, "", "  ")
+		if err := os.WriteFile(o.Stats, b, 0o644); err != nil {
+			return &exitError{code: ExitFatal, err: err}
+		}
+	}
+	return nil
+}
