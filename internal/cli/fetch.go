@@ -373,4 +373,3 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	}
 	return &exitError{code: ExitFailures}
 }
-
