@@ -1,0 +1,461 @@
+package main_test
+
+// End-to-end tests: the real polite binary against testbed hosts served by
+// the test on loopback, each on its own 127.0.0.1 port. The hosts' own
+// records are the truth the tests check the client against.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/polite-go/polite/testbed"
+)
+
+var bin string // the polite binary, built once by TestMain
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "polite-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "polite")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// hit is one request a site received.
+type hit struct {
+	at     time.Time
+	path   string
+	status int
+}
+
+// site is a testbed host on its own loopback port, recording every request.
+type site struct {
+	host *testbed.Host
+	url  string
+
+	mu   sync.Mutex // guards hits
+	hits []hit
+}
+
+func startSite(t *testing.T, cfg testbed.HostConfig) *site {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &site{host: testbed.NewHost(cfg), url: "http://" + ln.Addr().String()}
+	srv := &http.Server{Handler: s}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return s
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(c int) {
+	if w.status == 0 {
+		w.status = c
+	}
+	w.ResponseWriter.WriteHeader(c)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = 200
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (s *site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	s.host.ServeHTTP(sw, r)
+	s.mu.Lock()
+	s.hits = append(s.hits, hit{at: at, path: r.URL.Path, status: sw.status})
+	s.mu.Unlock()
+}
+
+func (s *site) log() []hit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]hit(nil), s.hits...)
+}
+
+// counts returns how many times each path was requested.
+func (s *site) counts() map[string]int {
+	m := map[string]int{}
+	for _, h := range s.log() {
+		m[h.path]++
+	}
+	return m
+}
+
+// urls writes a list of n pages of each site, interleaved, and returns its
+// path.
+func urls(t *testing.T, extra string, n int, sites ...*site) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(extra)
+	for i := range n {
+		for _, s := range sites {
+			fmt.Fprintf(&b, "%s/page/%d\n", s.url, i)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "urls.txt")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type run struct {
+	code           int
+	stdout, stderr string
+}
+
+// polite runs the binary to its end (at most two minutes).
+func polite(t *testing.T, args ...string) run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := run{stdout: out.String(), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("polite %q: %v", args, err)
+	}
+	return r
+}
+
+type result struct {
+	URL      string `json:"url"`
+	Host     string `json:"host"`
+	Outcome  string `json:"outcome"`
+	Status   int    `json:"status"`
+	Attempts int    `json:"attempts"`
+	Bytes    int64  `json:"bytes"`
+	SHA256   string `json:"sha256"`
+	Error    string `json:"error"`
+	Started  string `json:"started"`
+	Finished string `json:"finished"`
+}
+
+// results reads DIR/results.jsonl; a last line cut short (by a kill) is
+// skipped when partial is set.
+func results(t *testing.T, dir string, partial bool) []result {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []result
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			if partial {
+				continue
+			}
+			t.Fatalf("results.jsonl line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestLimitsHold: the hosts never see more requests in flight than
+// --concurrency, nor more in any span T than --burst + --rate × T.
+func TestLimitsHold(t *testing.T) {
+	t.Parallel()
+	const rate, burst, conc = 20.0, 2, 3
+	a := startSite(t, testbed.HostConfig{Name: "a", Latency: 60 * time.Millisecond})
+	b := startSite(t, testbed.HostConfig{Name: "b", Latency: 30 * time.Millisecond, Jitter: 0.5})
+	list := urls(t, "", 60, a, b)
+	out := t.TempDir()
+	r := polite(t, "fetch", "--out", out, "--rate", fmt.Sprint(rate), "--burst", fmt.Sprint(burst),
+		"--concurrency", fmt.Sprint(conc), "--adaptive=false", "--progress", "none", list)
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, s := range []*site{a, b} {
+		st := s.host.Stats()
+		if st.MaxInFlight > conc {
+			t.Errorf("%s: %d in flight at once, want at most %d", s.url, st.MaxInFlight, conc)
+		}
+		if st.Admitted != 61 { // 60 pages and robots.txt
+			t.Errorf("%s: admitted %d requests, want 61", s.url, st.Admitted)
+		}
+		checkRate(t, s.url, s.log(), rate, burst)
+	}
+	if n := len(results(t, out, false)); n != 120 {
+		t.Errorf("%d results, want 120", n)
+	}
+}
+
+// checkRate fails if some span of the arrivals holds more than burst +
+// rate × span requests (with 25 ms of slack for scheduling).
+func checkRate(t *testing.T, name string, hits []hit, rate float64, burst int) {
+	t.Helper()
+	sort.Slice(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })
+	for i := range hits {
+		for j := i + burst; j < len(hits); j++ {
+			span := hits[j].at.Sub(hits[i].at) + 25*time.Millisecond
+			if allowed := float64(burst) + rate*span.Seconds(); float64(j-i+1) > allowed {
+				t.Errorf("%s: %d requests within %v, want at most %.1f", name, j-i+1, span, allowed)
+				return
+			}
+		}
+	}
+}
+
+// TestRetryAfterPausesOneHost: a 429 with Retry-After stops requests to
+// that host for the time it names, while another host goes on.
+func TestRetryAfterPausesOneHost(t *testing.T) {
+	t.Parallel()
+	slow := startSite(t, testbed.HostConfig{Name: "slow", Rate: 4, Burst: 1, RetryAfter: testbed.RetryAfterSeconds})
+	fast := startSite(t, testbed.HostConfig{Name: "fast", Latency: 10 * time.Millisecond})
+	var b strings.Builder
+	for i := range 150 {
+		fmt.Fprintf(&b, "%s/page/%d\n", fast.url, i)
+		if i < 16 {
+			fmt.Fprintf(&b, "%s/page/%d\n", slow.url, i)
+		}
+	}
+	list := filepath.Join(t.TempDir(), "urls.txt")
+	os.WriteFile(list, []byte(b.String()), 0o644)
+	out := t.TempDir()
+	r := polite(t, "fetch", "--out", out, "--rate", "30", "--burst", "3", "--concurrency", "2",
+		"--adaptive=false", "--robots=false", "--retries", "10", "--progress", "none", list)
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	hits := slow.log()
+	var pauses [][2]time.Time
+	for _, h := range hits {
+		if h.status == http.StatusTooManyRequests {
+			// The testbed's Retry-After is honest and at least 1 s.
+			pauses = append(pauses, [2]time.Time{h.at.Add(20 * time.Millisecond), h.at.Add(time.Second - 20*time.Millisecond)})
+		}
+	}
+	if len(pauses) == 0 {
+		t.Fatal("the slow host never answered 429: the test proves nothing")
+	}
+	fastDuring := 0
+	for _, p := range pauses {
+		for _, h := range hits {
+			if h.at.After(p[0]) && h.at.Before(p[1]) {
+				t.Errorf("request to the paused host at +%v after its 429 asked for 1 s", h.at.Sub(p[0]))
+			}
+		}
+		for _, h := range fast.log() {
+			if h.at.After(p[0]) && h.at.Before(p[1]) {
+				fastDuring++
+			}
+		}
+	}
+	if fastDuring == 0 {
+		t.Error("the other host got no request while the slow one was paused")
+	}
+	if st := fast.host.Stats(); st.Rejected != 0 {
+		t.Errorf("fast host rejected %d requests", st.Rejected)
+	}
+	for _, res := range results(t, out, false) {
+		if res.Outcome != "ok" {
+			t.Errorf("%s: %s %s", res.URL, res.Outcome, res.Error)
+		}
+	}
+}
+
+// TestKillAndResume: SIGKILL at random moments, then a run to the end:
+// results.jsonl holds every URL once, and no URL recorded as finished
+// before a kill is fetched again.
+func TestKillAndResume(t *testing.T) {
+	t.Parallel()
+	var sites []*site
+	for i := range 4 {
+		sites = append(sites, startSite(t, testbed.HostConfig{Name: fmt.Sprint(i), Latency: 5 * time.Millisecond, Jitter: 0.5}))
+	}
+	const perSite = 800
+	list := urls(t, "", perSite, sites...)
+	out := t.TempDir()
+	args := []string{"fetch", "--out", out, "--rate", "100", "--burst", "5", "--concurrency", "4",
+		"--adaptive=false", "--robots=false", "--progress", "none", list}
+	// URLs in results.jsonl after some kill, with how often the host had
+	// served them by then: they must never be fetched again.
+	finished := map[string]int{}
+	served := func() map[string]int {
+		m := map[string]int{}
+		for _, s := range sites {
+			for p, n := range s.counts() {
+				m[s.url+p] = n
+			}
+		}
+		return m
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for kill := range 4 {
+		cmd := exec.Command(bin, args...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(300+rng.IntN(600)) * time.Millisecond)
+		cmd.Process.Kill() // SIGKILL
+		cmd.Wait()
+		now := served()
+		for _, r := range results(t, out, true) {
+			if _, ok := finished[r.URL]; !ok {
+				finished[r.URL] = now[r.URL]
+			}
+		}
+		t.Logf("kill %d: %d URLs finished so far", kill+1, len(finished))
+	}
+	if len(finished) == 0 || len(finished) == perSite*len(sites) {
+		t.Fatalf("%d of %d URLs finished at the kills: pick other delays", len(finished), perSite*len(sites))
+	}
+	r := polite(t, args...)
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	res := results(t, out, false)
+	seen := map[string]int{}
+	for _, x := range res {
+		seen[x.URL]++
+	}
+	if len(res) != perSite*len(sites) || len(seen) != len(res) {
+		t.Errorf("%d lines for %d distinct URLs, want %d of each", len(res), len(seen), perSite*len(sites))
+	}
+	refetched := 0
+	counts := served()
+	for _, s := range sites {
+		for i := range perSite {
+			u := fmt.Sprintf("%s/page/%d", s.url, i)
+			n := counts[u]
+			before, wasFinished := finished[u]
+			switch {
+			case seen[u] != 1:
+				t.Errorf("%s: %d lines", u, seen[u])
+			case n == 0:
+				t.Errorf("%s: never fetched", u)
+			case wasFinished && n != before:
+				t.Errorf("%s: finished before a kill, then fetched again (%d times in all, %d then)", u, n, before)
+			case n > 1:
+				refetched++ // in flight (or not yet committed) at a kill
+			}
+		}
+	}
+	t.Logf("%d URLs fetched again: in flight at a kill", refetched)
+}
+
+// TestInterruptAndExitCodes: SIGTERM stops the job (exit 1) and a rerun
+// finishes it; bad lines become invalid_url; exit 4 when some URLs failed,
+// 2 for bad usage.
+func TestInterruptAndExitCodes(t *testing.T) {
+	t.Parallel()
+	s := startSite(t, testbed.HostConfig{Name: "s", Latency: 20 * time.Millisecond})
+	long := "http://example.com/" + strings.Repeat("a", 9000)
+	bad := "# comment\n\nnot a url\nftp://example.com/x\nhttp:///nohost\n" + long + "\n" + s.url + "/status/404\n"
+	list := urls(t, bad, 100, s)
+	out := t.TempDir()
+	args := []string{"fetch", "--out", out, "--rate", "20", "--adaptive=false", "--progress", "log", list}
+
+	cmd := exec.Command(bin, args...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(errb.String(), "interrupted") {
+		t.Errorf("after SIGTERM: %v, stderr:\n%s", err, errb.String())
+	}
+	if n := len(results(t, out, false)); n == 0 || n >= 105 {
+		t.Errorf("after SIGTERM: %d results, want some but not all", n)
+	}
+
+	r := polite(t, args...)
+	if r.code != 4 {
+		t.Errorf("rerun: exit %d, want 4\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	res := results(t, out, false)
+	if len(res) != 105 {
+		t.Errorf("%d results, want 105", len(res))
+	}
+	want := map[string]string{
+		"not a url":           "invalid_url",
+		"ftp://example.com/x": "invalid_url",
+		"http:///nohost":      "invalid_url",
+		s.url + "/status/404": "http_error",
+		s.url + "/page/0":     "ok",
+		s.url + "/page/99":    "ok",
+	}
+	for _, x := range res {
+		if strings.HasPrefix(x.URL, "http://example.com/aaa") {
+			x.URL = "long"
+			if x.Outcome != "invalid_url" || !strings.Contains(x.Error, "longer than") {
+				t.Errorf("long line: %s %q", x.Outcome, x.Error)
+			}
+		}
+		if w, ok := want[x.URL]; ok {
+			if x.Outcome != w {
+				t.Errorf("%s: %s (%s), want %s", x.URL, x.Outcome, x.Error, w)
+			}
+			delete(want, x.URL)
+		}
+		if x.Outcome == "invalid_url" && (x.Error == "" || x.Attempts != 0) {
+			t.Errorf("%s: invalid_url with error %q after %d attempts", x.URL, x.Error, x.Attempts)
+		}
+		if x.Outcome == "ok" && (x.Status != 200 || x.Bytes == 0 || len(x.SHA256) != 64 || x.Error != "" || x.Started == "" || x.Finished == "") {
+			t.Errorf("ok result %+v", x)
+		}
+	}
+	for u := range want {
+		t.Errorf("no result for %s", u)
+	}
+	if c := s.counts(); c["/status/404"] != 1 {
+		t.Errorf("404 page fetched %d times, want 1 (no retry)", c["/status/404"])
+	}
+
+	for _, argv := range [][]string{{"fetch"}, {"fetch", "--rate", "x", list}, {"fetch", "--redis", "redis://127.0.0.1:1", list}} {
+		if r := polite(t, argv...); r.code != 2 {
+			t.Errorf("%q: exit %d, want 2 (%s)", argv, r.code, r.stderr)
+		}
+	}
+	if r := polite(t, "fetch", "--out", "/proc/polite-cannot-be-here", list); r.code != 1 {
+		t.Errorf("unwritable --out: exit %d, want 1 (%s)", r.code, r.stderr)
+	}
+}
