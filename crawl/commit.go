@@ -9,11 +9,21 @@ import (
 	"time"
 )
 
-// kept is what a finished fetch leaves for bodies.warc.
+// kept is what a finished fetch leaves for bodies.warc: the heads are
+// formatted by the worker, and nothing holds on to the response (whose body
+// wrappers may pin buffers).
 type kept struct {
-	resp      *http.Response // status line, headers and request; the body is read and closed
-	body      []byte
-	truncated bool
+	reqHead, respHead []byte
+	body              []byte
+	truncated         bool
+}
+
+func keep(resp *http.Response, body []byte, truncated bool) *kept {
+	k := &kept{respHead: responseHead(resp), body: body, truncated: truncated}
+	if resp.Request != nil {
+		k.reqHead = requestHead(resp.Request)
+	}
+	return k
 }
 
 // commitMsg is a finished URL (it, res, kept) or a put-off one (later).
@@ -89,7 +99,7 @@ func (j *Job) flush(batch []commitMsg) error {
 			continue
 		}
 		if m.kept != nil && j.warc != nil {
-			off := j.warc.response(m.res.URL, m.res.Finished, m.kept.resp, m.kept.body, m.kept.truncated)
+			off := j.warc.response(m.res.URL, m.res.Finished, m.kept)
 			m.res.WARC = &off
 		}
 		line, err := json.Marshal(m.res)

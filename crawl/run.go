@@ -255,7 +255,11 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 			res.File = filepath.Join(BodiesDir, sum[:2], sum)
 		}
 	}
-	j.finish(it, res, &kept{resp: resp, body: body, truncated: truncated})
+	var k *kept
+	if j.warc != nil {
+		k = keep(resp, body, truncated)
+	}
+	j.finish(it, res, k)
 }
 
 // readBody reads up to MaxBody bytes of resp's body and closes it.

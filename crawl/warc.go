@@ -52,28 +52,29 @@ func openWARC(path string, committed int64, info string) (*warcWriter, error) {
 }
 
 // response appends the request and response records of one fetch and
-// returns the response record's offset. body is what was kept of the
-// payload; truncated says there was more.
-func (ww *warcWriter) response(target string, at time.Time, resp *http.Response, body []byte, truncated bool) int64 {
-	var req []byte
-	if r := resp.Request; r != nil {
-		req = requestHead(r)
+// returns the response record's offset. k.body is what was kept of the
+// payload; k.truncated says there was more.
+func (ww *warcWriter) response(target string, at time.Time, k *kept) int64 {
+	respID := newRecordID()
+	off := ww.off
+	extra := "WARC-Payload-Digest: " + digest(k.body) + "\r\n"
+	if k.truncated {
+		extra += "WARC-Truncated: length\r\n"
 	}
+	ww.recordID(respID, "response", target, at, "application/http;msgtype=response", k.respHead, k.body, extra)
+	if k.reqHead != nil {
+		ww.record("request", target, at, "application/http;msgtype=request", k.reqHead, nil, "WARC-Concurrent-To: "+respID+"\r\n")
+	}
+	return off
+}
+
+// responseHead is the status line and headers of resp.
+func responseHead(resp *http.Response) []byte {
 	var head bytes.Buffer
 	fmt.Fprintf(&head, "%s %s\r\n", protoOf(resp), resp.Status)
 	writeHeader(&head, resp.Header)
 	head.WriteString("\r\n")
-	respID := newRecordID()
-	off := ww.off
-	extra := "WARC-Payload-Digest: " + digest(body) + "\r\n"
-	if truncated {
-		extra += "WARC-Truncated: length\r\n"
-	}
-	ww.recordID(respID, "response", target, at, "application/http;msgtype=response", head.Bytes(), body, extra)
-	if req != nil {
-		ww.record("request", target, at, "application/http;msgtype=request", req, nil, "WARC-Concurrent-To: "+respID+"\r\n")
-	}
-	return off
+	return head.Bytes()
 }
 
 func (ww *warcWriter) record(typ, target string, at time.Time, ctype string, head, body []byte, extra string) {
@@ -146,6 +147,9 @@ func requestHead(r *http.Request) []byte {
 	return b.Bytes()
 }
 
+// headerValue keeps a header value on its line.
+var headerValue = strings.NewReplacer("\r", " ", "\n", " ")
+
 func writeHeader(b *bytes.Buffer, h http.Header) {
 	keys := make([]string, 0, len(h))
 	for k := range h {
@@ -154,7 +158,7 @@ func writeHeader(b *bytes.Buffer, h http.Header) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		for _, v := range h[k] {
-			b.WriteString(k + ": " + strings.NewReplacer("\r", " ", "\n", " ").Replace(v) + "\r\n")
+			b.WriteString(k + ": " + headerValue.Replace(v) + "\r\n")
 		}
 	}
 }

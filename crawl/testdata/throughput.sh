@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Throughput of `polite fetch` with durable state on: 100,000 URLs over 1,000
+# testbed hosts on loopback (each on its own 127.0.0.x address, in a separate
+# `polite testbed` process), with no binding limits. It prints URLs/s and the
+# peak RSS (from /usr/bin/time -v) and fails below MIN_RATE URLs/s or above
+# MAX_RSS_MB.
+#
+#   bash crawl/testdata/throughput.sh            # from the repository root
+#   HOSTS=100 PAGES=100 bash crawl/testdata/throughput.sh
+#
+# Everything stays on 127.0.0.0/8; the testbed stops by itself after 10 min.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+HOSTS=${HOSTS:-1000}
+PAGES=${PAGES:-100}
+MIN_RATE=${MIN_RATE:-5000}
+MAX_RSS_MB=${MAX_RSS_MB:-300}
+BODIES=${BODIES:-warc}
+
+tmp=$(mktemp -d)
+tb=
+cleanup() {
+  if [ -n "$tb" ]; then kill "$tb" 2>/dev/null || true; wait "$tb" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+go build -o "$tmp/polite" ./cmd/polite
+"$tmp/polite" testbed --hosts "$HOSTS" --pages "$PAGES" --urls "$tmp/urls.txt" --duration 10m >"$tmp/testbed.log" 2>&1 &
+tb=$!
+for _ in $(seq 300); do
+  grep -q '^serving' "$tmp/testbed.log" 2>/dev/null && break
+  kill -0 "$tb" 2>/dev/null || { cat "$tmp/testbed.log"; exit 1; }
+  sleep 0.1
+done
+grep -q '^serving' "$tmp/testbed.log" || { echo "testbed did not start"; cat "$tmp/testbed.log"; exit 1; }
+n=$(wc -l <"$tmp/urls.txt")
+
+set +e
+/usr/bin/time -v "$tmp/polite" fetch --out "$tmp/out" --rate inf --workers 128 \
+  --adaptive=false --bodies "$BODIES" --progress none "$tmp/urls.txt" >"$tmp/fetch.log" 2>"$tmp/time.log"
+code=$?
+set -e
+if [ "$code" != 0 ]; then
+  echo "polite fetch exited $code"; cat "$tmp/fetch.log" "$tmp/time.log"; exit 1
+fi
+lines=$(wc -l <"$tmp/out/results.jsonl")
+ok=$(grep -c '"outcome":"ok"' "$tmp/out/results.jsonl" || true)
+wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$tmp/time.log")
+rss_kb=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tmp/time.log")
+secs=$(echo "$wall" | awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
+rate=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
+rss_mb=$((rss_kb / 1024))
+echo "URLs: $n over $HOSTS hosts; results: $lines lines, $ok ok; bodies: $BODIES"
+echo "wall: ${secs}s (load, fetch, commit, exit)  throughput: $rate URLs/s  peak RSS: ${rss_mb} MB"
+grep -E '^[0-9]+ URLs in' "$tmp/fetch.log" || true
+fail=0
+[ "$lines" = "$n" ] || { echo "FAIL: $lines results for $n URLs"; fail=1; }
+[ "$ok" = "$n" ] || { echo "FAIL: $ok of $n ok"; fail=1; }
+[ "$rate" -ge "$MIN_RATE" ] || { echo "FAIL: $rate URLs/s < $MIN_RATE"; fail=1; }
+[ "$rss_mb" -lt "$MAX_RSS_MB" ] || { echo "FAIL: peak RSS ${rss_mb} MB >= ${MAX_RSS_MB} MB"; fail=1; }
+exit $fail
