@@ -102,6 +102,9 @@ func ReadLines(r io.Reader, maxLen int, fn func(Line) error) error {
 			}
 			return err
 		}
+		if err == nil {
+			n-- // the '\n'
+		}
 		if e := handleLine(buf, n, maxLen, fn); e != nil {
 			return e
 		}
@@ -121,7 +124,11 @@ func handleLine(buf []byte, n, maxLen int, fn func(Line) error) error {
 	}
 	if n > len(buf) || len(text) > maxLen { // cut while reading, or too long anyway
 		cut := strings.ToValidUTF8(string(text[:min(len(text), keepInvalid)]), "")
-		return fn(Line{Text: cut + "…", Problem: fmt.Sprintf("longer than %d bytes (%d)", maxLen, len(bytes.TrimRight(buf, "\r\n"))+n-len(buf))})
+		size := len(text)
+		if n > len(buf) {
+			size = n // untrimmed, but it is the cut line's length near enough
+		}
+		return fn(Line{Text: cut + "…", Problem: fmt.Sprintf("longer than %d bytes (%d)", maxLen, size)})
 	}
 	s := string(text)
 	host, problem := CheckURL(s, maxLen)

@@ -1,0 +1,69 @@
+package crawl
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckURL(t *testing.T) {
+	for _, tc := range []struct {
+		in, host, problem string
+	}{
+		{"http://example.com/a", "example.com", ""},
+		{"HTTPS://WWW.Example.COM:443/x?y#z", "www.example.com", ""},
+		{"http://127.0.0.1:8080/", "127.0.0.1:8080", ""},
+		{"example.com/a", "", "no scheme"},
+		{"ftp://example.com/a", "", `scheme "ftp" is not http or https`},
+		{"http:///path", "", "no host"},
+		{"http://user:pw@example.com/", "", "credentials"},
+		{"http://exa mple.com/", "", "not a URL"},
+		{"http://[::1/", "", "not a URL"},
+		{"http://" + strings.Repeat("a", 20) + ".com/", "", "longer than 16 bytes"},
+	} {
+		max := 0 // the default
+		if strings.Contains(tc.problem, "longer") {
+			max = 16
+		}
+		host, problem := CheckURL(tc.in, max)
+		if host != tc.host || (tc.problem == "") != (problem == "") || !strings.Contains(problem, tc.problem) {
+			t.Errorf("CheckURL(%q) = %q, %q, want %q, %q", tc.in, host, problem, tc.host, tc.problem)
+		}
+	}
+}
+
+func TestReadLines(t *testing.T) {
+	long := "http://example.com/" + strings.Repeat("x", 100)
+	huge := "http://example.com/" + strings.Repeat("y", 200<<10) // beyond bufio's buffer
+	src := "# comment\n\n  http://a.test/1  \r\nhttp://a.test/2\n" + long + "\nnot a url\n" + huge + "\n#http://b.test/\nhttp://b.test/last"
+	var got []Line
+	if err := ReadLines(strings.NewReader(src), 64, func(l Line) error { got = append(got, l); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ text, host, problem string }{
+		{"http://a.test/1", "a.test", ""},
+		{"http://a.test/2", "a.test", ""},
+		{long[:64], "", "longer than 64 bytes (119)"},
+		{"not a url", "", "no scheme"},
+		{huge[:64], "", "longer than 64 bytes (204819)"},
+		{"http://b.test/last", "b.test", ""},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ReadLines: %d lines, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if !strings.HasPrefix(g.Text, w.text) || g.Host != w.host || !strings.Contains(g.Problem, w.problem) || (w.problem == "") != (g.Problem == "") {
+			t.Errorf("line %d = %q %q %q, want %q… %q %q", i, trunc(g.Text), g.Host, g.Problem, trunc(w.text), w.host, w.problem)
+		}
+		if len(g.Text) > keepInvalid+len("…") {
+			t.Errorf("line %d kept %d bytes", i, len(g.Text))
+		}
+	}
+}
+
+func trunc(s string) string {
+	if len(s) > 30 {
+		return s[:30]
+	}
+	return s
+}
