@@ -1,0 +1,695 @@
+package adaptive
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultInitial          = 1.0  // requests per second at a cold start
+	DefaultMin              = 0.1  // one request every 10 s
+	DefaultMax              = 1000 // a safety ceiling; set a real one per host
+	DefaultTarget           = 0.95
+	DefaultBackoff          = 0.5
+	DefaultGrowth           = 1.4 // doubles the rate about every 0.5 s
+	DefaultWindow           = 500 * time.Millisecond
+	DefaultLatencyTolerance = 0.5
+	DefaultProbeInterval    = 2 * time.Second
+	DefaultMaxProbeInterval = 10 * time.Second
+	DefaultMaxConcurrency   = 256
+)
+
+// Config tunes a Controller. The zero Config is a good default; each field
+// documents the value zero stands for.
+type Config struct {
+	// Initial is the rate of a cold start, in requests per second; it grows
+	// from there until the first congestion signal. Zero means
+	// DefaultInitial (1 req/s).
+	Initial float64
+	// Min is the floor: the rate never goes below it. Zero means DefaultMin
+	// (0.1 req/s).
+	Min float64
+	// Max is the ceiling: the rate never goes above it, nor above the one set
+	// by SetMax. Zero means DefaultMax (1000 req/s).
+	Max float64
+
+	// Target is the share of the measured capacity to settle at, in (0, 1]:
+	// close enough to use the host, far enough that its bucket refills
+	// between probes. Zero means DefaultTarget (0.95).
+	Target float64
+	// Backoff is the multiplicative decrease applied when a congestion signal
+	// comes and no capacity has been measured to settle at, in (0, 1). Zero
+	// means DefaultBackoff (0.5, halving).
+	Backoff float64
+	// Growth is the increase while starting or ramping (slow start): each
+	// OK answer adds Growth × 1 req/s, so that the rate grows by a factor e
+	// every 1/Growth seconds. Zero means DefaultGrowth (1.4: doubling about
+	// every half second).
+	Growth float64
+
+	// Window is the least reaction window: after a decrease, no other
+	// decrease comes before max(Window, p95 latency) has passed, so that the
+	// answers to requests already under way, all of one congestion event,
+	// count once. At the window's end the answers to requests sent after the
+	// decrease say whether it was enough. Zero means DefaultWindow (1 s).
+	Window time.Duration
+
+	// LatencyTolerance is how far the median latency may climb above the
+	// host's unloaded baseline, as a share of it, before a queue is
+	// suspected: 0.5 suspects one past 1.5 × baseline (plus the noise the
+	// latencies show unloaded). Probes stop at half of it. Zero means
+	// DefaultLatencyTolerance; negative ignores latency.
+	LatencyTolerance float64
+
+	// ProbeInterval is how long the rate stays settled before it first
+	// probes for more capacity. A probe that finds nothing new costs one
+	// throttled request, so each such probe makes the next wait 1.5 times
+	// longer, and at least as long as 50 requests take at the capacity (2 %
+	// of them spent on probing), up to MaxProbeInterval; a change of
+	// capacity resets it. Zero means DefaultProbeInterval (2 s).
+	ProbeInterval time.Duration
+	// MaxProbeInterval bounds the wait between probes, and so the time a
+	// rise of capacity goes unseen. Zero means DefaultMaxProbeInterval
+	// (10 s).
+	MaxProbeInterval time.Duration
+
+	// MaxConcurrency bounds Concurrency. Zero means DefaultMaxConcurrency
+	// (256).
+	MaxConcurrency int
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *float64, d float64) {
+		if !(*v > 0) || math.IsInf(*v, 1) {
+			*v = d
+		}
+	}
+	def(&c.Initial, DefaultInitial)
+	def(&c.Min, DefaultMin)
+	def(&c.Max, DefaultMax)
+	def(&c.Target, DefaultTarget)
+	def(&c.Backoff, DefaultBackoff)
+	def(&c.Growth, DefaultGrowth)
+	c.Target = min(c.Target, 1)
+	if c.Backoff >= 1 {
+		c.Backoff = DefaultBackoff
+	}
+	c.Max = max(c.Max, c.Min)
+	c.Initial = min(max(c.Initial, c.Min), c.Max)
+	if c.Window <= 0 {
+		c.Window = DefaultWindow
+	}
+	if c.LatencyTolerance == 0 || math.IsNaN(c.LatencyTolerance) {
+		c.LatencyTolerance = DefaultLatencyTolerance
+	}
+	if c.ProbeInterval <= 0 {
+		c.ProbeInterval = DefaultProbeInterval
+	}
+	if c.MaxProbeInterval <= 0 {
+		c.MaxProbeInterval = DefaultMaxProbeInterval
+	}
+	c.MaxProbeInterval = max(c.MaxProbeInterval, c.ProbeInterval)
+	if c.MaxConcurrency <= 0 {
+		c.MaxConcurrency = DefaultMaxConcurrency
+	}
+	return c
+}
+
+type phase uint8
+
+const (
+	starting phase = iota // slow start: multiplicative growth until the first signal
+	settled               // at Target × capacity (or at a lower bound of it)
+	probing               // reaching above the capacity to see whether it grew
+	ramping               // the probe found room: multiplicative growth again
+)
+
+var phaseNames = [...]string{"starting", "settled", "probing", "ramping"}
+
+func (p phase) String() string { return phaseNames[p] }
+
+// Tuning that is not worth a Config field.
+const (
+	pubEvery     = int64(100 * time.Millisecond) // least time between two published increases
+	pubStep      = 0.01                          // least relative increase worth publishing
+	probeStep    = 0.1                           // a probe's first excess over the capacity...
+	probeDouble  = int64(300 * time.Millisecond) // ... doubles this often
+	minSpan      = int64(time.Second)            // shortest bracket that measures a capacity
+	maxSpan      = int64(30 * time.Second)       // longest
+	minLatN      = 8                             // OK answers needed before latency counts
+	drainShare   = 0.1                           // extra cut after a queue was seen, to drain it
+	serverLimit  = 0.95                          // served/sent below this: the host cannot keep up
+	noiseSpreads = 0.75                          // latency noise allowance, in interquartile ranges
+	storedSlack  = 0.02                          // how far above its estimate the capacity may be, at least
+	minServed    = 4                             // answers per second worth reading a served rate from
+	straggle     = int64(250 * time.Millisecond) // throttles sent this soon after a decrease may be stragglers
+	coarse       = 0.1                           // a capacity this uncertain (relative) is re-measured soon
+	winAnswers   = 8                             // answers a reaction window should see, at least
+	probeCost    = 50                            // requests per failed probe (one throttled), at least
+)
+
+// Controller is polite's per-host rate policy: AIMD whose decrease lands on a
+// measured capacity instead of a guess. See the package documentation for
+// the model.
+//
+// Methods take the current time: the Controller reads no clock, starts no
+// goroutine and sets no timer. It is safe for concurrent use (one mutex), and
+// Observe does not allocate. The zero Controller is not usable; call New.
+type Controller struct {
+	cfg    Config // defaults applied; read-only
+	origin time.Time
+
+	// mu guards every field below.
+	mu    sync.Mutex
+	last  int64   // latest instant seen, ns since origin
+	ceil  float64 // min(cfg.Max, SetMax)
+	rate  float64 // published rate
+	want  float64 // rate the policy wants; published when worth it
+	pubAt int64   // when rate was last raised
+
+	phase   phase
+	capEst  float64 // learned capacity in req/s; 0 when none yet
+	capErr  float64 // how far off capEst may be, in req/s (a count's ±1.5 over its span)
+	refine  bool    // capEst is coarse and wants an early probe
+	capLow  bool    // capEst is only a lower bound (served without congestion)
+	latHold bool    // latency is high without a queue growing: hold, no growth
+
+	// The reaction window after a decrease.
+	cutAt     int64 // requests sent at or after cutAt are "post-cut"
+	winEnd    int64 // no other decrease before winEnd
+	measuring bool  // the window's end has not been judged yet
+	byLatency bool  // the window follows a latency decrease
+	okPost    int   // OK answers to post-cut requests
+	thrPost   int   // throttles and overloads among post-cut requests
+	failPost  int   // failures among post-cut requests
+	nPost     int   // answers to post-cut requests
+	firstThr  int64 // send time of the first post-cut throttle
+	lastThr   int64 // send time of the latest post-cut throttle
+	okAfter   int   // OK answers to requests sent after firstThr
+	decreases int   // decreases so far
+
+	// Brackets: the host's bucket is empty whenever it throttles, so what it
+	// served between two throttles, over the time between them, bounds its
+	// capacity from below (BBR's long-term sampling of token-bucket
+	// policers does the same).
+	okCum   int64 // OK answers so far
+	emptyAt int64 // send time of the latest throttle; -1 if none
+	pend    struct {
+		at, due int64 // a throttle's send time; when its peers' answers are back
+		active  bool
+	}
+	mark struct {
+		at, ok int64 // a throttle's send time and the OKs sent before it
+		valid  bool
+	}
+
+	// Probing.
+	settleAt  int64   // when the rate last settled
+	probeWait int64   // settled time before the next probe
+	probeAt   int64   // when the current probe began
+	probeBase float64 // the capacity it started from
+	probeOK   int     // OK answers to requests sent since probeAt
+	stored    float64 // tokens the host may have saved for the probe
+	saved     float64 // most a probe was served beyond the capacity: a lower bound of the host's burst
+
+	meter rateMeter
+	lat   latencies
+}
+
+// New returns a Controller configured by cfg, starting at now at
+// cfg.Initial.
+func New(cfg Config, now time.Time) *Controller {
+	cfg = cfg.withDefaults()
+	return &Controller{
+		cfg:       cfg,
+		origin:    now,
+		ceil:      cfg.Max,
+		rate:      cfg.Initial,
+		want:      cfg.Initial,
+		probeWait: int64(cfg.ProbeInterval),
+		cutAt:     math.MinInt64,
+		winEnd:    math.MinInt64,
+		emptyAt:   -1,
+	}
+}
+
+// Rate returns the rate in force, in requests per second.
+func (c *Controller) Rate() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rate
+}
+
+// Capacity returns the host's capacity as learned so far, in requests per
+// second, and whether it was measured under congestion (rather than only
+// seen served, a lower bound). It returns 0, false before any estimate.
+func (c *Controller) Capacity() (rate float64, measured bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.capEst, c.capEst > 0 && !c.capLow
+}
+
+// SetMax sets a ceiling on the rate, below Config.Max: from robots.txt's
+// Crawl-delay, RateLimit headers or per-host configuration. Zero, a negative
+// rate or +Inf removes it. A rate in force above the ceiling drops at once.
+func (c *Controller) SetMax(r float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !(r > 0) || math.IsInf(r, 1) {
+		r = c.cfg.Max
+	}
+	c.ceil = max(min(r, c.cfg.Max), c.cfg.Min)
+	c.want = min(c.want, c.ceil)
+	c.rate = min(c.rate, c.ceil)
+}
+
+// Concurrency returns how many requests may be in flight to the host: what
+// the rate needs at the host's unloaded latency (Little's law, with room for
+// spread), and no more, so that a queue at the host stays short even when
+// the rate overshoots (the idea of Vector's adaptive concurrency).
+func (c *Controller) Concurrency() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lat := c.lat.baseline(c.last)
+	if lat == 0 {
+		lat = c.lat.p95
+	}
+	lat += c.lat.spread
+	n := int(math.Ceil(c.rate*float64(lat)/1e9*1.5)) + 2
+	return min(max(n, 1), c.cfg.MaxConcurrency)
+}
+
+// Observe takes the outcome of one attempt at now and returns the host's rate
+// from now on.
+func (c *Controller) Observe(now time.Time, s Signal) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.Kind < OK || s.Kind >= Neutral {
+		return c.rate
+	}
+	t := c.clock(now)
+	c.tick(t)
+	sent := t - int64(max(s.Latency, 0))
+	post := sent >= c.cutAt
+	c.meter.add(t, s.Kind == OK)
+	if post {
+		c.nPost++
+	}
+	switch s.Kind {
+	case OK:
+		c.okCum++
+		c.lat.add(int64(max(s.Latency, 0)))
+		if post {
+			c.okPost++
+			if c.thrPost > 0 && sent >= c.firstThr {
+				c.okAfter++
+			}
+		}
+		switch c.phase {
+		case starting, ramping:
+			if !c.latHold {
+				c.want += c.cfg.Growth
+			}
+		case probing:
+			if sent >= c.probeAt {
+				c.probeOK++
+				c.checkProbe(t)
+			}
+		}
+	case Throttle, Overload:
+		if post {
+			if c.thrPost == 0 {
+				c.firstThr = sent
+			}
+			c.lastThr = max(c.lastThr, sent)
+			c.thrPost++
+		}
+		c.empty(sent)
+		if t >= c.winEnd {
+			c.congested(t, s.Wait)
+		}
+	case Failure:
+		if post {
+			c.failPost++
+		}
+	}
+	return c.publish(t)
+}
+
+// clock converts now to ns since the origin, never going backwards.
+func (c *Controller) clock(now time.Time) int64 {
+	t := int64(now.Sub(c.origin))
+	if t < c.last {
+		return c.last
+	}
+	c.last = t
+	return t
+}
+
+// window is the reaction window: max(Window, p95 latency), and long enough
+// for about winAnswers answers at the rate.
+func (c *Controller) window() int64 {
+	return max(int64(c.cfg.Window), c.lat.p95, int64(winAnswers/c.want*1e9))
+}
+
+// latencyHigh reports whether the median latency is past share × the
+// tolerance above the baseline, noise allowed for.
+func (c *Controller) latencyHigh(t int64, share float64) bool {
+	if c.cfg.LatencyTolerance < 0 || c.lat.n < minLatN {
+		return false
+	}
+	b := c.lat.baseline(t)
+	if b <= 0 {
+		return false
+	}
+	limit := float64(b)*(1+c.cfg.LatencyTolerance*share) + noiseSpreads*float64(c.lat.spread)
+	return float64(c.lat.med) > limit
+}
+
+// empty records that the host's bucket was empty when a request sent at
+// sent was throttled. The OKs sent before it are counted once their answers
+// are back, a median latency later.
+func (c *Controller) empty(sent int64) {
+	c.emptyAt = max(c.emptyAt, sent)
+	if !c.pend.active {
+		c.pend.at, c.pend.due, c.pend.active = sent, sent+c.lat.med, true
+	}
+}
+
+// bracket closes a pending mark and measures the capacity between it and
+// the previous one.
+func (c *Controller) bracket() {
+	at, ok := c.pend.at, c.okCum
+	c.pend.active = false
+	if !c.mark.valid || at-c.mark.at > maxSpan {
+		c.mark.at, c.mark.ok, c.mark.valid = at, ok, true
+		return
+	}
+	span := at - c.mark.at
+	if span < minSpan {
+		return // keep the older mark, for a longer span
+	}
+	// Between two empty instants the host served its capacity over the
+	// span, give or take a token (and less if its bucket filled up and
+	// overflowed meanwhile): a lower bound that only ever raises the estimate.
+	est := (float64(ok-c.mark.ok) - 0.5) * 1e9 / float64(span)
+	if tracing {
+		c.trace(c.last, "bracket span=%.2f est=%.2f", float64(span)/1e9, est)
+	}
+	c.mark.at, c.mark.ok = at, ok
+	err := 1e9 / float64(span)
+	switch {
+	case est > c.capEst:
+		if est > c.capEst*1.05 {
+			c.probeWait = int64(c.cfg.ProbeInterval)
+		}
+		c.capEst, c.capErr = est, err
+	case est >= c.capEst-c.capErr && err < c.capErr && !c.capLow &&
+		(c.capEst+c.capErr-est)*float64(span)/1e9 <= 1.5:
+		// Within a coarse estimate's error, finer, and over a span too
+		// short for the host's bucket to have filled and overflowed (which
+		// would bias it low): take it instead.
+		c.capEst, c.capErr = est, err
+	default:
+		return
+	}
+	if c.phase == settled {
+		c.want = max(c.want, c.cfg.Target*c.capEst)
+		if !c.measuring {
+			c.want = c.cfg.Target * c.capEst
+		}
+	}
+}
+
+// congested handles the first congestion signal outside a reaction window:
+// one decrease, then a window whose end judges whether it was enough.
+func (c *Controller) congested(t int64, wait time.Duration) {
+	r := c.rate
+	if tracing {
+		c.trace(t, "congested wait=%v okRate=%.2f", wait, c.meter.okRate(t))
+	}
+	if c.capLow && r <= 1.25*c.capEst {
+		// Throttled just above a lower bound of the capacity: that bound
+		// is the capacity, near enough; brackets refine it.
+		c.capLow = false
+		if c.phase == ramping {
+			c.phase = probing
+		}
+	}
+	surprise := false
+	if c.phase == probing && !c.capLow {
+		// A probe is first served from what the host saved while the rate
+		// sat under its capacity. Throttled well before those savings (as
+		// far as earlier probes showed them) ran out, the capacity fell.
+		e := c.excess(t)
+		surprise = c.saved > 0 && e < 0.5*min(c.saved, c.stored)-1
+		if !surprise {
+			c.saved = max(c.saved, e)
+		}
+	}
+	switch {
+	case c.phase == probing && !c.capLow && !surprise:
+		// The probe met the known capacity: nothing new. Back under it, and
+		// probe less often.
+		c.want = c.cfg.Target * min(c.capEst, r)
+		c.probeFailed()
+	case c.phase == settled || surprise:
+		// Throttled while settled: the capacity fell, by an unknown amount.
+		c.want = c.cfg.Backoff * r
+	default:
+		// Growing past an unknown capacity: what was served lately bounds
+		// it from above (though inflated by the host's burst); so does a
+		// Backoff cut of the rate that met it. The window will tell. A
+		// known lower bound of the capacity holds the cut up.
+		c.want = c.cfg.Backoff * r
+		if ok := c.meter.okRate(t); ok >= minServed {
+			c.want = min(c.want, c.cfg.Target*ok)
+		}
+		if c.capEst > 0 {
+			lo := c.cfg.Target * c.capEst
+			if c.capLow {
+				lo = c.capEst
+			}
+			c.want = max(c.want, min(lo, r*c.cfg.Target))
+		}
+	}
+	if wait > 0 {
+		c.probeWait = max(c.probeWait, min(20*int64(wait), int64(c.cfg.MaxProbeInterval)))
+	}
+	c.decrease(t, t+int64(max(wait, 0)), false)
+}
+
+// decrease opens a reaction window for requests sent from at on.
+func (c *Controller) decrease(t, at int64, byLatency bool) {
+	c.want = max(c.want, c.cfg.Min)
+	c.phase = settled
+	c.settleAt = t
+	c.cutAt = at
+	c.winEnd = at + c.window()
+	c.measuring = true
+	c.byLatency = byLatency
+	c.okPost, c.thrPost, c.failPost, c.nPost, c.okAfter = 0, 0, 0, 0, 0
+	c.lastThr = math.MinInt64
+	c.decreases++
+}
+
+// endWindow judges a reaction window at its end by the answers to requests
+// sent after the decrease. Still throttled (stragglers right after the
+// decrease aside): the host's bucket stayed empty, so what it served is its
+// capacity; settle under it. Not throttled: what was served is a lower bound
+// of the capacity.
+func (c *Controller) endWindow(t int64) {
+	c.measuring = false
+	backAt := t - c.lat.med // requests sent before backAt have their answers
+	if tracing {
+		c.trace(t, "endWindow ok=%d thr=%d n=%d okAfter=%d cutAt=%.3f firstThr=%.3f backAt=%.3f", c.okPost, c.thrPost, c.nPost, c.okAfter, float64(c.cutAt)/1e9, float64(c.firstThr)/1e9, float64(backAt)/1e9)
+	}
+	switch {
+	case c.thrPost > 0 && c.lastThr >= c.cutAt+min((c.winEnd-c.cutAt)/2, straggle+c.lat.p95):
+		// Still throttled late in the window. Measure from the first
+		// post-cut throttle when there is room: the bucket was empty then,
+		// even after a pause that let it refill.
+		ok, from := c.okPost, c.cutAt
+		if backAt-c.firstThr >= int64(c.cfg.Window)/2 {
+			ok, from = c.okAfter, c.firstThr
+		}
+		span := max(backAt-from, int64(c.cfg.Window)/4)
+		m := float64(ok) * 1e9 / float64(span)
+		// A count of a few answers is coarse: keep an estimate it agrees
+		// with, within a token and a half over the span.
+		if tol := 1.5e9 / float64(span); c.capLow || m < c.capEst-tol || m > c.capEst+tol {
+			c.capEst, c.capErr = m, tol
+			c.refine = tol > coarse*m
+		}
+		c.capLow = false
+		m = c.capEst
+		c.want = c.cfg.Target * m
+		c.probeWait = int64(c.cfg.ProbeInterval)
+		c.decrease(t, t, false)
+	case c.failPost*2 > c.nPost && c.nPost >= minLatN:
+		// Mostly failing: slow down without learning anything.
+		c.want = c.cfg.Backoff * c.want
+		c.decrease(t, t, false)
+	case c.byLatency:
+		c.settle(t)
+	default:
+		if c.capEst == 0 || c.capLow {
+			span := max(backAt-c.cutAt, int64(c.cfg.Window)/4)
+			if lo := float64(c.okPost) * 1e9 / float64(span); lo > c.capEst {
+				c.capEst, c.capLow, c.capErr = min(lo, c.want), true, 0
+			}
+		}
+		c.settle(t)
+	}
+}
+
+// settle holds the rate under the capacity (or at a lower bound of it) and
+// schedules the next probe.
+func (c *Controller) settle(t int64) {
+	c.phase = settled
+	c.settleAt = t
+	switch {
+	case c.capEst <= 0:
+	case c.capLow:
+		c.want = max(c.want, c.cfg.Target*c.capEst)
+		c.probeWait = min(c.probeWait, int64(c.cfg.ProbeInterval)/4)
+	default:
+		c.want = c.cfg.Target * c.capEst
+		if c.refine {
+			// Measured from a few answers only: probe soon, once, for a
+			// bracket that pins it down.
+			c.refine = false
+			c.probeWait = min(c.probeWait, int64(c.cfg.ProbeInterval)/4)
+		}
+	}
+}
+
+// tick runs what depends on time alone: brackets, window ends, latency and
+// probes.
+func (c *Controller) tick(t int64) {
+	c.lat.update(t)
+	if c.pend.active && t >= c.pend.due {
+		c.bracket()
+	}
+	if c.measuring {
+		if t >= c.winEnd {
+			c.endWindow(t)
+		}
+		return
+	}
+	if t >= c.winEnd {
+		c.latencyCheck(t)
+	}
+	switch c.phase {
+	case settled:
+		if !c.latHold && c.capEst > 0 && t-c.settleAt >= c.probeWait {
+			c.startProbe(t)
+		}
+	case probing:
+		if c.latencyHigh(t, 0.5) {
+			// Latency leads: the probe has met the knee. Nothing new.
+			c.probeFailed()
+			c.settle(t)
+			return
+		}
+		tau := float64(t-c.probeAt) / float64(probeDouble)
+		c.want = c.probeBase * (1 + probeStep*(math.Exp2(tau)-1))
+		c.checkProbe(t)
+	}
+}
+
+// latencyCheck reads a queue from the latency. When the median climbs past
+// the tolerance and the host serves less than it is sent, a queue is
+// growing and what it serves is its capacity: settle under that, lower for
+// a window to drain the queue. When latency climbs without a queue growing,
+// hold: no growth, no probes.
+func (c *Controller) latencyCheck(t int64) {
+	if !c.latencyHigh(t, 1) {
+		c.latHold = false
+		return
+	}
+	okRate := c.meter.okRate(t)
+	if okRate >= serverLimit*c.rate || t < int64(time.Second) {
+		c.latHold = true
+		return
+	}
+	c.latHold = false
+	if tracing {
+		c.trace(t, "latency med=%v base=%v okRate=%.2f", c.lat.med, c.lat.baseline(t), okRate)
+	}
+	c.capEst, c.capLow, c.capErr = okRate, false, 1.5
+	c.want = c.cfg.Target * okRate * (1 - drainShare)
+	c.decrease(t, t, true)
+}
+
+// startProbe begins reaching above the capacity. A host's bucket refills
+// while the rate sits under its capacity, so a probe is first served from
+// those savings; only service beyond them shows that the capacity grew.
+func (c *Controller) startProbe(t int64) {
+	c.phase = probing
+	c.probeAt = t
+	c.probeBase = c.capEst
+	c.probeOK = 0
+	c.stored = math.Inf(1)
+	if c.emptyAt >= 0 {
+		// The capacity may be a little above its estimate: allow for it.
+		hi := c.capEst + max(c.capEst*storedSlack, 2*c.capErr)
+		c.stored = max(hi-c.rate, 0) * float64(t-c.emptyAt) / 1e9
+	}
+	if tracing {
+		c.trace(t, "probe stored=%.2f wait=%.1f", c.stored, float64(c.probeWait)/1e9)
+	}
+}
+
+// checkProbe moves a probe to ramping once the host has served more than
+// its savings can explain.
+func (c *Controller) checkProbe(t int64) {
+	if excess := c.excess(t); excess > c.stored+max(2, 0.1*c.probeBase) {
+		c.phase = ramping
+		c.capLow = true
+		if tracing {
+			c.trace(t, "ramp excess=%.1f stored=%.1f", excess, c.stored)
+		}
+	}
+}
+
+// probeFailed makes the next probe wait longer: 1.5 times the last wait,
+// and at least long enough that one throttle per probe stays within
+// probeCost requests at the capacity; never more than MaxProbeInterval.
+func (c *Controller) probeFailed() {
+	w := min(max(c.probeWait*3/2, int64(c.cfg.ProbeInterval)), int64(c.cfg.MaxProbeInterval))
+	if c.capEst > 0 {
+		w = max(w, int64(probeCost/c.capEst*1e9))
+	}
+	c.probeWait = w
+}
+
+// excess is what the current probe was served beyond the capacity it
+// started from, counting requests whose answers are back by t.
+func (c *Controller) excess(t int64) float64 {
+	back := float64(t-c.lat.med-c.probeAt) / 1e9
+	return float64(c.probeOK) - c.probeBase*max(back, 0)
+}
+
+// publish moves the published rate to the wanted one: decreases at once,
+// increases at most every pubEvery and only when worth a change. Growth past
+// the settled rate needs the rate in use: never above twice what was served
+// in the last second, so that a client short of work does not let the rate
+// run away and then burst at it.
+func (c *Controller) publish(t int64) float64 {
+	w := min(max(c.want, c.cfg.Min), c.ceil)
+	if w > c.rate {
+		w = min(w, max(2*c.meter.okRate(t), c.cfg.Target*c.capEst, c.rate, c.cfg.Initial))
+	}
+	c.want = w
+	switch {
+	case w < c.rate:
+		c.rate = w
+	case w > c.rate*(1+pubStep) && t-c.pubAt >= pubEvery:
+		c.rate = w
+		c.pubAt = t
+	}
+	return c.rate
+}

@@ -1,0 +1,345 @@
+package adaptive
+
+import (
+	"math"
+	"sync"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const ms = time.Millisecond
+
+// step is one row of a step table: at offset at, the attempt's outcome sig;
+// then the rate Observe returned must lie in [lo, hi] (hi 0: lo exactly).
+type step struct {
+	at     time.Duration
+	sig    Signal
+	lo, hi float64
+}
+
+func ok(lat time.Duration) Signal       { return Signal{Kind: OK, Latency: lat} }
+func throttle(lat time.Duration) Signal { return Signal{Kind: Throttle, Latency: lat} }
+
+func run(t *testing.T, c *Controller, steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		got := c.Observe(t0.Add(s.at), s.sig)
+		hi := s.hi
+		if hi == 0 {
+			hi = s.lo
+		}
+		if got < s.lo-1e-9 || got > hi+1e-9 {
+			t.Fatalf("step %d: Observe(%v, %+v) = %.3f, want [%.3f, %.3f]", i, s.at, s.sig, got, s.lo, hi)
+		}
+	}
+}
+
+// serve sends OK answers with latency lat, paced at the controller's rate,
+// from offset from for d; it returns the offset it stopped at.
+func serve(c *Controller, from, d, lat time.Duration) time.Duration {
+	at := from
+	for at < from+d {
+		r := c.Observe(t0.Add(at), ok(lat))
+		at += time.Duration(float64(time.Second) / r)
+	}
+	return at
+}
+
+func TestSlowStartDoublesUntilFirstSignal(t *testing.T) {
+	c := New(Config{Initial: 10}, t0)
+	if r := c.Rate(); r != 10 {
+		t.Fatalf("Rate() = %v, want 10", r)
+	}
+	at := serve(c, 0, 500*ms, 20*ms)
+	r1 := c.Rate()
+	if r1 < 18 || r1 > 30 {
+		t.Fatalf("after 0.5 s of slow start: rate %.1f, want about double 10", r1)
+	}
+	at = serve(c, at, 500*ms, 20*ms)
+	r2 := c.Rate()
+	if r2 < 1.7*r1 || r2 > 3*r1 {
+		t.Fatalf("after 1 s of slow start: rate %.1f, want about double %.1f", r2, r1)
+	}
+	// The first throttle ends it: one decrease, to at most half.
+	r3 := c.Observe(t0.Add(at), throttle(0))
+	if r3 > r2/2 {
+		t.Fatalf("after the first throttle: rate %.1f, want at most %.1f", r3, r2/2)
+	}
+	if c.phase == starting {
+		t.Fatalf("still starting after a throttle")
+	}
+}
+
+func TestRateChangesAreDiscrete(t *testing.T) {
+	c := New(Config{Initial: 10}, t0)
+	run(t, c, []step{
+		{at: 50 * ms, sig: ok(10 * ms), lo: 10},    // 11.4 wanted, not yet 100 ms since the last raise
+		{at: 90 * ms, sig: ok(10 * ms), lo: 10},    // 12.8
+		{at: 100 * ms, sig: ok(10 * ms), lo: 14.2}, // raised, 100 ms after the start
+		{at: 150 * ms, sig: ok(10 * ms), lo: 14.2},
+		{at: 199 * ms, sig: ok(10 * ms), lo: 14.2},
+		{at: 200 * ms, sig: ok(10 * ms), lo: 18.4},
+	})
+}
+
+func TestBurstOfThrottlesIsOneDecrease(t *testing.T) {
+	c := New(Config{Initial: 20}, t0)
+	steps := []step{{at: time.Second, sig: throttle(0), lo: 10}} // halved
+	// The wave: requests sent before the decrease, answered within the window.
+	for i := 1; i < 10; i++ {
+		steps = append(steps, step{at: time.Second + time.Duration(i)*10*ms, sig: throttle(80 * ms), lo: 10})
+	}
+	run(t, c, steps)
+	if c.decreases != 1 {
+		t.Fatalf("decreases = %d, want 1", c.decreases)
+	}
+	// After the window, another throttle is another event.
+	run(t, c, []step{{at: 3 * time.Second, sig: throttle(0), lo: 5}})
+	if c.decreases != 2 {
+		t.Fatalf("decreases = %d, want 2", c.decreases)
+	}
+}
+
+func TestThrottleAfterWindowOfWaveOnlyCountsPostCut(t *testing.T) {
+	// Throttles of requests sent after the decrease, late in the window,
+	// say it was not enough: the window's end measures the capacity from
+	// what was served meanwhile.
+	c := New(Config{Initial: 40}, t0)
+	c.Observe(t0.Add(time.Second), throttle(0)) // 40 -> 20
+	at := time.Second
+	served := 0
+	for i := range 20 { // 20 req/s sent after the cut: every other one served
+		at = time.Second + time.Duration(i)*50*ms
+		if i%2 == 0 {
+			c.Observe(t0.Add(at), ok(0))
+			served++
+		} else {
+			c.Observe(t0.Add(at), throttle(0))
+		}
+	}
+	got := c.Observe(t0.Add(at+10*ms), ok(0))
+	if got < 8 || got > 11 {
+		t.Fatalf("rate after a throttled window serving 10 req/s: %.2f, want 0.95 × about 10", got)
+	}
+	if cap, measured := c.Capacity(); !measured || cap < 8.5 || cap > 11.5 {
+		t.Fatalf("Capacity() = %.2f, %v; want about 10, true", cap, measured)
+	}
+}
+
+func TestLatencyRiseDecreasesWithoutThrottles(t *testing.T) {
+	c := New(Config{Initial: 20}, t0)
+	// 10 s of answers at 20 req/s, 100 ms each: the baseline. The client
+	// has no more work than that, so the rate stays within twice it.
+	at := time.Duration(0)
+	for ; at < 10*time.Second; at += 50 * ms {
+		c.Observe(t0.Add(at), ok(100*ms))
+	}
+	before := c.Rate()
+	if before > 45 {
+		t.Fatalf("rate %.1f ran away from 20 served per second", before)
+	}
+	// The host now serves 15 per second, slower and slower: a queue.
+	lat := 100 * ms
+	for ; at < 12*time.Second; at += 66 * ms {
+		lat += 15 * ms
+		c.Observe(t0.Add(at), ok(lat))
+	}
+	after := c.Rate()
+	if after >= before || after > 16 {
+		t.Fatalf("rate %.1f after latency rose from 100 ms to %v (was %.1f), want under 16", after, lat, before)
+	}
+	if c.decreases == 0 {
+		t.Fatalf("no decrease")
+	}
+}
+
+func TestLatencyNoiseIsNotAQueue(t *testing.T) {
+	c := New(Config{Initial: 20}, t0)
+	// Latency spread over 50-150 ms at random, but served as sent.
+	x := uint64(1)
+	for at := time.Duration(0); at < 30*time.Second; at += 50 * ms {
+		x = x*6364136223846793005 + 1442695040888963407
+		lat := 50*ms + time.Duration(x>>33%100)*ms
+		c.Observe(t0.Add(at), ok(lat))
+	}
+	if c.decreases != 0 {
+		t.Fatalf("decreases = %d after 30 s of noisy but steady latency, want 0", c.decreases)
+	}
+}
+
+func TestSetMaxCaps(t *testing.T) {
+	c := New(Config{Initial: 10}, t0)
+	c.SetMax(4)
+	if r := c.Rate(); r != 4 {
+		t.Fatalf("Rate() after SetMax(4) = %v, want 4", r)
+	}
+	at := serve(c, 0, 5*time.Second, 10*ms)
+	if r := c.Rate(); r != 4 {
+		t.Fatalf("Rate() after 5 s of slow start under SetMax(4) = %v, want 4", r)
+	}
+	c.SetMax(0) // removed
+	serve(c, at, 2*time.Second, 10*ms)
+	if r := c.Rate(); r <= 4 {
+		t.Fatalf("Rate() after SetMax(0) = %v, want growth past 4", r)
+	}
+	c.SetMax(math.Inf(1))
+	c.SetMax(-1)
+	c.SetMax(math.NaN())
+	if c.ceil != DefaultMax {
+		t.Fatalf("ceiling %v after removing it, want DefaultMax", c.ceil)
+	}
+}
+
+func TestNeverBelowMin(t *testing.T) {
+	c := New(Config{Initial: 10, Min: 0.5}, t0)
+	for i := range 200 {
+		r := c.Observe(t0.Add(time.Duration(i)*300*ms), throttle(0))
+		if r < 0.5 {
+			t.Fatalf("throttle %d: rate %v, below Min 0.5", i, r)
+		}
+	}
+	if r := c.Rate(); r != 0.5 {
+		t.Fatalf("rate %v after 200 throttles, want Min 0.5", r)
+	}
+}
+
+func TestNeutralIsIgnored(t *testing.T) {
+	c := New(Config{Initial: 10}, t0)
+	for i := range 100 {
+		c.Observe(t0.Add(time.Duration(i)*10*ms), Signal{Kind: Neutral})
+		c.Observe(t0.Add(time.Duration(i)*10*ms), Signal{Kind: Kind(42)})
+	}
+	if r := c.Rate(); r != 10 || c.decreases != 0 || c.lat.n != 0 {
+		t.Fatalf("after neutral signals: rate %v, decreases %d, latencies %d; want untouched", r, c.decreases, c.lat.n)
+	}
+}
+
+func TestRetryAfterDelaysTheWindow(t *testing.T) {
+	c := New(Config{Initial: 20}, t0)
+	c.Observe(t0.Add(time.Second), Signal{Kind: Throttle, Wait: 3 * time.Second})
+	if c.cutAt != int64(4*time.Second) {
+		t.Fatalf("window opens at %v, want after the 3 s wait", time.Duration(c.cutAt))
+	}
+	// Throttles during the pause are of requests sent before it.
+	run(t, c, []step{{at: 2 * time.Second, sig: throttle(0), lo: 10}})
+	if c.decreases != 1 {
+		t.Fatalf("decreases = %d, want 1", c.decreases)
+	}
+	if c.probeWait < int64(DefaultMaxProbeInterval) {
+		t.Fatalf("probe wait %v after a Retry-After, want longer", time.Duration(c.probeWait))
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c := Config{}.withDefaults()
+	want := Config{
+		Initial: DefaultInitial, Min: DefaultMin, Max: DefaultMax, Target: DefaultTarget,
+		Backoff: DefaultBackoff, Growth: DefaultGrowth, Window: DefaultWindow,
+		LatencyTolerance: DefaultLatencyTolerance, ProbeInterval: DefaultProbeInterval,
+		MaxProbeInterval: DefaultMaxProbeInterval, MaxConcurrency: DefaultMaxConcurrency,
+	}
+	if c != want {
+		t.Fatalf("Config{}.withDefaults() = %+v, want %+v", c, want)
+	}
+	odd := Config{Initial: 5000, Min: 2, Max: 1, Target: 3, Backoff: 2, Growth: math.NaN()}.withDefaults()
+	if odd.Max != 2 || odd.Initial != 2 || odd.Target != 1 || odd.Backoff != DefaultBackoff || odd.Growth != DefaultGrowth {
+		t.Fatalf("odd config normalised to %+v", odd)
+	}
+}
+
+func TestConcurrencyFollowsRateAndLatency(t *testing.T) {
+	c := New(Config{Initial: 10}, t0)
+	if n := c.Concurrency(); n != 2 {
+		t.Fatalf("Concurrency() with no latency seen = %d, want 2", n)
+	}
+	serve(c, 0, 2*time.Second, 100*ms)
+	r := c.Rate()
+	n := c.Concurrency()
+	need := int(math.Ceil(r * 0.1)) // Little's law at 100 ms
+	if n < need || n > 2*need+3 {
+		t.Fatalf("Concurrency() = %d at %.1f req/s and 100 ms, want about %d", n, r, need)
+	}
+	c2 := New(Config{Initial: 1000, MaxConcurrency: 5}, t0)
+	serve(c2, 0, 100*ms, time.Second)
+	if n := c2.Concurrency(); n != 5 {
+		t.Fatalf("Concurrency() = %d, want MaxConcurrency 5", n)
+	}
+}
+
+func TestClockNeverGoesBack(t *testing.T) {
+	c := New(Config{Initial: 10}, t0)
+	c.Observe(t0.Add(2*time.Second), ok(10*ms))
+	c.Observe(t0.Add(time.Second), ok(10*ms)) // a straggler's earlier reading
+	if c.last != int64(2*time.Second) {
+		t.Fatalf("clock at %v, want 2s", time.Duration(c.last))
+	}
+}
+
+func TestObserveDoesNotAllocate(t *testing.T) {
+	c := New(Config{}, t0)
+	at := t0
+	kinds := []Kind{OK, OK, OK, Throttle, OK, Overload, Failure, Neutral}
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		at = at.Add(7 * ms)
+		c.Observe(at, Signal{Kind: kinds[i%len(kinds)], Latency: 40 * ms})
+		i++
+	})
+	if allocs != 0 {
+		t.Fatalf("Observe allocates %v times per call, want 0", allocs)
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	c := New(Config{}, t0)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 2000 {
+				at := t0.Add(time.Duration(i) * ms)
+				k := OK
+				if (i+g)%17 == 0 {
+					k = Throttle
+				}
+				c.Observe(at, Signal{Kind: k, Latency: 30 * ms})
+				_ = c.Rate()
+				_ = c.Concurrency()
+				if i%500 == 0 {
+					c.SetMax(float64(50 + g))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if r := c.Rate(); r < DefaultMin || r > DefaultMax {
+		t.Fatalf("rate %v out of bounds", r)
+	}
+}
+
+func TestKindString(t *testing.T) {
+	for k, want := range map[Kind]string{OK: "ok", Throttle: "throttle", Overload: "overload", Failure: "failure", Neutral: "neutral", Kind(9): "kind(9)"} {
+		if got := k.String(); got != want {
+			t.Errorf("Kind(%d).String() = %q, want %q", int(k), got, want)
+		}
+	}
+}
+
+func BenchmarkObserve(b *testing.B) {
+	c := New(Config{}, t0)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		at := t0
+		i := 0
+		for pb.Next() {
+			at = at.Add(ms)
+			k := OK
+			if i%50 == 0 {
+				k = Throttle
+			}
+			c.Observe(at, Signal{Kind: k, Latency: 20 * ms})
+			i++
+		}
+	})
+}

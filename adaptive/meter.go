@@ -1,0 +1,134 @@
+package adaptive
+
+import "time"
+
+// Both meters are fixed-size arrays, so a Controller never allocates after
+// New, and their times are nanoseconds since the Controller's origin.
+
+const (
+	slotSpan  = int64(125 * time.Millisecond)
+	slotCount = 8 // slotCount*slotSpan = 1 s
+)
+
+// rateMeter counts answers over the last second in slots of 125 ms: the OK
+// rate is what the host served lately, by the time the answers came back.
+type rateMeter struct {
+	slots [slotCount]struct {
+		idx   int64 // slot number; stale when older than the window
+		ok, n int32
+	}
+}
+
+func (m *rateMeter) add(t int64, ok bool) {
+	i := t / slotSpan
+	s := &m.slots[i%slotCount]
+	if s.idx != i {
+		s.idx, s.ok, s.n = i, 0, 0
+	}
+	s.n++
+	if ok {
+		s.ok++
+	}
+}
+
+// okRate returns the OK answers per second over the second before t (or
+// since the origin, when younger than that).
+func (m *rateMeter) okRate(t int64) float64 {
+	cur := t / slotSpan
+	var sum int32
+	for k := range m.slots {
+		s := &m.slots[k]
+		if s.idx > cur-slotCount && s.idx <= cur {
+			sum += s.ok
+		}
+	}
+	span := (slotCount-1)*slotSpan + t%slotSpan
+	span = max(min(span, t), slotSpan)
+	return float64(sum) * 1e9 / float64(span)
+}
+
+const (
+	latRing     = 32 // recent OK latencies kept; p95 and spread are taken from all
+	latRecent   = 16 // the median is taken from the newest latRecent
+	baseSlots   = 10 // the baseline is the least median over baseSlots slots
+	baseSlotDur = int64(3 * time.Second)
+)
+
+// latencies tracks OK latencies: the median of the newest answers (what the
+// host is like now), the p95 and spread of a few more, and a baseline, the
+// least of those medians over the last half minute (a min filter, as TCP
+// Vegas's BaseRTT and BBR's RTprop: what the host is like unloaded).
+// Comparing the median with the baseline reads a queue before the host sheds
+// load; the spread keeps noise from passing for one.
+type latencies struct {
+	ring   [latRing]int64
+	n      int // answers ever added
+	fresh  int // answers added since the last update
+	med    int64
+	p95    int64
+	spread int64 // interquartile range of the ring
+	base   [baseSlots]struct{ idx, min int64 }
+}
+
+func (l *latencies) add(d int64) {
+	l.ring[l.n%latRing] = d
+	l.n++
+	l.fresh++
+}
+
+// update recomputes the statistics at t if anything was added since.
+func (l *latencies) update(t int64) {
+	if l.fresh == 0 {
+		return
+	}
+	l.fresh = 0
+	var buf [latRing]int64
+	k := min(l.n, latRing)
+	copy(buf[:], l.ring[:k])
+	sortInt64(buf[:k])
+	l.p95 = buf[(k*95-1)/100]
+	l.spread = buf[k*3/4] - buf[k/4]
+	r := min(l.n, latRecent)
+	var rec [latRecent]int64
+	for i := range r {
+		rec[i] = l.ring[(l.n-1-i)%latRing]
+	}
+	sortInt64(rec[:r])
+	l.med = rec[r/2]
+	if r < latRecent/2 {
+		return // too few to call it a baseline
+	}
+	i := t / baseSlotDur
+	s := &l.base[i%baseSlots]
+	if s.idx != i || l.med < s.min {
+		s.idx, s.min = i, l.med
+	}
+}
+
+// baseline returns the least median of the last baseSlots slots at t, or 0
+// when there is none yet.
+func (l *latencies) baseline(t int64) int64 {
+	cur := t / baseSlotDur
+	var b int64
+	for k := range l.base {
+		s := &l.base[k]
+		if s.idx > cur-baseSlots && s.idx <= cur && s.min > 0 && (b == 0 || s.min < b) {
+			b = s.min
+		}
+	}
+	return b
+}
+
+// sortInt64 is an insertion sort: the slices are at most latRing long, and
+// it neither allocates nor needs an interface.
+func sortInt64(a []int64) {
+	for i := 1; i < len(a); i++ {
+		v := a[i]
+		j := i - 1
+		for j >= 0 && a[j] > v {
+			a[j+1] = a[j]
+			j--
+		}
+		a[j+1] = v
+	}
+}

@@ -1,0 +1,124 @@
+package adaptive
+
+import (
+	"testing"
+	"time"
+)
+
+// simHost is a host with a hidden capacity for driving a Controller without
+// goroutines: a token bucket of rate and burst, whose capacity may step at
+// a moment, answering what it admits after lat and throttling the rest at
+// once.
+type simHost struct {
+	rate, burst float64
+	lat         time.Duration
+	stepAt      time.Duration // when rate becomes stepRate; 0: never
+	stepRate    float64
+
+	tokens float64
+	last   time.Duration
+}
+
+func (h *simHost) admit(at time.Duration) bool {
+	if h.stepAt > 0 && at >= h.stepAt && h.last < h.stepAt {
+		h.tokens += (h.stepAt - h.last).Seconds() * h.rate
+		h.tokens = min(h.tokens, h.burst)
+		h.last = h.stepAt
+		h.rate = h.stepRate
+		h.burst = max(h.stepRate/2, 1)
+	}
+	h.tokens = min(h.tokens+(at-h.last).Seconds()*h.rate, h.burst)
+	h.last = at
+	if h.tokens >= 1 {
+		h.tokens--
+		return true
+	}
+	return false
+}
+
+type simResult struct {
+	sent, admitted, throttled int
+	perSec                    []int // requests sent per second
+}
+
+// simulate sends requests evenly at the controller's rate for d (the
+// client always has work) and feeds the answers back in time order.
+func simulate(c *Controller, h *simHost, d time.Duration) simResult {
+	h.tokens = h.burst
+	var res simResult
+	res.perSec = make([]int, int(d/time.Second)+1)
+	var pending []time.Duration // OK answers due, in order (constant latency)
+	next := time.Duration(0)
+	for next < d {
+		if len(pending) > 0 && pending[0] <= next {
+			c.Observe(t0.Add(pending[0]), ok(h.lat))
+			pending = pending[1:]
+			continue
+		}
+		res.sent++
+		res.perSec[next/time.Second]++
+		r := c.Rate()
+		if h.admit(next) {
+			res.admitted++
+			pending = append(pending, next+h.lat)
+		} else {
+			res.throttled++
+			r = c.Observe(t0.Add(next), throttle(0))
+		}
+		next += time.Duration(float64(time.Second) / r)
+	}
+	return res
+}
+
+func TestSimSteadyCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		rate               float64
+		lat                time.Duration
+		minGoodput, maxThr float64
+	}{
+		// At 5 req/s a few throttles are a large share: each probe for
+		// more capacity costs one.
+		{5, 100 * ms, 0.85, 0.03},
+		{20, 50 * ms, 0.9, 0.02},
+		{50, 20 * ms, 0.9, 0.02},
+		{100, 50 * ms, 0.9, 0.02},
+	} {
+		h := &simHost{rate: tc.rate, burst: max(tc.rate/2, 1), lat: tc.lat}
+		c := New(Config{}, t0)
+		res := simulate(c, h, 60*time.Second)
+		goodput := float64(res.admitted) / (tc.rate * 60)
+		share := float64(res.throttled) / float64(res.sent)
+		t.Logf("%g req/s: goodput %.1f%%, throttled %.2f%% of %d", tc.rate, 100*goodput, 100*share, res.sent)
+		if goodput < tc.minGoodput || share > tc.maxThr {
+			t.Errorf("%g req/s over 60 s: goodput %.1f%%, throttled %.2f%%; want ≥ %.0f%% and ≤ %.0f%%",
+				tc.rate, 100*goodput, 100*share, 100*tc.minGoodput, 100*tc.maxThr)
+		}
+		if cap, measured := c.Capacity(); !measured || cap < 0.9*tc.rate || cap > 1.05*tc.rate {
+			t.Errorf("%g req/s: Capacity() = %.2f, %v", tc.rate, cap, measured)
+		}
+	}
+}
+
+func TestSimCapacitySteps(t *testing.T) {
+	for _, tc := range []struct{ from, to float64 }{{50, 10}, {10, 50}} {
+		h := &simHost{rate: tc.from, burst: tc.from / 2, lat: 50 * ms, stepAt: 15 * time.Second, stepRate: tc.to}
+		c := New(Config{}, t0)
+		res := simulate(c, h, 45*time.Second)
+		// Seconds after the step until three in a row are within 10 %.
+		settle, run := -1, 0
+		for s := 15; s < 45; s++ {
+			if n := float64(res.perSec[s]); n >= 0.9*tc.to && n <= 1.1*tc.to {
+				if run++; run == 3 {
+					settle = s - 2 - 15
+					break
+				}
+			} else {
+				run = 0
+			}
+		}
+		t.Logf("%g → %g req/s: within 10%% after %d s; sent per second %v", tc.from, tc.to, settle, res.perSec[13:30])
+		if settle < 0 || settle > 12 {
+			t.Errorf("%g → %g req/s: settled after %d s, want within 12 s", tc.from, tc.to, settle)
+		}
+	}
+}
