@@ -1,0 +1,157 @@
+package politeness
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polite-go/polite/adaptive"
+	"github.com/polite-go/polite/testbed"
+)
+
+func scenario(t *testing.T, name string) testbed.Scenario {
+	t.Helper()
+	for _, sc := range testbed.Scenarios() {
+		if sc.Name == name {
+			return sc
+		}
+	}
+	t.Fatalf("no scenario %q", name)
+	return testbed.Scenario{}
+}
+
+// runScenario runs one policy on one scenario in fake time.
+func runScenario(t *testing.T, sc testbed.Scenario, p Policy, opts Options) Result {
+	t.Helper()
+	var res Result
+	synctest.Test(t, func(t *testing.T) {
+		var err error
+		if res, err = RunOne(t.Context(), sc, p, opts); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%s/%s: goodput %.1f%%, refused %.2f%%, settle %v, p95 %.2f×, peak %.2f×, %d requests",
+		res.Scenario, res.Policy, 100*res.Goodput, 100*res.Refused, res.Settle, res.P95, res.Peak, res.Requests)
+	return res
+}
+
+// The controller alone (Bare), on the standard scenarios: ranges, not traces.
+func TestOursBare(t *testing.T) {
+	tests := []struct {
+		scenario   string
+		minGoodput float64
+		maxRefused float64
+		maxSettle  time.Duration // 0: no step
+		maxP95     float64       // 0: not checked
+	}{
+		{"steady", 0.95, 0.01, 0, 0},
+		{"step-down", 0.85, 0.04, 6 * time.Second, 0},
+		{"step-up", 0.85, 0.02, 8 * time.Second, 0},
+		{"latency-knee", 0.85, 0, 0, 3.5},
+		{"jittery", 0.9, 0.02, 0, 0},
+		{"retry-after", 0.75, 0.03, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.scenario, func(t *testing.T) {
+			sc := scenario(t, tc.scenario)
+			res := runScenario(t, sc, Ours(adaptive.Config{}), Options{Bare: true})
+			if res.Goodput < tc.minGoodput {
+				t.Errorf("goodput %.1f%%, want ≥ %.0f%%", 100*res.Goodput, 100*tc.minGoodput)
+			}
+			if res.Refused > tc.maxRefused {
+				t.Errorf("refused %.2f%%, want ≤ %.0f%%", 100*res.Refused, 100*tc.maxRefused)
+			}
+			if tc.maxSettle > 0 && (res.Settle < 0 || res.Settle > tc.maxSettle) {
+				t.Errorf("settled after %v, want within %v", res.Settle, tc.maxSettle)
+			}
+			if tc.maxP95 > 0 && res.P95 > tc.maxP95 {
+				t.Errorf("p95 %.2f× the unloaded latency, want ≤ %.1f×", res.P95, tc.maxP95)
+			}
+		})
+	}
+}
+
+// Every policy drives polite.Transport without error and measures sanely.
+func TestPoliciesThroughTransport(t *testing.T) {
+	sc := scenario(t, "steady")
+	sc.Duration = 20 * time.Second
+	for _, p := range Peers() {
+		res := runScenario(t, sc, p, Options{})
+		if res.Requests == 0 || res.Goodput <= 0 || res.Goodput > 1.6 || res.Refused < 0 || res.Refused > 1 {
+			t.Errorf("%s: implausible result %+v", p.Name, res)
+		}
+		if len(res.Hosts) != 1 || len(res.Hosts[0].Rate) != 20 {
+			t.Errorf("%s: want one host with 20 seconds of rates, got %+v", p.Name, res.Hosts)
+		}
+	}
+}
+
+func TestStaticIsStatic(t *testing.T) {
+	sc := scenario(t, "steady")
+	sc.Duration = 10 * time.Second
+	res := runScenario(t, sc, Static(10), Options{Bare: true})
+	// 10 req/s of 20: half, and never refused.
+	if res.Goodput < 0.48 || res.Goodput > 0.52 || res.Refused != 0 {
+		t.Errorf("static 10 req/s on a 20 req/s host: goodput %.3f, refused %.3f; want 0.5, 0", res.Goodput, res.Refused)
+	}
+}
+
+func TestReportOutputs(t *testing.T) {
+	rep := &Report{Policies: []string{"a", "b"}, Results: []Result{
+		{Scenario: "steady", Policy: "a", Goodput: 0.961, Refused: 0.0042, P95: 1.01, Peak: 1.5, Requests: 1200},
+		{Scenario: "steady", Policy: "b", Goodput: 0.5, Settle: -1, Requests: 600},
+		{Scenario: "step-up", Policy: "a", Settle: 4 * time.Second},
+	}}
+	var b bytes.Buffer
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"goodput", "96.1%", "0.42%", "never", "4 s", "1.01×", "1.50×", "step-up"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Count(out, "steady") != 1 {
+		t.Errorf("scenario name repeated:\n%s", out)
+	}
+	b.Reset()
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Results) != 3 || back.Results[2].Settle != 4*time.Second {
+		t.Errorf("JSON round trip: %+v", back)
+	}
+}
+
+func TestSettleTime(t *testing.T) {
+	mk := func(caps []float64, sent []int) []testbed.Second {
+		tl := make([]testbed.Second, len(caps))
+		for i := range tl {
+			tl[i] = testbed.Second{Start: time.Duration(i) * time.Second, Capacity: caps[i], Arrivals: sent[i]}
+		}
+		return tl
+	}
+	caps := []float64{50, 50, 10, 10, 10, 10, 10, 10}
+	for _, tc := range []struct {
+		sent []int
+		at   time.Duration
+		want time.Duration
+	}{
+		{[]int{50, 50, 10, 10, 10, 10, 10, 10}, 2 * time.Second, 0},
+		{[]int{50, 50, 40, 20, 10, 9, 11, 10}, 2 * time.Second, 2 * time.Second},
+		{[]int{50, 50, 40, 20, 10, 9, 20, 10}, 2 * time.Second, -1},
+		{[]int{50, 50, 40, 10, 10, 10, 10, 10}, 1500 * time.Millisecond, 1500 * time.Millisecond},
+	} {
+		if got := settleTime(mk(caps, tc.sent), tc.at); got != tc.want {
+			t.Errorf("settleTime(%v, %v) = %v, want %v", tc.sent, tc.at, got, tc.want)
+		}
+	}
+}
