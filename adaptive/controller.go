@@ -11,7 +11,7 @@ const (
 	DefaultInitial          = 1.0  // requests per second at a cold start
 	DefaultMin              = 0.1  // one request every 10 s
 	DefaultMax              = 1000 // a safety ceiling; set a real one per host
-	DefaultTarget           = 0.95
+	DefaultTarget           = 0.97
 	DefaultBackoff          = 0.5
 	DefaultGrowth           = 1.4 // doubles the rate about every 0.5 s
 	DefaultWindow           = 500 * time.Millisecond
@@ -37,7 +37,7 @@ type Config struct {
 
 	// Target is the share of the measured capacity to settle at, in (0, 1]:
 	// close enough to use the host, far enough that its bucket refills
-	// between probes. Zero means DefaultTarget (0.95).
+	// between probes. Zero means DefaultTarget (0.97).
 	Target float64
 	// Backoff is the multiplicative decrease applied when a congestion signal
 	// comes and no capacity has been measured to settle at, in (0, 1). Zero
@@ -50,10 +50,12 @@ type Config struct {
 	Growth float64
 
 	// Window is the least reaction window: after a decrease, no other
-	// decrease comes before max(Window, p95 latency) has passed, so that the
-	// answers to requests already under way, all of one congestion event,
-	// count once. At the window's end the answers to requests sent after the
-	// decrease say whether it was enough. Zero means DefaultWindow (1 s).
+	// decrease comes before max(Window, p95 latency, 8 requests at the rate)
+	// has passed, so that the answers to requests already under way, all of
+	// one congestion event, count once. At the window's end the answers to
+	// requests sent after the decrease say whether it was enough. Those
+	// already sent never count, so the window only needs to outlast the
+	// wave and gather a few answers. Zero means DefaultWindow (500 ms).
 	Window time.Duration
 
 	// LatencyTolerance is how far the median latency may climb above the
@@ -132,22 +134,23 @@ func (p phase) String() string { return phaseNames[p] }
 
 // Tuning that is not worth a Config field.
 const (
-	pubEvery     = int64(100 * time.Millisecond) // least time between two published increases
-	pubStep      = 0.01                          // least relative increase worth publishing
-	probeStep    = 0.1                           // a probe's first excess over the capacity...
-	probeDouble  = int64(300 * time.Millisecond) // ... doubles this often
-	minSpan      = int64(time.Second)            // shortest bracket that measures a capacity
-	maxSpan      = int64(30 * time.Second)       // longest
-	minLatN      = 8                             // OK answers needed before latency counts
-	drainShare   = 0.1                           // extra cut after a queue was seen, to drain it
-	serverLimit  = 0.95                          // served/sent below this: the host cannot keep up
-	noiseSpreads = 0.75                          // latency noise allowance, in interquartile ranges
-	storedSlack  = 0.02                          // how far above its estimate the capacity may be, at least
-	minServed    = 4                             // answers per second worth reading a served rate from
-	straggle     = int64(250 * time.Millisecond) // throttles sent this soon after a decrease may be stragglers
-	coarse       = 0.1                           // a capacity this uncertain (relative) is re-measured soon
-	winAnswers   = 8                             // answers a reaction window should see, at least
-	probeCost    = 50                            // requests per failed probe (one throttled), at least
+	pubEvery       = int64(100 * time.Millisecond) // least time between two published increases
+	pubStep        = 0.01                          // least relative increase worth publishing
+	probeStep      = 0.1                           // a probe's first excess over the capacity...
+	probeDouble    = int64(300 * time.Millisecond) // ... doubles this often
+	minSpan        = int64(time.Second)            // shortest bracket that measures a capacity
+	maxSpan        = int64(30 * time.Second)       // longest
+	minLatN        = 8                             // OK answers needed before latency counts
+	drainShare     = 0.1                           // extra cut after a queue was seen, to drain it
+	serverLimit    = 0.95                          // served/sent below this: the host cannot keep up
+	noiseSpreads   = 0.75                          // latency noise allowance, in interquartile ranges
+	storedSlack    = 0.02                          // how far above its estimate the capacity may be, at least
+	minServed      = 4                             // answers per second worth reading a served rate from
+	straggle       = int64(250 * time.Millisecond) // throttles sent this soon after a decrease may be stragglers
+	plainThrottles = 4                             // post-cut throttles that, outnumbering the served, end a window early
+	coarse         = 0.1                           // a capacity this uncertain (relative) is re-measured soon
+	winAnswers     = 8                             // answers a reaction window should see, at least
+	probeCost      = 50                            // requests per failed probe (one throttled), at least
 )
 
 // Controller is polite's per-host rate policy: AIMD whose decrease lands on a
@@ -276,8 +279,7 @@ func (c *Controller) Concurrency() int {
 	if lat == 0 {
 		lat = c.lat.p95
 	}
-	lat += c.lat.spread
-	n := int(math.Ceil(c.rate*float64(lat)/1e9*1.5)) + 2
+	n := int(math.Ceil(c.rate*float64(lat)/1e9*1.25)) + 2
 	return min(max(n, 1), c.cfg.MaxConcurrency)
 }
 
@@ -456,21 +458,27 @@ func (c *Controller) congested(t int64, wait time.Duration) {
 		c.want = c.cfg.Target * min(c.capEst, r)
 		c.probeFailed()
 	case c.phase == settled || surprise:
-		// Throttled while settled: the capacity fell, by an unknown amount.
+		// Throttled while settled: the capacity is below the rate (it fell,
+		// or was overrated), by an unknown amount.
 		c.want = c.cfg.Backoff * r
+		if c.capEst > r {
+			c.capEst, c.capLow = r, false
+		}
 	default:
 		// Growing past an unknown capacity: what was served lately bounds
 		// it from above (though inflated by the host's burst); so does a
-		// Backoff cut of the rate that met it. The window will tell. A
-		// known lower bound of the capacity holds the cut up.
+		// Backoff cut of the rate that met it. With a lower bound of the
+		// capacity known, cut halfway between it and the rate that met
+		// the throttle: the window says which half the capacity is in.
 		c.want = c.cfg.Backoff * r
-		if ok := c.meter.okRate(t); ok >= minServed {
+		ok := c.meter.okRate(t)
+		if ok >= minServed {
 			c.want = min(c.want, c.cfg.Target*ok)
 		}
 		if c.capEst > 0 {
 			lo := c.cfg.Target * c.capEst
 			if c.capLow {
-				lo = c.capEst
+				lo = (c.capEst + min(r, max(ok, c.capEst))) / 2
 			}
 			c.want = max(c.want, min(lo, r*c.cfg.Target))
 		}
@@ -574,7 +582,12 @@ func (c *Controller) tick(t int64) {
 		c.bracket()
 	}
 	if c.measuring {
-		if t >= c.winEnd {
+		// Past the stragglers, a decrease that left most requests sent
+		// after it throttled was plainly not enough: judge it now rather
+		// than at the window's end.
+		plain := c.thrPost >= plainThrottles && c.thrPost >= c.okPost &&
+			c.lastThr >= c.cutAt+straggle+c.lat.p95
+		if t >= c.winEnd || plain {
 			c.endWindow(t)
 		}
 		return
@@ -589,9 +602,13 @@ func (c *Controller) tick(t int64) {
 		}
 	case probing:
 		if c.latencyHigh(t, 0.5) {
-			// Latency leads: the probe has met the knee. Nothing new.
+			// Latency leads: the probe has met the knee. Nothing new; back
+			// under the capacity, a little lower for a window to drain
+			// the queue the probe left.
 			c.probeFailed()
 			c.settle(t)
+			c.want *= 1 - drainShare
+			c.decrease(t, t, true)
 			return
 		}
 		tau := float64(t-c.probeAt) / float64(probeDouble)

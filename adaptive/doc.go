@@ -22,13 +22,14 @@
 // p95 latency). Answers to requests sent before the decrease belong to the
 // congestion event that caused it, however many of them come back
 // throttled: they never count again. At the window's end, the answers to
-// requests sent after the decrease judge it.
+// requests sent after the decrease judge it (sooner, if most of them are
+// throttled: the decrease was plainly not enough).
 //
 // Measured capacity. A host that throttles from a token bucket has an empty
 // bucket whenever it throttles, so while a client keeps it throttled, what
 // the host serves is exactly its capacity: if the window after a decrease is
 // still throttled late in it, the rate of answers served in it is the
-// capacity, and the rate settles at Config.Target (95 %) of it instead of
+// capacity, and the rate settles at Config.Target (97 %) of it instead of
 // halving again. Between any two throttles the same reasoning gives a lower
 // bound, the answers served over the time between them (BBR's long-term
 // sampling of token-bucket policers measures the same way), which refines
@@ -53,7 +54,8 @@
 // show. Above Config.LatencyTolerance, while the host serves fewer answers
 // than it is sent, a queue is growing: the host is serving at its capacity,
 // so what it serves is measured as the capacity, and the rate drops below it
-// for a window to drain the queue. High latency without a growing queue
+// for a window to drain the queue; a probe that meets rising latency ends
+// the same way. High latency without a growing queue
 // holds the rate where it is: no growth, no probes. Concurrency caps the
 // requests in flight to what the rate needs at the unloaded latency, so that
 // a queue at the host stays short even when the rate overshoots (the idea
