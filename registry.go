@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/inflight"
@@ -67,13 +68,19 @@ type Rule struct {
 // rate and a gate for requests in flight. A Host is safe for concurrent use.
 // Get it from Registry.Get and give it back with Registry.Put.
 type Host struct {
-	key    string
+	key    string // points into keyBuf when it fits, so a lookup's key check needs no other cache line
+	keyBuf [inlineKey]byte
 	bucket bucket.Bucket
-	gate   inflight.Gate
 	refs   atomic.Int32 // Get without Put yet; a Host with refs is never evicted
 	rule   int32        // index into the registry's rules; -1 = defaults
+	gate   inflight.Gate
 	ext    atomic.Pointer[hostExt]
 }
+
+// inlineKey is the longest key kept inside the Host; longer keys get an
+// allocation of their own. 24 bytes covers most hostnames and keeps a Host
+// at 88 bytes (the 96-byte size class).
+const inlineKey = 24
 
 // Key returns the host's key.
 func (h *Host) Key() string { return h.key }
@@ -100,8 +107,8 @@ func (h *Host) idleSince(since, now time.Time) bool {
 const shardCount = 256
 
 type shard struct {
-	mu        sync.RWMutex // guards m, sweepAt
-	m         map[string]*Host
+	mu        sync.RWMutex // guards tab, sweepAt
+	tab       table
 	sweepAt   int // sweep for idle hosts when len(m) reaches this
 	evictions atomic.Int64
 	_         [24]byte // keep neighbouring shards' locks off one cache line
@@ -180,7 +187,6 @@ func (r *Registry) init() {
 			return len(r.Rules[r.globs[a]].Pattern) > len(r.Rules[r.globs[b]].Pattern)
 		})
 		for i := range r.shards {
-			r.shards[i].m = make(map[string]*Host)
 			r.shards[i].sweepAt = 64
 		}
 	})
@@ -242,9 +248,10 @@ func (r *Registry) clock() time.Time {
 // must be matched by exactly one Put.
 func (r *Registry) Get(key string) *Host {
 	r.init()
-	s := &r.shards[maphash.String(r.seed, key)%shardCount]
+	hash := maphash.String(r.seed, key) | 1
+	s := &r.shards[hash>>56%shardCount] // top bits pick the shard, low bits the slot
 	s.mu.RLock()
-	h := s.m[key]
+	h := s.tab.get(key, hash)
 	if h != nil {
 		h.refs.Add(1)
 		s.mu.RUnlock()
@@ -254,24 +261,29 @@ func (r *Registry) Get(key string) *Host {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h = s.m[key]; h != nil {
+	if h = s.tab.get(key, hash); h != nil {
 		h.refs.Add(1)
 		return h
 	}
-	if len(s.m) >= s.sweepAt {
+	if s.tab.n >= s.sweepAt {
 		r.sweep(s)
-		s.sweepAt = max(64, 2*len(s.m))
+		s.sweepAt = max(64, 2*s.tab.n)
 	}
-	// Clone: key is often a substring of a request's URL, and the registry
-	// must not pin a whole URL for as long as the host lives.
-	key = strings.Clone(key)
 	ri := r.ruleFor(key)
 	rs := r.rule(ri)
-	h = &Host{key: key, rule: ri}
+	h = &Host{rule: ri}
+	// Copy the key: it is often a substring of a request's URL, and the
+	// registry must not pin a whole URL for as long as the host lives.
+	if len(key) <= inlineKey {
+		n := copy(h.keyBuf[:], key)
+		h.key = unsafe.String(&h.keyBuf[0], n) // keyBuf is never written again
+	} else {
+		h.key = strings.Clone(key)
+	}
 	h.bucket.Init(rs.settings)
 	h.gate.Init(rs.limits.Concurrency)
 	h.refs.Store(1)
-	s.m[key] = h
+	s.tab.insert(h, hash)
 	r.newHosts.Add(1)
 	return h
 }
@@ -291,15 +303,16 @@ func (r *Registry) sweep(s *shard) {
 		idle = DefaultIdleTimeout
 	}
 	since := now.Add(-idle)
-	for k, h := range s.m {
-		if h.idleSince(since, now) {
-			delete(s.m, k)
-			s.evictions.Add(1)
-			if r.onEvict != nil {
-				r.onEvict(h)
-			}
+	s.tab.sweep(func(h *Host) bool {
+		if !h.idleSince(since, now) {
+			return false
 		}
-	}
+		s.evictions.Add(1)
+		if r.onEvict != nil {
+			r.onEvict(h)
+		}
+		return true
+	})
 }
 
 // Sweep evicts every idle host now. Registries sweep by themselves as they
@@ -321,7 +334,7 @@ func (r *Registry) Len() int {
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.RLock()
-		n += len(s.m)
+		n += s.tab.n
 		s.mu.RUnlock()
 	}
 	return n
@@ -345,8 +358,8 @@ func (r *Registry) Range(f func(h *Host) bool) {
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.RLock()
-		for _, h := range s.m {
-			if !f(h) {
+		for _, sl := range s.tab.slots {
+			if sl.hash != 0 && !f(sl.h) {
 				s.mu.RUnlock()
 				return
 			}
