@@ -146,8 +146,9 @@ const (
 	noiseSpreads   = 0.75                          // latency noise allowance, in interquartile ranges
 	storedSlack    = 0.02                          // how far above its estimate the capacity may be, at least
 	minServed      = 4                             // answers per second worth reading a served rate from
-	straggle       = int64(250 * time.Millisecond) // throttles sent this soon after a decrease may be stragglers
-	plainThrottles = 4                             // post-cut throttles that, outnumbering the served, end a window early
+	straggle       = int64(100 * time.Millisecond) // throttles sent this soon after a decrease may be stragglers
+	minMeasure     = 6                             // answers served that make a throttled window a measurement
+	plainThrottles = 4                             // post-cut throttles that, outnumbering the served, cut again early
 	coarse         = 0.1                           // a capacity this uncertain (relative) is re-measured soon
 	winAnswers     = 8                             // answers a reaction window should see, at least
 	probeCost      = 50                            // requests per failed probe (one throttled), at least
@@ -310,9 +311,13 @@ func (c *Controller) Observe(now time.Time, s Signal) float64 {
 			}
 		}
 		switch c.phase {
-		case starting, ramping:
+		case starting:
 			if !c.latHold {
 				c.want += c.cfg.Growth
+			}
+		case ramping:
+			if !c.latHold {
+				c.want += c.cfg.Growth / 2
 			}
 		case probing:
 			if sent >= c.probeAt {
@@ -515,6 +520,12 @@ func (c *Controller) endWindow(t int64) {
 		c.trace(t, "endWindow ok=%d thr=%d n=%d okAfter=%d cutAt=%.3f firstThr=%.3f backAt=%.3f", c.okPost, c.thrPost, c.nPost, c.okAfter, float64(c.cutAt)/1e9, float64(c.firstThr)/1e9, float64(backAt)/1e9)
 	}
 	switch {
+	case c.thrPost > 0 && c.lastThr >= c.cutAt+min((c.winEnd-c.cutAt)/2, straggle+c.lat.p95) &&
+		c.okPost < minMeasure && c.winEnd-c.cutAt < 4*c.window():
+		// Still throttled, but too few answers served to measure the
+		// capacity by: keep the window open a while longer.
+		c.measuring = true
+		c.winEnd = t + c.window()
 	case c.thrPost > 0 && c.lastThr >= c.cutAt+min((c.winEnd-c.cutAt)/2, straggle+c.lat.p95):
 		// Still throttled late in the window. Measure from the first
 		// post-cut throttle when there is room: the bucket was empty then,
@@ -582,13 +593,20 @@ func (c *Controller) tick(t int64) {
 		c.bracket()
 	}
 	if c.measuring {
-		// Past the stragglers, a decrease that left most requests sent
-		// after it throttled was plainly not enough: judge it now rather
-		// than at the window's end.
-		plain := c.thrPost >= plainThrottles && c.thrPost >= c.okPost &&
-			c.lastThr >= c.cutAt+straggle+c.lat.p95
-		if t >= c.winEnd || plain {
+		switch {
+		case t >= c.winEnd:
 			c.endWindow(t)
+		case c.thrPost >= plainThrottles && c.thrPost >= c.okPost &&
+			c.lastThr >= c.cutAt+straggle+c.lat.p95 &&
+			float64(c.okPost)+1.5 < 0.8*c.want*float64(max(t-c.lat.med-c.cutAt, straggle))/1e9:
+			// Past the stragglers, most requests sent after the decrease
+			// are throttled, and far fewer served than the rate sends: it
+			// was plainly not enough. Cut again now, to what was served
+			// since (counted generously: too few answers to measure by),
+			// and let the next window measure.
+			span := max(t-c.lat.med-c.cutAt, straggle)
+			c.want = (float64(c.okPost) + 1.5) * 1e9 / float64(span)
+			c.decrease(t, t, false)
 		}
 		return
 	}

@@ -155,3 +155,34 @@ func TestSettleTime(t *testing.T) {
 		}
 	}
 }
+
+// The same run on loopback sockets, in real time, as `polite bench` does.
+func TestRealtimeLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time")
+	}
+	sc := scenario(t, "steady")
+	sc.Duration = 3 * time.Second
+	rep, err := Run(t.Context(), Options{
+		Scenarios: []testbed.Scenario{sc},
+		Policies:  []Policy{Ours(adaptive.Config{}), Static(10)},
+		Realtime:  true,
+		Parallel:  true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 2 || !rep.Realtime {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, res := range rep.Results {
+		t.Logf("%s: goodput %.1f%%, refused %.2f%%, %d requests", res.Policy, 100*res.Goodput, 100*res.Refused, res.Requests)
+		if res.Requests == 0 || res.Admitted == 0 {
+			t.Errorf("%s: nothing served: %+v", res.Policy, res)
+		}
+	}
+	// static-10 on a 20 req/s host for 3 s: about half of it.
+	if g := rep.Results[1].Goodput; g < 0.4 || g > 0.6 {
+		t.Errorf("static-10 goodput %.2f, want about 0.5", g)
+	}
+}

@@ -19,6 +19,7 @@ var (
 	flagJSON      = flag.String("json", "", "with -table: also write the JSON report to this file")
 	flagTrace     = flag.Bool("trace", false, "with -table: print each host's timeline")
 	flagDebug     = flag.Bool("debug", false, "with -table: print controller decisions (build with -tags adaptivetrace)")
+	flagWorkers   = flag.Int("workers", 0, "with -table: requests kept going per host")
 	flagBare      = flag.Bool("bare", false, "with -table: drive the policies bare, without polite.Transport")
 )
 
@@ -53,7 +54,7 @@ func TestTable(t *testing.T) {
 				if *flagDebug {
 					defer traceTo(func(s string) { fmt.Println(s) })()
 				}
-				res, err := RunOne(t.Context(), sc, p, Options{Bare: *flagBare})
+				res, err := RunOne(t.Context(), sc, p, Options{Bare: *flagBare, Workers: *flagWorkers})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,0 +1,79 @@
+package politeness
+
+import (
+	"flag"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polite-go/polite/adaptive"
+	"github.com/polite-go/polite/testbed"
+)
+
+var (
+	flagTune    = flag.Bool("tune", false, "run each scenario shifted five ways and print polite's mean results")
+	flagBackoff = flag.Float64("backoff", 0, "with -tune: adaptive.Config.Backoff")
+	flagTarget  = flag.Float64("target", 0, "with -tune: adaptive.Config.Target")
+	flagPolicy  = flag.String("policy", "polite", "with -tune: the policy")
+)
+
+// TestTune averages a policy's results over variants of the scenarios
+// (steps shifted, hosts reseeded), which a single deterministic run hides.
+func TestTune(t *testing.T) {
+	if !*flagTune {
+		t.Skip("run with -tune")
+	}
+	cfg := adaptive.Config{Backoff: *flagBackoff, Target: *flagTarget}
+	pols := append([]Policy{Ours(cfg)}, Peers()[1:]...)
+	var p Policy
+	for _, q := range pols {
+		if q.Name == *flagPolicy {
+			p = q
+		}
+	}
+	scs := pick(testbed.Scenarios(), *flagScenarios, func(s testbed.Scenario) string { return s.Name })
+	for _, sc := range scs {
+		var g, r, s float64
+		never := 0
+		const n = 5
+		for k := range n {
+			if *flagShift >= 0 && k != *flagShift {
+				continue
+			}
+			v := sc
+			v.Hosts = append([]testbed.HostConfig(nil), sc.Hosts...)
+			for i := range v.Hosts {
+				h := &v.Hosts[i]
+				h.Seed = uint64(k*100 + i + 1)
+				if len(h.Schedule) > 0 {
+					h.Schedule = append([]testbed.Step(nil), h.Schedule...)
+					h.Schedule[0].At += time.Duration(k) * 700 * time.Millisecond
+				}
+			}
+			synctest.Test(t, func(t *testing.T) {
+				if *flagDebug {
+					defer traceTo(func(s string) { fmt.Println(s) })()
+				}
+				res, err := RunOne(t.Context(), v, p, Options{Bare: *flagBare})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if *flagShift >= 0 {
+					fmt.Println(res.Hosts[0].Sent)
+				}
+				g += res.Goodput
+				r += res.Refused
+				if res.Settle < 0 {
+					never++
+				} else {
+					s += res.Settle.Seconds()
+				}
+			})
+		}
+		fmt.Printf("%-16s %-13s goodput %5.1f%%  refused %5.2f%%  settle %4.1f s (never %d)\n",
+			sc.Name, p.Name, 100*g/n, 100*r/n, s/float64(max(n-never, 1)), never)
+	}
+}
+
+var flagShift = flag.Int("shift", -1, "with -tune: run only this variant")
