@@ -526,6 +526,13 @@ func (c *Controller) endWindow(t int64) {
 		// capacity by: keep the window open a while longer.
 		c.measuring = true
 		c.winEnd = t + c.window()
+	case c.thrPost > 0 && c.lastThr >= c.cutAt+min((c.winEnd-c.cutAt)/2, straggle+c.lat.p95) &&
+		c.okPost < minMeasure:
+		// Still throttled and, even after waiting, too few served to
+		// measure anything by (the host may have been paused): a plain
+		// multiplicative decrease, the estimate untouched.
+		c.want = c.cfg.Backoff * c.want
+		c.decrease(t, t, false)
 	case c.thrPost > 0 && c.lastThr >= c.cutAt+min((c.winEnd-c.cutAt)/2, straggle+c.lat.p95):
 		// Still throttled late in the window. Measure from the first
 		// post-cut throttle when there is room: the bucket was empty then,
@@ -605,7 +612,7 @@ func (c *Controller) tick(t int64) {
 			// since (counted generously: too few answers to measure by),
 			// and let the next window measure.
 			span := max(t-c.lat.med-c.cutAt, straggle)
-			c.want = (float64(c.okPost) + 1.5) * 1e9 / float64(span)
+			c.want = max((float64(c.okPost)+1.5)*1e9/float64(span), c.cfg.Backoff*c.want)
 			c.decrease(t, t, false)
 		}
 		return
