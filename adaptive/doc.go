@@ -19,11 +19,12 @@
 // timeout) or a queue read from the latency.
 //
 // One decrease per reaction window. A decrease opens a window of max(Window,
-// p95 latency). Answers to requests sent before the decrease belong to the
-// congestion event that caused it, however many of them come back
-// throttled: they never count again. At the window's end, the answers to
-// requests sent after the decrease judge it (sooner, if most of them are
-// throttled: the decrease was plainly not enough).
+// p95 latency, 8 requests at the rate). Answers to requests sent before the
+// decrease belong to the congestion event that caused it, however many of
+// them come back throttled: they never count again. At the window's end, the
+// answers to requests sent after the decrease judge it. (When most of those
+// are throttled, the decrease was plainly not enough, and the rate is cut
+// again at once to what they were served.)
 //
 // Measured capacity. A host that throttles from a token bucket has an empty
 // bucket whenever it throttles, so while a client keeps it throttled, what
