@@ -106,6 +106,7 @@ every mechanism within a minute.`,
 		newDemoCmd(e, r["demo"]),
 		newTestbedCmd(e, r["testbed"]),
 		newRobotsCmd(e, r["robots"]),
+		newBenchCmd(e, r["bench"]),
 		newVersionCmd(e),
 	)
 	root.CompletionOptions.HiddenDefaultCmd = true

@@ -21,7 +21,7 @@ func parse(t *testing.T, argv ...string) (opts any, code int, stderr string) {
 	t.Helper()
 	var got any
 	capture := func(_ context.Context, o any) error { got = o; return nil }
-	r := runners{"fetch": capture, "demo": capture, "testbed": capture, "robots": capture}
+	r := runners{"fetch": capture, "demo": capture, "testbed": capture, "robots": capture, "bench": capture}
 	var out, errb bytes.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}
 	root := newRoot(e, r)
@@ -195,8 +195,22 @@ func TestDemoTestbedRobotsParse(t *testing.T) {
 	}
 }
 
+func TestBenchParse(t *testing.T) {
+	got, code, stderr := parse(t, "bench", "--scenario", "steady", "--scenario", "step-down", "--duration", "5s", "--json", "b.json")
+	if code != 0 {
+		t.Fatalf("bench: exit %d: %s", code, stderr)
+	}
+	o := got.(*benchOptions)
+	if len(o.Opts.Scenarios) != 2 || o.Opts.Scenarios[1].Name != "step-down" || o.Opts.Duration != 5*time.Second || o.JSON != "b.json" {
+		t.Errorf("bench options = %+v", o)
+	}
+	if _, code, _ := parse(t, "bench", "--scenario", "nope"); code != ExitUsage {
+		t.Errorf("bench --scenario nope: exit %d, want 2", code)
+	}
+}
+
 func TestHelpExplainsEveryFlag(t *testing.T) {
-	for _, cmd := range []string{"fetch", "demo", "testbed", "robots", "version"} {
+	for _, cmd := range []string{"fetch", "demo", "testbed", "robots", "version", "bench"} {
 		var out, errb bytes.Buffer
 		code := Main(context.Background(), []string{cmd, "--help"}, strings.NewReader(""), &out, &errb)
 		if code != 0 {

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/polite-go/polite/internal/politeness"
+	"github.com/polite-go/polite/testbed"
+)
+
+// benchOptions are the settings of `polite bench`.
+type benchOptions struct {
+	Opts politeness.Options
+	JSON string // also write the report as JSON here
+}
+
+func newBenchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
+	o := &benchOptions{}
+	var scenarios, policies []string
+	c := &cobra.Command{
+		Use:   "bench [flags]",
+		Short: "Run the politeness benchmark: rate policies against the testbed's scenarios",
+		Long: `Run rate policies (polite's adaptive controller and its peers: static rates,
+AIMD, AWS's adaptive retry mode, Scrapy's AutoThrottle) against the testbed's
+standard scenarios, and measure from the hosts' own records how much of each
+host's hidden capacity a policy used (goodput) and how often it made the host
+refuse. Hosts are served in memory (or on loopback with --realtime); a run
+takes each scenario's duration (--duration to shorten it).`,
+		Example: `  polite bench --duration 20s
+  polite bench --scenario step-down --scenario retry-after --json bench.json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.parse(scenarios, policies); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(c.Context(), o)
+			}
+			return runBench(c.Context(), e, o)
+		},
+	}
+	f := c.Flags()
+	f.StringSliceVar(&scenarios, "scenario", nil, "scenario `NAME` to run, repeatable (default: all: "+strings.Join(scenarioNames(), ", ")+")")
+	f.StringSliceVar(&policies, "policy", nil, "policy `NAME` to compare, repeatable (default: all)")
+	f.DurationVar(&o.Opts.Duration, "duration", 0, "length of each scenario run (0: the scenario's own, about a minute)")
+	f.BoolVar(&o.Opts.Realtime, "realtime", false, "serve the hosts on loopback sockets instead of in memory")
+	f.BoolVar(&o.Opts.Parallel, "parallel", true, "run a scenario's policies at once, each against its own hosts")
+	f.BoolVar(&o.Opts.Bare, "bare", false, "drive policies through a minimal limiter instead of polite.Transport")
+	f.IntVar(&o.Opts.Workers, "workers", politeness.DefaultWorkers, "requests kept going per host (the demand)")
+	f.IntVar(&o.Opts.Concurrency, "concurrency", politeness.DefaultConcurrency, "the client's cap on requests in flight per host")
+	f.StringVar(&o.JSON, "json", "", "also write the report as JSON to `FILE`")
+	return c
+}
+
+func scenarioNames() []string {
+	var n []string
+	for _, s := range testbed.Scenarios() {
+		n = append(n, s.Name)
+	}
+	return n
+}
+
+func (o *benchOptions) parse(scenarios, policies []string) error {
+	for _, name := range scenarios {
+		i := slices.IndexFunc(testbed.Scenarios(), func(s testbed.Scenario) bool { return s.Name == name })
+		if i < 0 {
+			return usageErr("--scenario %q: want one of %s", name, strings.Join(scenarioNames(), ", "))
+		}
+		o.Opts.Scenarios = append(o.Opts.Scenarios, testbed.Scenarios()[i])
+	}
+	var names []string
+	for _, p := range politeness.Peers() {
+		names = append(names, p.Name)
+	}
+	for _, name := range policies {
+		i := slices.IndexFunc(politeness.Peers(), func(p politeness.Policy) bool { return p.Name == name })
+		if i < 0 {
+			return usageErr("--policy %q: want one of %s", name, strings.Join(names, ", "))
+		}
+		o.Opts.Policies = append(o.Opts.Policies, politeness.Peers()[i])
+	}
+	if o.Opts.Duration < 0 || (o.Opts.Duration > 0 && o.Opts.Duration < time.Second) {
+		return usageErr("--duration %v: want 0 or at least 1s", o.Opts.Duration)
+	}
+	if o.Opts.Workers < 1 || o.Opts.Concurrency < 1 {
+		return usageErr("--workers and --concurrency must be at least 1")
+	}
+	return nil
+}
+
+func runBench(ctx context.Context, e *env, o *benchOptions) error {
+	o.Opts.Progress = e.stderr
+	rep, err := politeness.Run(ctx, o.Opts)
+	if err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	if err := rep.WriteTable(e.stdout); err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	if o.JSON != "" {
+		f, err := os.Create(o.JSON)
+		if err != nil {
+			return &exitError{code: ExitFatal, err: err}
+		}
+		defer f.Close()
+		if err := rep.WriteJSON(f); err != nil {
+			return &exitError{code: ExitFatal, err: fmt.Errorf("--json: %w", err)}
+		}
+	}
+	return nil
+}
