@@ -16,6 +16,7 @@ import (
 
 	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/breaker"
+	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/inflight"
 	"github.com/polite-go/polite/retry"
 	"github.com/polite-go/polite/robots"
@@ -111,6 +112,15 @@ type Transport struct {
 	// fetches through this Transport is used.
 	RobotsCache *robots.Cache
 
+	// Adaptive, when set, makes each host's rate adaptive with polite's own
+	// controller (adaptive.New with this Config): a low cold start that
+	// ramps until the host's first congestion signal, then the rate settles
+	// just under the capacity the host was measured to admit, and re-probes
+	// gently. A host's Limits.Rate is its starting rate unless the Config
+	// sets Initial, and its Limits.Concurrency caps the controller's
+	// concurrency. Ignored when NewRater is set.
+	Adaptive *adaptive.Config
+
 	// NewRater, when set, makes each host's rate adaptive: the Rater it
 	// returns for a host hears every attempt's outcome and sets the host's
 	// rate, kept under the host's ceilings (robots.txt Crawl-delay, RateLimit
@@ -137,6 +147,7 @@ type Transport struct {
 	maxAfter time.Duration
 	blocks   BlockDetector
 	robots   *robots.Cache // nil when robots.txt is off
+	newRater func(key string, l Limits) adaptive.Rater
 }
 
 // ErrBlocked is returned (wrapped in *BlockedError) for requests to a host
@@ -214,6 +225,17 @@ func (t *Transport) init() {
 		if t.blocks == nil {
 			t.blocks = DefaultBlocks
 		}
+		t.newRater = t.NewRater
+		if t.newRater == nil && t.Adaptive != nil {
+			cfg := *t.Adaptive
+			t.newRater = func(key string, l Limits) adaptive.Rater {
+				c := cfg
+				if c.Initial == 0 && l.Rate > 0 && l.Rate < bucket.Inf {
+					c.Initial = l.Rate
+				}
+				return adaptive.New(c, time.Now())
+			}
+		}
 		if t.UserAgent != "" && !t.IgnoreRobots {
 			t.robots = t.RobotsCache
 			if t.robots == nil {
@@ -236,8 +258,8 @@ func (t *Transport) ext(h *Host) *hostExt {
 	}
 	x := &hostExt{breaker: breaker.New(t.Breaker)}
 	x.budget = *retry.NewBudget(t.Budget)
-	if t.NewRater != nil {
-		x.rater = t.NewRater(h.key, t.reg.LimitsFor(h.key))
+	if t.newRater != nil {
+		x.rater = t.newRater(h.key, t.reg.rule(h.rule).limits)
 	}
 	if !h.ext.CompareAndSwap(nil, x) {
 		return h.ext.Load()
@@ -245,6 +267,13 @@ func (t *Transport) ext(h *Host) *hostExt {
 	if r, ok := x.rater.(interface{ Rate() float64 }); ok {
 		if rate := r.Rate(); rate > 0 {
 			h.bucket.SetRate(time.Now(), rate)
+		}
+	}
+	// A cold start must not let the static cap send a wave the controller
+	// never asked for.
+	if c, ok := x.rater.(interface{ Concurrency() int }); ok {
+		if n := min(c.Concurrency(), t.reg.rule(h.rule).limits.Concurrency); n > 0 {
+			h.gate.SetLimit(n)
 		}
 	}
 	return x
@@ -518,27 +547,49 @@ func (t *Transport) admit(ctx context.Context, now time.Time, h *Host, x *hostEx
 	}
 }
 
+// maxHold is the longest a request holds a reservation of a token while it
+// waits for it. A reservation is made at the rate of the moment; if the rate
+// rises meanwhile (an adaptive ramp, a cold start), a long one would keep
+// the request waiting at the old rate. Waits beyond maxHold are taken in
+// steps, each re-reading the bucket.
+const maxHold = 250 * time.Millisecond
+
 // token takes one token from the host's bucket, waiting for it, and reports
 // whether it waited.
 func (t *Transport) token(ctx context.Context, now time.Time, h *Host) (bool, error) {
 	if h.bucket.AllowN(now, 1) {
 		return false, nil
 	}
-	r, err := h.bucket.ReserveN(now, 1)
-	if err != nil {
-		return false, fmt.Errorf("polite: host %q: %w", h.key, err)
+	for {
+		r, err := h.bucket.ReserveN(now, 1)
+		if err != nil {
+			return true, fmt.Errorf("polite: host %q: %w", h.key, err)
+		}
+		d := r.DelayFrom(now)
+		if dl, ok := ctx.Deadline(); ok && dl.Before(now.Add(d)) {
+			r.CancelAt(now)
+			return true, fmt.Errorf("polite: host %q: waiting %v for a token would outlast the deadline: %w", h.key, d, context.DeadlineExceeded)
+		}
+		hold := d <= maxHold
+		if !hold {
+			r.CancelAt(now)
+			d = maxHold
+		}
+		t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: ReasonRate, Delay: d})
+		if err := sleep(ctx, d); err != nil {
+			if hold {
+				r.CancelAt(time.Now())
+			}
+			return true, err
+		}
+		if hold {
+			return true, nil
+		}
+		now = time.Now()
+		if h.bucket.AllowN(now, 1) {
+			return true, nil
+		}
 	}
-	d := r.DelayFrom(now)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(now.Add(d)) {
-		r.CancelAt(now)
-		return false, fmt.Errorf("polite: host %q: waiting %v for a token would outlast the deadline: %w", h.key, d, context.DeadlineExceeded)
-	}
-	t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: ReasonRate, Delay: d})
-	if err := sleep(ctx, d); err != nil {
-		r.CancelAt(time.Now())
-		return true, err
-	}
-	return true, nil
 }
 
 // feedback tells the host's state what an attempt came to. It returns the
@@ -551,9 +602,10 @@ func (t *Transport) feedback(ctx context.Context, now time.Time, h *Host, x *hos
 	case Throttled:
 		d, ok := retry.ParseAfter(resp.Header, now)
 		why = ReasonRetryAfter
+		pauseWhy := ReasonRetryAfter
 		if !ok {
 			d = t.Backoff.Next(attempt, 0)
-			why = ReasonBackoff
+			why, pauseWhy = ReasonBackoff, ReasonBackoff
 			// Unlike other failures, a throttle pauses the whole host for the
 			// backoff delay: every request to it waits, not just this one.
 			if p, _ := x.paused(now); p > 0 {
@@ -564,12 +616,18 @@ func (t *Transport) feedback(ctx context.Context, now time.Time, h *Host, x *hos
 			giveUp = true
 			t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: h.key, Reason: ReasonRetryAfter, Status: resp.StatusCode, Delay: d})
 		}
-		if x.pause(now.Add(d), why) {
-			t.emit(ctx, Event{Kind: EventPause, Time: now, Host: h.key, Reason: why, Delay: d, Status: resp.StatusCode})
+		if x.pause(now.Add(d), pauseWhy) {
+			t.emit(ctx, Event{Kind: EventPause, Time: now, Host: h.key, Reason: pauseWhy, Delay: d, Status: resp.StatusCode})
 		}
 		h.bucket.Drain(now)
 		wait = d
-		why = ReasonRetryAfter // the retry waits at the pause gate
+		// The retry waits at the pause gate, not in send: say so with a
+		// reason send does not sleep for. Only a server-advertised wait
+		// (ok) is reported to a Rater as Retry-After.
+		why = ReasonRetryAfter
+		if !ok {
+			why = ReasonRate
+		}
 	case Blocked:
 		if x.blocked.Load() == nil {
 			r := blockReason
@@ -612,7 +670,7 @@ func (t *Transport) adapt(ctx context.Context, now time.Time, h *Host, x *hostEx
 		sig.Latency = latency
 	}
 	if why == ReasonRetryAfter {
-		sig.Wait = wait
+		sig.Wait = wait // only a wait the server advertised, never our own backoff
 	}
 	ceiling := x.maxRate()
 	if m, ok := x.rater.(interface{ SetMax(float64) }); ok {
@@ -622,7 +680,8 @@ func (t *Transport) adapt(ctx context.Context, now time.Time, h *Host, x *hostEx
 	}
 	rate := min(x.rater.Observe(now, sig), ceiling)
 	if c, ok := x.rater.(interface{ Concurrency() int }); ok {
-		if n := c.Concurrency(); n > 0 && n != h.gate.Limit() {
+		n := min(c.Concurrency(), t.reg.rule(h.rule).limits.Concurrency)
+		if n > 0 && n != h.gate.Limit() {
 			h.gate.SetLimit(n)
 		}
 	}
@@ -761,9 +820,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 // peekBody reads up to MaxPeek bytes of b and returns them with a body that
 // replays them ahead of the rest.
 func peekBody(b io.ReadCloser) ([]byte, io.ReadCloser) {
-	buf := make([]byte, MaxPeek)
-	n, err := io.ReadFull(b, buf)
-	buf = buf[:n]
+	pooled := peekPool.Get().(*[MaxPeek]byte)
+	n, err := io.ReadFull(b, pooled[:])
+	buf := bytes.Clone(pooled[:n]) // only what was read outlives the call
+	peekPool.Put(pooled)
 	pb := &peekedBody{head: bytes.NewReader(buf), rest: b}
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		pb.err = err
@@ -773,6 +833,8 @@ func peekBody(b io.ReadCloser) ([]byte, io.ReadCloser) {
 	}
 	return buf, pb
 }
+
+var peekPool = sync.Pool{New: func() any { return new([MaxPeek]byte) }}
 
 type peekedBody struct {
 	head *bytes.Reader
