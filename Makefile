@@ -5,7 +5,7 @@ FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 COUNT    ?= 6
 
-.PHONY: test fmt-check vet unit bench bench-peers fuzz politeness tidy-check
+.PHONY: test fmt-check vet unit bench bench-peers fuzz politeness throughput
 
 test: fmt-check vet unit
 
@@ -34,3 +34,14 @@ fuzz:
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
+
+# The politeness benchmark: every scenario x policy through the Transport,
+# on the testbed under a fake clock (about 15 s). Add -bare to drive the
+# policies without the Transport's pauses.
+politeness:
+	$(GO) test ./internal/politeness -run TestTable -v -args -table
+
+# 100,000 URLs over 1,000 loopback testbed hosts with durable state on;
+# fails below 5,000 URLs/s or at 300 MB peak RSS.
+throughput:
+	bash crawl/testdata/throughput.sh

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -115,6 +116,14 @@ func runDemo(ctx context.Context, e *env, o *demoOptions) error {
 	fmt.Fprintf(e.stdout, ", at most %d in flight.\n", fo.Concurrency)
 	err := runFetch(ctx, e, fo)
 	fmt.Fprintf(e.stdout, "\nLook inside: head %s/results.jsonl; sqlite3 %s/state.db 'select outcome, count(*) from urls group by 1'\n", fo.Out, fo.Out)
+	// The demo's hosts block, disallow and hand out bad lines on purpose:
+	// URLs that end that way are the demo working, so a finished demo exits
+	// 0. (polite fetch would exit 4.)
+	var ee *exitError
+	if errors.As(err, &ee) && ee.code == ExitFailures {
+		fmt.Fprintln(e.stdout, "The failures above are the simulated hosts' doing, as designed; polite fetch would exit 4 here.")
+		return nil
+	}
 	return err
 }
 
