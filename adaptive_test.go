@@ -63,3 +63,44 @@ func TestAdaptiveFindsCapacity(t *testing.T) {
 		}
 	})
 }
+
+// TestAdaptiveNoCollapse repeats a steady host under 32 endless workers:
+// goroutine interleavings differ from run to run, and none may let the rate
+// collapse. (It did once: a capacity measured over the Transport's host-wide
+// pause counted zero answers and set the rate to the floor, 0.1 req/s.)
+func TestAdaptiveNoCollapse(t *testing.T) {
+	runs := 20
+	if testing.Short() {
+		runs = 5
+	}
+	for run := range runs {
+		synctest.Test(t, func(t *testing.T) {
+			srv := testbed.NewServer(testbed.HostConfig{Name: "steady.test", Rate: 20, Burst: 10, Latency: 50 * time.Millisecond})
+			srv.StartInMemory()
+			defer srv.Close()
+			tr := &Transport{Base: srv.Transport(), Limits: Limits{Burst: 1, Concurrency: 32}, Adaptive: &adaptive.Config{Initial: 1}}
+			c := &http.Client{Transport: tr}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var wg sync.WaitGroup
+			for w := range 32 {
+				wg.Go(func() {
+					for n := w; ctx.Err() == nil; n += 32 {
+						req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("http://steady.test/page/%d", n), nil)
+						resp, err := c.Do(req)
+						if err != nil {
+							time.Sleep(10 * time.Millisecond)
+							continue
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				})
+			}
+			wg.Wait()
+			if st := srv.Host("steady.test").Stats(); st.Admitted < 900 {
+				t.Errorf("run %d: admitted %d in a minute at capacity 20 req/s, want ≥ 900 (75 %%)", run, st.Admitted)
+			}
+		})
+	}
+}

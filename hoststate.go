@@ -25,8 +25,25 @@ type hostExt struct {
 	robotsSeen    atomic.Pointer[robots.Robots] // the copy whose Crawl-delay is applied
 	robotsCeiling atomic.Uint64                 // float64 bits: 1/Crawl-delay; 0 = none
 
+	lastThrottle atomic.Int64 // unix ns when the last throttle event was counted
+
 	rater   adaptive.Rater // nil unless the Transport is adaptive
 	lastMax atomic.Uint64  // float64 bits: the ceiling last told to rater
+}
+
+// throttleWave reports whether a throttle answering a request sent at sent
+// belongs to an event already counted (the request left before it was
+// heard); if not, it starts a new event at now.
+func (x *hostExt) throttleWave(sent, now time.Time) bool {
+	for {
+		last := x.lastThrottle.Load()
+		if sent.UnixNano() < last {
+			return true
+		}
+		if x.lastThrottle.CompareAndSwap(last, now.UnixNano()) {
+			return false
+		}
+	}
 }
 
 // maxRate returns the lowest of the host's ceilings (robots.txt, RateLimit

@@ -371,7 +371,7 @@ func (t *Transport) send(ctx context.Context, req *http.Request, h *Host, x *hos
 		t.emit(ctx, Event{Kind: EventAttempt, Time: now, Host: h.key, Status: status, Outcome: out,
 			Attempt: attempt, Latency: latency, Err: err})
 
-		wait, why, giveUp := t.feedback(ctx, now, h, x, resp, out, blockReason, attempt)
+		wait, why, giveUp := t.feedback(ctx, now, start, h, x, resp, out, blockReason, attempt)
 		if x.rater != nil {
 			t.adapt(ctx, now, h, x, out, latency, wait, why)
 		}
@@ -530,8 +530,11 @@ func (t *Transport) admit(ctx context.Context, now time.Time, h *Host, x *hostEx
 		}
 		if waited {
 			now = time.Now()
-			// A 429 may have paused the host while we waited for the token.
+			// A 429 may have paused the host while we waited for the token:
+			// stand down, and give the unused token back, or every waiter
+			// would take one per pause and sink the bucket into debt.
 			if d, _ := x.paused(now); d > 0 {
+				h.bucket.Forgive(now, 1)
 				h.gate.Release()
 				continue
 			}
@@ -546,6 +549,10 @@ func (t *Transport) admit(ctx context.Context, now time.Time, h *Host, x *hostEx
 		return now, nil
 	}
 }
+
+// throttledAgain marks, inside feedback, a throttle that belongs to a wave
+// already counted.
+const throttledAgain Outcome = -1
 
 // maxHold is the longest a request holds a reservation of a token while it
 // waits for it. A reservation is made at the rate of the moment; if the rate
@@ -595,11 +602,18 @@ func (t *Transport) token(ctx context.Context, now time.Time, h *Host) (bool, er
 // feedback tells the host's state what an attempt came to. It returns the
 // reason a retry would wait (the host's pause, or backoff) and whether the
 // request must give up regardless of retries left.
-func (t *Transport) feedback(ctx context.Context, now time.Time, h *Host, x *hostExt, resp *http.Response,
+func (t *Transport) feedback(ctx context.Context, now, sent time.Time, h *Host, x *hostExt, resp *http.Response,
 	out Outcome, blockReason string, attempt int) (wait time.Duration, why Reason, giveUp bool) {
 	why = ReasonBackoff
 	switch out {
 	case Throttled:
+		// Answers to requests sent before the last throttle was heard are
+		// the same congestion event (a wave of in-flight requests meeting
+		// one overshoot): they may lengthen the pause, never shorten it, but
+		// they count once against the breaker, not once each.
+		if x.throttleWave(sent, now) {
+			out = throttledAgain
+		}
 		d, ok := retry.ParseAfter(resp.Header, now)
 		why = ReasonRetryAfter
 		pauseWhy := ReasonRetryAfter
@@ -640,6 +654,7 @@ func (t *Transport) feedback(ctx context.Context, now time.Time, h *Host, x *hos
 		t.readQuota(ctx, now, h, x, resp)
 	}
 	switch {
+	case out == throttledAgain:
 	case out.failure():
 		t.breakerRecord(ctx, now, h, x, false)
 	case out == OK || out == ClientError:

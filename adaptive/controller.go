@@ -538,7 +538,10 @@ func (c *Controller) endWindow(t int64) {
 		// post-cut throttle when there is room: the bucket was empty then,
 		// even after a pause that let it refill.
 		ok, from := c.okPost, c.cutAt
-		if backAt-c.firstThr >= int64(c.cfg.Window)/2 {
+		// Only when enough were served after it: a client that pauses the
+		// whole host on a throttle (polite.Transport does) may have served
+		// none, and a capacity of zero measured over a pause is no capacity.
+		if backAt-c.firstThr >= int64(c.cfg.Window)/2 && c.okAfter >= minMeasure {
 			ok, from = c.okAfter, c.firstThr
 		}
 		span := max(backAt-from, int64(c.cfg.Window)/4)

@@ -390,6 +390,29 @@ func (b *Bucket) WaitN(ctx context.Context, n int) error {
 	}
 }
 
+// Forgive gives back n tokens that were taken but not used, as far as the
+// bucket is in debt: it moves the bucket back toward empty, never above
+// empty, so it cannot undo a Drain. A caller that took a token and then was
+// told to stand down (a host paused meanwhile) forgives it, or waiters that
+// loop would run the bucket ever deeper into debt.
+func (b *Bucket) Forgive(now time.Time, n int) {
+	t := nanos(now)
+	for {
+		f, p := b.load()
+		if p == nil || p.cost == 0 || n <= 0 {
+			return
+		}
+		empty := t + p.tau
+		if f <= empty {
+			return
+		}
+		next := max(f-p.costOf(n), empty)
+		if b.full.CompareAndSwap(f, next) {
+			return
+		}
+	}
+}
+
 // Drain empties the bucket at now, as a host's 429 asks: the next token
 // arrives 1/rate later. Outstanding debt is kept, never forgiven.
 func (b *Bucket) Drain(now time.Time) {

@@ -360,3 +360,28 @@ func TestSetRateRaceKeepsTokens(t *testing.T) {
 		t.Errorf("Tokens after rate churn at one instant = %v, want 10", got)
 	}
 }
+
+func TestForgive(t *testing.T) {
+	b := New(1, 2)
+	now := at(0)
+	for range 5 {
+		b.ReserveN(now, 1) // 2 from the burst, then 3 of debt
+	}
+	if got := b.Tokens(now); math.Abs(got+3) > 1e-9 {
+		t.Fatalf("Tokens = %v, want -3", got)
+	}
+	b.Forgive(now, 2)
+	if got := b.Tokens(now); math.Abs(got+1) > 1e-9 {
+		t.Errorf("after Forgive(2): Tokens = %v, want -1", got)
+	}
+	b.Forgive(now, 5)
+	if got := b.Tokens(now); got != 0 {
+		t.Errorf("after Forgive(5): Tokens = %v, want 0 (never above empty)", got)
+	}
+	b2 := New(1, 2)
+	b2.Drain(now)
+	b2.Forgive(now, 1)
+	if got := b2.Tokens(now); got != 0 {
+		t.Errorf("Forgive after Drain: Tokens = %v, want 0", got)
+	}
+}
