@@ -523,6 +523,7 @@ func (t *Transport) admit(ctx context.Context, now time.Time, h *Host, x *hostEx
 			}
 			now = time.Now()
 		}
+		asked := now
 		waited, err := t.token(ctx, now, h)
 		if err != nil {
 			h.gate.Release()
@@ -530,10 +531,12 @@ func (t *Transport) admit(ctx context.Context, now time.Time, h *Host, x *hostEx
 		}
 		if waited {
 			now = time.Now()
-			// A 429 may have paused the host while we waited for the token:
-			// stand down, and give the unused token back, or every waiter
-			// would take one per pause and sink the bucket into debt.
-			if d, _ := x.paused(now); d > 0 {
+			// A throttle heard while we waited means our token was granted
+			// at the rate of before: stand down and give it back (or every
+			// waiter would take one per throttle and sink the bucket into
+			// debt), then wait again at the rate of now, behind the pause
+			// if there is one.
+			if d, _ := x.paused(now); d > 0 || x.lastThrottle.Load() > asked.UnixNano() {
 				h.bucket.Forgive(now, 1)
 				h.gate.Release()
 				continue
@@ -618,10 +621,19 @@ func (t *Transport) feedback(ctx context.Context, now, sent time.Time, h *Host, 
 		why = ReasonRetryAfter
 		pauseWhy := ReasonRetryAfter
 		if !ok {
-			d = t.Backoff.Next(attempt, 0)
 			why, pauseWhy = ReasonBackoff, ReasonBackoff
-			// Unlike other failures, a throttle pauses the whole host for the
-			// backoff delay: every request to it waits, not just this one.
+			if x.rater != nil {
+				// Adaptive: the Rater cuts the rate on this very answer and
+				// the bucket is drained below, so the host already waits
+				// 1/rate at the cut rate; a guessed backoff on top would
+				// idle it for nothing (measured: 5-10 % of its capacity).
+				d = 0
+			} else {
+				// Unlike other failures, a throttle pauses the whole host for
+				// the backoff delay: every request to it waits, not just
+				// this one.
+				d = t.Backoff.Next(attempt, 0)
+			}
 			if p, _ := x.paused(now); p > 0 {
 				d = max(d, p)
 			}
