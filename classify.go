@@ -44,14 +44,9 @@ func (o Outcome) String() string {
 	return "unknown"
 }
 
-// retryable reports whether an attempt with this outcome may be tried again.
-func (o Outcome) retryable() bool {
-	switch o {
-	case Throttled, Overloaded, ServerError, NetworkError:
-		return true
-	}
-	return false
-}
+// retryable reports whether an attempt with this outcome may be tried again:
+// exactly the failures (a block, a client error or a cancellation never is).
+func (o Outcome) retryable() bool { return o.failure() }
 
 // failure reports whether the outcome counts against the host's breaker.
 func (o Outcome) failure() bool {

@@ -56,11 +56,12 @@ func (x *hostExt) maxRate() float64 {
 	return c
 }
 
-// idle reports whether nothing in x needs the host kept: no pause pending and
-// no block to remember. (A block must outlive idleness, or eviction would
-// forgive it.)
+// idle reports whether nothing in x needs the host kept: no pause pending, no
+// block to remember, the breaker closed. (A block or an open breaker must
+// outlive idleness, or eviction would forgive it.)
 func (x *hostExt) idle(now time.Time) bool {
-	return x.pauseUntil.Load() <= now.UnixNano() && x.blocked.Load() == nil
+	return x.pauseUntil.Load() <= now.UnixNano() && x.blocked.Load() == nil &&
+		x.breaker.State(now) == breaker.Closed
 }
 
 // pause extends the host's pause to until (never shortens it) and reports

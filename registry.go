@@ -146,7 +146,6 @@ type Registry struct {
 	globs    []int32          // glob rule indexes, most specific first
 	newHosts atomic.Int64     // hosts created, for stats
 	initErr  error            // a bad pattern, reported by Check
-	onEvict  func(h *Host)    // set by the Transport
 	now      func() time.Time // for tests; nil = time.Now
 }
 
@@ -308,9 +307,6 @@ func (r *Registry) sweep(s *shard) {
 			return false
 		}
 		s.evictions.Add(1)
-		if r.onEvict != nil {
-			r.onEvict(h)
-		}
 		return true
 	})
 }

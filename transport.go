@@ -371,9 +371,9 @@ func (t *Transport) send(ctx context.Context, req *http.Request, h *Host, x *hos
 		t.emit(ctx, Event{Kind: EventAttempt, Time: now, Host: h.key, Status: status, Outcome: out,
 			Attempt: attempt, Latency: latency, Err: err})
 
-		wait, why, giveUp := t.feedback(ctx, now, start, h, x, resp, out, blockReason, attempt)
+		advertised, giveUp := t.feedback(ctx, now, start, h, x, resp, out, blockReason, attempt)
 		if x.rater != nil {
-			t.adapt(ctx, now, h, x, out, latency, wait, why)
+			t.adapt(ctx, now, h, x, out, latency, advertised)
 		}
 
 		// Return, or retry?
@@ -396,16 +396,17 @@ func (t *Transport) send(ctx context.Context, req *http.Request, h *Host, x *hos
 			drainClose(resp.Body)
 		}
 		t.release(h)
-		if why == ReasonBackoff {
-			wait = t.Backoff.Next(attempt, prevDelay)
+		// A throttle paused the whole host in feedback: admit waits that
+		// out with every other request to it. Other failures back off this
+		// request alone.
+		if out != Throttled {
+			wait := t.Backoff.Next(attempt, prevDelay)
 			prevDelay = wait
 			t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: ReasonBackoff, Delay: wait, Attempt: attempt + 1})
 			if err := sleep(ctx, wait); err != nil {
 				return nil, err
 			}
 		}
-		// Throttled: the host's pause (set in feedback) is the wait; admit
-		// waits it out with every other request to the host.
 	}
 }
 
@@ -603,11 +604,10 @@ func (t *Transport) token(ctx context.Context, now time.Time, h *Host) (bool, er
 }
 
 // feedback tells the host's state what an attempt came to. It returns the
-// reason a retry would wait (the host's pause, or backoff) and whether the
+// wait the server advertised (a sane Retry-After; 0 if none) and whether the
 // request must give up regardless of retries left.
 func (t *Transport) feedback(ctx context.Context, now, sent time.Time, h *Host, x *hostExt, resp *http.Response,
-	out Outcome, blockReason string, attempt int) (wait time.Duration, why Reason, giveUp bool) {
-	why = ReasonBackoff
+	out Outcome, blockReason string, attempt int) (advertised time.Duration, giveUp bool) {
 	switch out {
 	case Throttled:
 		// Answers to requests sent before the last throttle was heard are
@@ -618,10 +618,11 @@ func (t *Transport) feedback(ctx context.Context, now, sent time.Time, h *Host, 
 			out = throttledAgain
 		}
 		d, ok := retry.ParseAfter(resp.Header, now)
-		why = ReasonRetryAfter
 		pauseWhy := ReasonRetryAfter
-		if !ok {
-			why, pauseWhy = ReasonBackoff, ReasonBackoff
+		if ok {
+			advertised = d
+		} else {
+			pauseWhy = ReasonBackoff
 			if x.rater != nil {
 				// Adaptive: the Rater cuts the rate on this very answer and
 				// the bucket is drained below, so the host already waits
@@ -646,14 +647,6 @@ func (t *Transport) feedback(ctx context.Context, now, sent time.Time, h *Host, 
 			t.emit(ctx, Event{Kind: EventPause, Time: now, Host: h.key, Reason: pauseWhy, Delay: d, Status: resp.StatusCode})
 		}
 		h.bucket.Drain(now)
-		wait = d
-		// The retry waits at the pause gate, not in send: say so with a
-		// reason send does not sleep for. Only a server-advertised wait
-		// (ok) is reported to a Rater as Retry-After.
-		why = ReasonRetryAfter
-		if !ok {
-			why = ReasonRate
-		}
 	case Blocked:
 		if x.blocked.Load() == nil {
 			r := blockReason
@@ -672,7 +665,7 @@ func (t *Transport) feedback(ctx context.Context, now, sent time.Time, h *Host, 
 	case out == OK || out == ClientError:
 		t.breakerRecord(ctx, now, h, x, true)
 	}
-	return wait, why, giveUp
+	return advertised, giveUp
 }
 
 func (t *Transport) breakerRecord(ctx context.Context, now time.Time, h *Host, x *hostExt, ok bool) {
@@ -691,13 +684,11 @@ var kinds = [...]adaptive.Kind{
 // adapt feeds an attempt to the host's Rater and applies the rate it answers,
 // under the host's ceilings.
 func (t *Transport) adapt(ctx context.Context, now time.Time, h *Host, x *hostExt, out Outcome,
-	latency, wait time.Duration, why Reason) {
-	sig := adaptive.Signal{Kind: kinds[out]}
+	latency, advertised time.Duration) {
+	// Only a wait the server advertised, never our own backoff.
+	sig := adaptive.Signal{Kind: kinds[out], Wait: advertised}
 	if out != NetworkError && out != Canceled {
 		sig.Latency = latency
-	}
-	if why == ReasonRetryAfter {
-		sig.Wait = wait // only a wait the server advertised, never our own backoff
 	}
 	ceiling := x.maxRate()
 	if m, ok := x.rater.(interface{ SetMax(float64) }); ok {
@@ -751,9 +742,8 @@ func (t *Transport) readQuota(ctx context.Context, now time.Time, h *Host, x *ho
 	if ceiling <= 0 {
 		return
 	}
-	old := x.getCeiling()
 	x.setCeiling(ceiling)
-	if cur := h.bucket.Rate(); cur > ceiling && (old > ceiling*1.1 || old < ceiling*0.9 || cur > old) {
+	if cur := h.bucket.Rate(); cur > ceiling*1.02 { // SetRate allocates: skip changes under 2 %
 		h.bucket.SetRate(now, ceiling)
 		t.emit(ctx, Event{Kind: EventRate, Time: now, Host: h.key, Reason: ReasonRateLimit, Rate: ceiling})
 	}

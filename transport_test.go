@@ -466,7 +466,13 @@ func TestHostsDoNotSlowEachOther(t *testing.T) {
 			t.Errorf("50 requests to fast.test took %v while slow.test was paused; want ≤ 500ms", d)
 		}
 		wg.Wait()
-		_ = s
+		// Meanwhile slow.test itself was left alone for its Retry-After.
+		times := s.times("slow.test")
+		for _, at := range times[1:] {
+			if d := at.Sub(times[0]); d > 0 && d < 30*time.Second {
+				t.Errorf("slow.test got a request %v after its 429, inside its 30 s Retry-After", d)
+			}
+		}
 	})
 }
 

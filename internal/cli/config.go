@@ -43,16 +43,25 @@ func loadConfig(name string) (*config, error) {
 	return parseConfig(name, src)
 }
 
-func parseConfig(name string, src []byte) (*config, error) {
-	var c config
-	md, err := toml.Decode(string(src), &c)
+// decodeTOML decodes src into v, with errors that name the file and line.
+func decodeTOML(name string, src []byte, v any) (toml.MetaData, error) {
+	md, err := toml.Decode(string(src), v)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, pe.Message)
+			return md, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, pe.Message)
 		}
 		// A type mismatch ("rate" given a string) has no position: find it.
-		return nil, fmt.Errorf("%s:%d: %v", name, lineOfError(src, err), err)
+		return md, fmt.Errorf("%s:%d: %v", name, lineOfError(src, err), err)
+	}
+	return md, nil
+}
+
+func parseConfig(name string, src []byte) (*config, error) {
+	var c config
+	md, err := decodeTOML(name, src, &c)
+	if err != nil {
+		return nil, err
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0]

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
 	"github.com/polite-go/polite/testbed"
@@ -124,13 +122,9 @@ func loadTestbedConfig(name string) ([]testbed.HostConfig, error) {
 		return nil, fmt.Errorf("--config: %w", err)
 	}
 	var f testbedFile
-	md, err := toml.Decode(string(src), &f)
+	md, err := decodeTOML(name, src, &f)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, pe.Message)
-		}
-		return nil, fmt.Errorf("%s:%d: %v", name, lineOfError(src, err), err)
+		return nil, err
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0]
