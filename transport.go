@@ -711,10 +711,14 @@ func (t *Transport) adapt(ctx context.Context, now time.Time, h *Host, x *hostEx
 	t.emit(ctx, Event{Kind: EventRate, Time: now, Host: h.key, Reason: ReasonAdaptive, Rate: rate, Outcome: out})
 }
 
+// quotaPaceMin is the least time to a quota's reset over which readQuota
+// spreads what is left of it.
+const quotaPaceMin = 10 * time.Second
+
 // readQuota paces the host from RateLimit / X-RateLimit fields: with no
-// quota left it pauses the host until the reset, before a 429 comes; with
-// some left it spreads what is left over the time to the reset; a stated
-// limit per window caps the host's rate.
+// quota left it pauses the host until the reset, before a 429 comes; a
+// stated limit per window caps the host's rate; without one, what is left of
+// a long window's quota is spread over the time to its reset.
 func (t *Transport) readQuota(ctx context.Context, now time.Time, h *Host, x *hostExt, resp *http.Response) {
 	if !hasQuotaFields(resp.Header) {
 		return
@@ -729,15 +733,16 @@ func (t *Transport) readQuota(ctx context.Context, now time.Time, h *Host, x *ho
 		}
 		return
 	}
-	ceiling := 0.0
-	if q.Limit > 0 && q.Window > 0 {
-		ceiling = float64(q.Limit) / q.Window.Seconds()
-	}
-	if q.Remaining > 0 && q.Reset > 0 {
-		pace := float64(q.Remaining) / q.Reset.Seconds()
-		if ceiling == 0 || pace < ceiling {
-			ceiling = pace
-		}
+	// A stated policy (Limit per Window) is the host's sustainable rate.
+	// Without one, a quota that resets only after a long wait (an hourly API
+	// quota, say) is spread over the time to the reset. Remaining/Reset of
+	// a short window is no ceiling: the quota comes back within seconds,
+	// and a token-bucket server run near its capacity shows little left
+	// nearly always, so reading it as one would pin the host far under
+	// what it serves.
+	ceiling, _ := q.Rate()
+	if ceiling <= 0 && q.Remaining > 0 && q.Reset >= quotaPaceMin {
+		ceiling = float64(q.Remaining) / q.Reset.Seconds()
 	}
 	if ceiling <= 0 {
 		return

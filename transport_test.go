@@ -231,6 +231,43 @@ func TestRateLimitRemainingZeroWaitsForReset(t *testing.T) {
 	})
 }
 
+// TestRateLimitCeiling checks which quota fields cap a host's rate: a
+// stated policy does, and so does what is left of a long window; what is
+// left of a short window (a token bucket run near its capacity shows little
+// left nearly always) does not.
+func TestRateLimitCeiling(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		fields []string
+		want   float64
+	}{
+		{"policy", []string{"RateLimit-Policy", `"default";q=20;w=2`, "RateLimit", `"default";r=1;t=1`}, 10},
+		{"short window", []string{"X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "1", "X-RateLimit-Reset", "1"}, 50},
+		{"long window", []string{"X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "36", "X-RateLimit-Reset", "3600"}, 0.01},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := &Transport{Limits: Limits{Rate: 50, Burst: 5, Concurrency: 10}}
+				c, _ := setup(t, tr, map[string]http.HandlerFunc{
+					"a.test": func(w http.ResponseWriter, r *http.Request) {
+						for i := 0; i < len(tt.fields); i += 2 {
+							w.Header().Set(tt.fields[i], tt.fields[i+1])
+						}
+					},
+				})
+				if resp, _, err := get(t, c, "http://a.test/"); err != nil || resp.StatusCode != 200 {
+					t.Fatalf("GET = %v, %v", resp, err)
+				}
+				h := tr.Registry().Get("a.test")
+				defer tr.Registry().Put(h)
+				if got := h.Bucket().Rate(); math.Abs(got-tt.want) > 1e-9 {
+					t.Errorf("rate %v, want %v", got, tt.want)
+				}
+			})
+		})
+	}
+}
+
 func TestPostWithoutGetBodyNotRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, s := setup(t, &Transport{Limits: fast(), RetryNonIdempotent: true}, map[string]http.HandlerFunc{

@@ -450,13 +450,17 @@ func (h *Host) rateLimitLocked() rateLimit {
 	if h.cfg.RateLimitHeaders == RateLimitNone {
 		return rateLimit{}
 	}
+	// The policy is the bucket's rate over a whole number of seconds, at
+	// least as long as the bucket takes to fill: what it admits over any
+	// such window, sustained, without counting on its burst.
 	b := &h.bucket
+	w := max(int64(math.Ceil(float64(b.burst)/b.rate)), 1)
 	return rateLimit{
 		on:        true,
-		limit:     b.burst,
+		limit:     max(int64(b.rate*float64(w)), 1),
 		remaining: b.remaining(),
 		reset:     ceilSeconds(b.untilFull()),
-		wind:      max(int64(math.Ceil(float64(b.burst)/b.rate)), 1),
+		wind:      w,
 	}
 }
 
