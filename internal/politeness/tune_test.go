@@ -3,6 +3,7 @@ package politeness
 import (
 	"flag"
 	"fmt"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -36,7 +37,7 @@ func TestTune(t *testing.T) {
 	for _, sc := range scs {
 		var g, r, s float64
 		never := 0
-		const n = 5
+		n := *flagVariants
 		for k := range n {
 			if *flagShift >= 0 && k != *flagShift {
 				continue
@@ -46,9 +47,21 @@ func TestTune(t *testing.T) {
 			for i := range v.Hosts {
 				h := &v.Hosts[i]
 				h.Seed = uint64(k*100 + i + 1)
+				// Variant 0 is the scenario itself; the others scale the
+				// capacity by 0.85 to 1.15 and shift the step by up to 5 s.
+				f := 1 + 0.3*(math.Mod(float64(k)*0.618, 1)-0.5)
+				if k == 0 {
+					f = 1
+				}
+				h.Rate *= f
+				h.Burst = max(int(float64(h.Burst)*f), 1)
 				if len(h.Schedule) > 0 {
 					h.Schedule = append([]testbed.Step(nil), h.Schedule...)
-					h.Schedule[0].At += time.Duration(k) * 700 * time.Millisecond
+					h.Schedule[0].At += time.Duration(k*700%5000) * time.Millisecond
+					for j := range h.Schedule {
+						h.Schedule[j].Rate *= f
+						h.Schedule[j].Burst = max(int(float64(h.Schedule[j].Burst)*f), 1)
+					}
 				}
 			}
 			synctest.Test(t, func(t *testing.T) {
@@ -72,8 +85,11 @@ func TestTune(t *testing.T) {
 			})
 		}
 		fmt.Printf("%-16s %-13s goodput %5.1f%%  refused %5.2f%%  settle %4.1f s (never %d)\n",
-			sc.Name, p.Name, 100*g/n, 100*r/n, s/float64(max(n-never, 1)), never)
+			sc.Name, p.Name, 100*g/float64(n), 100*r/float64(n), s/float64(max(n-never, 1)), never)
 	}
 }
 
-var flagShift = flag.Int("shift", -1, "with -tune: run only this variant")
+var (
+	flagShift    = flag.Int("shift", -1, "with -tune: run only this variant")
+	flagVariants = flag.Int("variants", 5, "with -tune: how many variants to average over")
+)
