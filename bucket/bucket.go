@@ -509,6 +509,16 @@ func (b *Bucket) update(now time.Time, change func(old *params) *params) {
 				debt = float64(maxSpan)
 			}
 			next = t + int64(math.Round(debt))
+			if tok < 0 && old != nil && old.cost > 0 {
+				// Tokens reserved ahead (negative tokens) were granted at
+				// the old rate, and their requests go at the times it gave
+				// them: the debt ends no later than it would have, and the
+				// new rate runs from there. Repaid at a cut rate instead,
+				// a few reservations made at a high rate would stall the
+				// bucket for many intervals of the new one.
+				end := f - old.tau // the instant the old debt is paid
+				next = min(next, end+np.tau)
+			}
 		}
 	}
 	b.p.Store(np)

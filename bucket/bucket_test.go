@@ -385,3 +385,37 @@ func TestForgive(t *testing.T) {
 		t.Errorf("Forgive after Drain: Tokens = %v, want 0", got)
 	}
 }
+
+// A cut of the rate does not stretch tokens reserved at the old rate: they
+// were granted at its spacing, and the new rate runs from the instant their
+// debt would have been paid. A rise does shorten it.
+func TestSetRateKeepsReservedTime(t *testing.T) {
+	const ms = time.Millisecond
+	for _, tc := range []struct {
+		name     string
+		from, to float64
+		want     time.Duration // when the next token is there, after 6 reserved at 0
+	}{
+		{"cut", 1000, 0.5, 6*ms + 2*time.Second}, // not 6 tokens × 2 s later
+		{"rise", 0.5, 1000, 7 * ms},              // 6 tokens and one at 1 ms, not 12 s
+		{"halved", 10, 5, 800 * ms},              // the 6th at 600 ms, then 200 ms
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(tc.from, 1)
+			b.AllowN(at(0), 1) // empty the bucket
+			for range 6 {      // the 1st to 6th intervals, at the old rate
+				if _, err := b.ReserveN(at(0), 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b.SetRate(at(0), tc.to)
+			r, err := b.ReserveN(at(0), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.DelayFrom(at(0)); got != tc.want {
+				t.Errorf("next token after %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
