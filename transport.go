@@ -558,12 +558,19 @@ func (t *Transport) admit(ctx context.Context, now time.Time, h *Host, x *hostEx
 // already counted.
 const throttledAgain Outcome = -1
 
-// maxHold is the longest a request holds a reservation of a token while it
-// waits for it. A reservation is made at the rate of the moment; if the rate
-// rises meanwhile (an adaptive ramp, a cold start), a long one would keep
-// the request waiting at the old rate. Waits beyond maxHold are taken in
-// steps, each re-reading the bucket.
-const maxHold = 250 * time.Millisecond
+// A request waiting for a token holds a reservation of one only when it
+// comes within about one token interval (1/rate, kept between minPoll and
+// maxHold). A longer wait is slept off until about one interval before the
+// token is due, and the bucket read again then. A reservation is made at the
+// rate of the moment: held long while the rate changes (an adaptive ramp, a
+// cut, a cold start), it keeps the request to the old rate. Measured on the
+// politeness scenarios (TestTune, 20 variants), holding up to 250 ms whatever
+// the rate cost 7 points of goodput after a step up, and 60 % more 429s after
+// a step down, and 4 times as many on the concurrency-capped host.
+const (
+	minPoll = 10 * time.Millisecond
+	maxHold = 250 * time.Millisecond
+)
 
 // token takes one token from the host's bucket, waiting for it, and reports
 // whether it waited.
@@ -581,10 +588,17 @@ func (t *Transport) token(ctx context.Context, now time.Time, h *Host) (bool, er
 			r.CancelAt(now)
 			return true, fmt.Errorf("polite: host %q: waiting %v for a token would outlast the deadline: %w", h.key, d, context.DeadlineExceeded)
 		}
-		hold := d <= maxHold
+		// Hold the reservation if the token comes within about one token
+		// interval at the rate of now; otherwise sleep until about one
+		// interval before it is due and look again.
+		poll := maxHold
+		if r := h.bucket.Rate(); r > 0 {
+			poll = min(max(time.Duration(min(1e9/r, float64(maxHold))), minPoll), maxHold)
+		}
+		hold := d <= poll
 		if !hold {
 			r.CancelAt(now)
-			d = maxHold
+			d = min(max(d-poll, minPoll), maxHold)
 		}
 		t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: ReasonRate, Delay: d})
 		if err := sleep(ctx, d); err != nil {
