@@ -136,8 +136,8 @@ func (p phase) String() string { return phaseNames[p] }
 const (
 	pubEvery       = int64(100 * time.Millisecond) // least time between two published increases
 	pubStep        = 0.01                          // least relative increase worth publishing
-	probeStep      = 0.1                           // a probe's first excess over the capacity...
-	probeDouble    = int64(300 * time.Millisecond) // ... doubles this often
+	probeRamp      = int64(2 * time.Second)        // a probe's excess over the capacity grows over this time...
+	probeTop       = 0.5                           // ... to this share of it, then holds
 	minSpan        = int64(time.Second)            // shortest bracket that measures a capacity
 	maxSpan        = int64(30 * time.Second)       // longest
 	minLatN        = 8                             // OK answers needed before latency counts
@@ -200,7 +200,11 @@ type Controller struct {
 	// policers does the same).
 	okCum   int64 // OK answers so far
 	emptyAt int64 // send time of the latest throttle; -1 if none
-	pend    struct {
+	// The host's bucket was empty at markAt, with markOK OK answers to
+	// requests sent before: what it saved since is what it earned minus
+	// what it served.
+	markAt, markOK int64
+	pend           struct {
 		at, due int64 // a throttle's send time; when its peers' answers are back
 		active  bool
 	}
@@ -390,6 +394,7 @@ func (c *Controller) empty(sent int64) {
 func (c *Controller) bracket() {
 	at, ok := c.pend.at, c.okCum
 	c.pend.active = false
+	c.markAt, c.markOK = at, ok
 	if !c.mark.valid || at-c.mark.at > maxSpan {
 		c.mark.at, c.mark.ok, c.mark.valid = at, ok, true
 		return
@@ -413,11 +418,11 @@ func (c *Controller) bracket() {
 			c.probeWait = int64(c.cfg.ProbeInterval)
 		}
 		c.capEst, c.capErr = est, err
-	case est >= c.capEst-c.capErr && err < c.capErr && !c.capLow &&
-		(c.capEst+c.capErr-est)*float64(span)/1e9 <= 1.5:
-		// Within a coarse estimate's error, finer, and over a span too
-		// short for the host's bucket to have filled and overflowed (which
-		// would bias it low): take it instead.
+	case est >= c.capEst-c.capErr && err < c.capErr && !c.capLow:
+		// Within a coarse estimate's error, and finer: take it instead. (A
+		// long span can bias it low, if the host's bucket filled and
+		// overflowed meanwhile; a low estimate costs a little rate until a
+		// probe finds the room, a high one a throttle every settle.)
 		c.capEst, c.capErr = est, err
 	default:
 		return
@@ -547,14 +552,17 @@ func (c *Controller) endWindow(t int64) {
 		span := max(backAt-from, int64(c.cfg.Window)/4)
 		m := float64(ok) * 1e9 / float64(span)
 		// A count of a few answers is coarse: keep an estimate it agrees
-		// with, within a token and a half over the span.
-		if tol := 1.5e9 / float64(span); c.capLow || m < c.capEst-tol || m > c.capEst+tol {
+		// with, within a token and a half over the span. And a single late
+		// throttle shows the rate a token or so over the capacity, not that
+		// the bucket stayed empty: the count is only a lower bound then,
+		// and a bracket's finer estimate nearby stands.
+		bracketed := c.thrPost == 1 && c.capEst > 0 && c.capErr <= coarse*c.capEst && m < c.capEst && m > 0.75*c.capEst
+		if tol := 1.5e9 / float64(span); !bracketed && (c.capLow || m < c.capEst-tol || m > c.capEst+tol) {
 			c.capEst, c.capErr = m, tol
 			c.refine = tol > coarse*m
 		}
 		c.capLow = false
-		m = c.capEst
-		c.want = c.cfg.Target * m
+		c.want = c.cfg.Target * c.capEst
 		c.probeWait = int64(c.cfg.ProbeInterval)
 		c.decrease(t, t, false)
 	case c.failPost*2 > c.nPost && c.nPost >= minLatN:
@@ -639,8 +647,12 @@ func (c *Controller) tick(t int64) {
 			c.decrease(t, t, true)
 			return
 		}
-		tau := float64(t-c.probeAt) / float64(probeDouble)
-		c.want = c.probeBase * (1 + probeStep*(math.Exp2(tau)-1))
+		// The excess grows linearly to probeTop × the capacity over
+		// probeRamp, then holds: fast enough to spend the host's savings
+		// within a few seconds, gentle enough that the throttle which ends
+		// a fruitless probe meets few requests in flight.
+		tau := float64(t-c.probeAt) / float64(probeRamp)
+		c.want = c.probeBase * (1 + probeTop*min(tau, 1))
 		c.checkProbe(t)
 	}
 }
@@ -679,9 +691,15 @@ func (c *Controller) startProbe(t int64) {
 	c.probeOK = 0
 	c.stored = math.Inf(1)
 	if c.emptyAt >= 0 {
-		// The capacity may be a little above its estimate: allow for it.
-		hi := c.capEst + max(c.capEst*storedSlack, 2*c.capErr)
-		c.stored = max(hi-c.rate, 0) * float64(t-c.emptyAt) / 1e9
+		// What the host earned since its bucket was last seen empty, less
+		// what it served meanwhile; the capacity may be a little above its
+		// estimate: allow for it.
+		hi := c.capEst + max(c.capEst*storedSlack, c.capErr)
+		if !c.pend.active && c.markAt == c.emptyAt {
+			c.stored = max(hi*float64(t-c.lat.med-c.markAt)/1e9-float64(c.okCum-c.markOK), 0)
+		} else {
+			c.stored = max(hi-c.rate, 0) * float64(t-c.emptyAt) / 1e9
+		}
 	}
 	if tracing {
 		c.trace(t, "probe stored=%.2f wait=%.1f", c.stored, float64(c.probeWait)/1e9)
@@ -692,6 +710,9 @@ func (c *Controller) startProbe(t int64) {
 // its savings can explain.
 func (c *Controller) checkProbe(t int64) {
 	if excess := c.excess(t); excess > c.stored+max(2, 0.1*c.probeBase) {
+		if !c.capLow {
+			c.mark.valid = false // the capacity changed: no bracket across it
+		}
 		c.phase = ramping
 		c.capLow = true
 		if tracing {

@@ -37,10 +37,11 @@
 // the estimate upwards as the run goes on.
 //
 // Gentle probes. A settled rate would never see the capacity grow, so it
-// probes: after Config.ProbeInterval it climbs from the capacity, slowly at
-// first, faster the longer the host keeps serving. The host's bucket refilled
+// probes: after Config.ProbeInterval it climbs from the capacity to half as
+// much again over two seconds, and holds there. The host's bucket refilled
 // while the rate sat under its capacity, so a probe is first served from
-// those savings; only service beyond what the savings can explain shows more
+// those savings (what the host earned at its capacity since it last
+// throttled, less what it served); only service beyond them shows more
 // capacity, and turns the probe into a ramp (slow start again) until the
 // next throttle measures the new capacity. A probe that finds nothing costs
 // one throttled request, so each makes the next wait longer, up to

@@ -38,34 +38,74 @@ func runScenario(t *testing.T, sc testbed.Scenario, p Policy, opts Options) Resu
 	return res
 }
 
-// The controller alone (Bare), on the standard scenarios: ranges, not traces.
-func TestOursBare(t *testing.T) {
+// meanOf runs n variants of a scenario (see variant) and averages them:
+// one run's figures hang on where its probes happen to fall.
+func meanOf(t *testing.T, sc testbed.Scenario, p Policy, opts Options, n int) (m Result) {
+	t.Helper()
+	for k := range n {
+		var res Result
+		synctest.Test(t, func(t *testing.T) {
+			var err error
+			if res, err = RunOne(t.Context(), variant(sc, k), p, opts); err != nil {
+				t.Fatal(err)
+			}
+		})
+		m.Goodput += res.Goodput / float64(n)
+		m.Refused += res.Refused / float64(n)
+		m.P95 = max(m.P95, res.P95)
+		if res.Settle < 0 || m.Settle < 0 {
+			m.Settle = -1
+		} else {
+			m.Settle += res.Settle / time.Duration(n)
+		}
+	}
+	t.Logf("%s/%s over %d variants: goodput %.1f%%, refused %.2f%%, settle %v, worst p95 %.2f×",
+		sc.Name, p.Name, n, 100*m.Goodput, 100*m.Refused, m.Settle, m.P95)
+	return m
+}
+
+// polite on the standard scenarios, through polite.Transport (what a user
+// gets) and bare (the controller alone), averaged over five variants each:
+// ranges, not traces. The Transport's ranges are the targets where
+// they are met (steady: ≥ 95 % at ≤ 1 %), with a little room for the
+// variants' spread.
+func TestOurs(t *testing.T) {
 	tests := []struct {
 		scenario   string
+		bare       bool
 		minGoodput float64
 		maxRefused float64
 		maxSettle  time.Duration // 0: no step
 		maxP95     float64       // 0: not checked
 	}{
-		{"steady", 0.95, 0.01, 0, 0},
-		{"step-down", 0.85, 0.04, 6 * time.Second, 0},
-		{"step-up", 0.85, 0.02, 8 * time.Second, 0},
-		{"latency-knee", 0.85, 0, 0, 3.5},
-		{"jittery", 0.9, 0.02, 0, 0},
-		{"retry-after", 0.75, 0.03, 0, 0},
+		{"steady", false, 0.95, 0.01, 0, 0},
+		{"step-down", false, 0.85, 0.025, 6 * time.Second, 0},
+		{"step-up", false, 0.85, 0.012, 10 * time.Second, 0},
+		{"latency-knee", false, 0.85, 0, 0, 3},
+		{"jittery", false, 0.93, 0.01, 0, 0},
+		{"retry-after", false, 0.8, 0.02, 0, 0},
+		{"concurrency-cap", false, 0.7, 0.01, 0, 0},
+		{"steady", true, 0.95, 0.012, 0, 0},
+		{"step-down", true, 0.85, 0.03, 10 * time.Second, 0},
+		{"step-up", true, 0.8, 0.012, 12 * time.Second, 0},
+		{"latency-knee", true, 0.85, 0, 0, 3},
+		{"jittery", true, 0.93, 0.01, 0, 0},
 	}
 	for _, tc := range tests {
-		t.Run(tc.scenario, func(t *testing.T) {
-			sc := scenario(t, tc.scenario)
-			res := runScenario(t, sc, Ours(adaptive.Config{}), Options{Bare: true})
+		name := tc.scenario
+		if tc.bare {
+			name += "/bare"
+		}
+		t.Run(name, func(t *testing.T) {
+			res := meanOf(t, scenario(t, tc.scenario), Ours(adaptive.Config{}), Options{Bare: tc.bare}, 5)
 			if res.Goodput < tc.minGoodput {
 				t.Errorf("goodput %.1f%%, want ≥ %.0f%%", 100*res.Goodput, 100*tc.minGoodput)
 			}
 			if res.Refused > tc.maxRefused {
-				t.Errorf("refused %.2f%%, want ≤ %.0f%%", 100*res.Refused, 100*tc.maxRefused)
+				t.Errorf("refused %.2f%%, want ≤ %.1f%%", 100*res.Refused, 100*tc.maxRefused)
 			}
 			if tc.maxSettle > 0 && (res.Settle < 0 || res.Settle > tc.maxSettle) {
-				t.Errorf("settled after %v, want within %v", res.Settle, tc.maxSettle)
+				t.Errorf("settled after %v on average, want within %v", res.Settle, tc.maxSettle)
 			}
 			if tc.maxP95 > 0 && res.P95 > tc.maxP95 {
 				t.Errorf("p95 %.2f× the unloaded latency, want ≤ %.1f×", res.P95, tc.maxP95)
@@ -149,6 +189,8 @@ func TestSettleTime(t *testing.T) {
 		{[]int{50, 50, 40, 20, 10, 9, 11, 10}, 2 * time.Second, 2 * time.Second},
 		{[]int{50, 50, 40, 20, 10, 9, 20, 10}, 2 * time.Second, -1},
 		{[]int{50, 50, 40, 10, 10, 10, 10, 10}, 1500 * time.Millisecond, 1500 * time.Millisecond},
+		{[]int{50, 50, 40, 10, 9, 12, 9, 10}, 2 * time.Second, time.Second}, // 31 of 30 over three windows
+		{[]int{50, 50, 40, 10, 12, 12, 12, 10}, 2 * time.Second, -1},        // 34 of 30
 	} {
 		if got := settleTime(mk(caps, tc.sent), tc.at); got != tc.want {
 			t.Errorf("settleTime(%v, %v) = %v, want %v", tc.sent, tc.at, got, tc.want)

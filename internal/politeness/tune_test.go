@@ -42,28 +42,7 @@ func TestTune(t *testing.T) {
 			if *flagShift >= 0 && k != *flagShift {
 				continue
 			}
-			v := sc
-			v.Hosts = append([]testbed.HostConfig(nil), sc.Hosts...)
-			for i := range v.Hosts {
-				h := &v.Hosts[i]
-				h.Seed = uint64(k*100 + i + 1)
-				// Variant 0 is the scenario itself; the others scale the
-				// capacity by 0.85 to 1.15 and shift the step by up to 5 s.
-				f := 1 + 0.3*(math.Mod(float64(k)*0.618, 1)-0.5)
-				if k == 0 {
-					f = 1
-				}
-				h.Rate *= f
-				h.Burst = max(int(float64(h.Burst)*f), 1)
-				if len(h.Schedule) > 0 {
-					h.Schedule = append([]testbed.Step(nil), h.Schedule...)
-					h.Schedule[0].At += time.Duration(k*700%5000) * time.Millisecond
-					for j := range h.Schedule {
-						h.Schedule[j].Rate *= f
-						h.Schedule[j].Burst = max(int(float64(h.Schedule[j].Burst)*f), 1)
-					}
-				}
-			}
+			v := variant(sc, k)
 			synctest.Test(t, func(t *testing.T) {
 				if *flagDebug {
 					defer traceTo(func(s string) { fmt.Println(s) })()
@@ -93,3 +72,31 @@ var (
 	flagShift    = flag.Int("shift", -1, "with -tune: run only this variant")
 	flagVariants = flag.Int("variants", 5, "with -tune: how many variants to average over")
 )
+
+// variant returns variant k of a scenario: variant 0 is the scenario itself;
+// the others reseed its hosts, scale their capacity by 0.85 to 1.15 and shift
+// a capacity step by up to 5 s, so that averages over variants do not hang
+// on one trajectory.
+func variant(sc testbed.Scenario, k int) testbed.Scenario {
+	v := sc
+	v.Hosts = append([]testbed.HostConfig(nil), sc.Hosts...)
+	f := 1 + 0.3*(math.Mod(float64(k)*0.618, 1)-0.5)
+	if k == 0 {
+		f = 1
+	}
+	for i := range v.Hosts {
+		h := &v.Hosts[i]
+		h.Seed = uint64(k*100 + i + 1)
+		h.Rate *= f
+		h.Burst = max(int(float64(h.Burst)*f), 1)
+		if len(h.Schedule) > 0 {
+			h.Schedule = append([]testbed.Step(nil), h.Schedule...)
+			h.Schedule[0].At += time.Duration(k*700%5000) * time.Millisecond
+			for j := range h.Schedule {
+				h.Schedule[j].Rate *= f
+				h.Schedule[j].Burst = max(int(float64(h.Schedule[j].Burst)*f), 1)
+			}
+		}
+	}
+	return v
+}
