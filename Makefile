@@ -5,7 +5,7 @@ FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 COUNT    ?= 6
 
-.PHONY: test fmt-check vet unit bench bench-peers fuzz politeness throughput
+.PHONY: test fmt-check vet unit bench bench-peers fuzz politeness politeness-avg throughput
 
 test: fmt-check vet unit
 
@@ -40,6 +40,16 @@ fuzz:
 # policies without the Transport's pauses.
 politeness:
 	$(GO) test ./internal/politeness -run TestTable -v -args -table
+
+# The same, averaged over VARIANTS variants of each scenario (capacity scaled
+# 0.85-1.15, steps shifted, hosts reseeded): one run's figures hang on where
+# its probes happen to fall. About a minute per policy per 20 variants.
+VARIANTS ?= 20
+POLICIES ?= polite aws-adaptive aimd autothrottle static-10
+politeness-avg:
+	@for p in $(POLICIES); do \
+	  $(GO) test ./internal/politeness -count 1 -run TestTune -v -args -tune -variants $(VARIANTS) -policy $$p | grep goodput; \
+	done
 
 # 100,000 URLs over 1,000 loopback testbed hosts with durable state on;
 # fails below 5,000 URLs/s or at 300 MB peak RSS.
