@@ -592,8 +592,8 @@ func (t *Transport) token(ctx context.Context, now time.Time, h *Host) (bool, er
 		// interval at the rate of now; otherwise sleep until about one
 		// interval before it is due and look again.
 		poll := maxHold
-		if r := h.bucket.Rate(); r > 0 {
-			poll = min(max(time.Duration(min(1e9/r, float64(maxHold))), minPoll), maxHold)
+		if rate := h.bucket.Rate(); rate > 0 {
+			poll = max(time.Duration(min(1e9/rate, float64(maxHold))), minPoll)
 		}
 		hold := d <= poll
 		if !hold {

@@ -152,6 +152,7 @@ const (
 	coarse         = 0.1                           // a capacity this uncertain (relative) is re-measured soon
 	winAnswers     = 8                             // answers a reaction window should see, at least
 	probeCost      = 50                            // requests per failed probe (one throttled), at least
+	nearBracket    = 0.75                          // a count this near under a fine estimate bounds it; further under, the capacity fell
 )
 
 // Controller is polite's per-host rate policy: AIMD whose decrease lands on a
@@ -556,7 +557,7 @@ func (c *Controller) endWindow(t int64) {
 		// throttle shows the rate a token or so over the capacity, not that
 		// the bucket stayed empty: the count is only a lower bound then,
 		// and a bracket's finer estimate nearby stands.
-		bracketed := c.thrPost == 1 && c.capEst > 0 && c.capErr <= coarse*c.capEst && m < c.capEst && m > 0.75*c.capEst
+		bracketed := c.thrPost == 1 && c.capEst > 0 && c.capErr <= coarse*c.capEst && m < c.capEst && m > nearBracket*c.capEst
 		if tol := 1.5e9 / float64(span); !bracketed && (c.capLow || m < c.capEst-tol || m > c.capEst+tol) {
 			c.capEst, c.capErr = m, tol
 			c.refine = tol > coarse*m

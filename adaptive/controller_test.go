@@ -343,3 +343,50 @@ func BenchmarkObserve(b *testing.B) {
 		}
 	})
 }
+
+// A bracket (what the host served between two throttles) replaces a coarse
+// capacity it lies within the error of, and leaves one it contradicts to
+// other signals.
+func TestFinerBracketReplacesCoarseEstimate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		served int64   // OK answers between the two throttles, 2 s apart
+		want   float64 // capacity afterwards
+	}{
+		{"within the error", 40, 19.75},  // (40-0.5)/2 s, inside 22.9 ± 4.9
+		{"far below it", 30, 22.9},       // 14.75: not this estimate's noise
+		{"above it", 60, (60 - 0.5) / 2}, // a bracket only ever raises
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{}, t0)
+			c.phase, c.capEst, c.capErr = settled, 22.9, 4.9
+			c.mark.at, c.mark.ok, c.mark.valid = 0, 0, true
+			c.okCum = tc.served
+			c.pend.at, c.pend.active = int64(2*time.Second), true
+			c.bracket()
+			if math.Abs(c.capEst-tc.want) > 1e-9 {
+				t.Errorf("capacity %.2f, want %.2f", c.capEst, tc.want)
+			}
+			if want := DefaultTarget * tc.want; tc.want != 22.9 && math.Abs(c.want-want) > 1e-9 {
+				t.Errorf("settles at %.2f, want %.2f", c.want, want)
+			}
+		})
+	}
+}
+
+// A probe's allowance for the host's savings is counted: what the host
+// earned at its capacity since it last throttled, less what it served. A
+// rate that sat under the capacity for part of that time (after a halving)
+// does not make the savings look larger than they are.
+func TestProbeSavingsAreCounted(t *testing.T) {
+	c := New(Config{}, t0)
+	c.phase, c.capEst, c.capErr = settled, 20, 0.2
+	c.emptyAt, c.markAt, c.markOK = 0, 0, 0
+	c.okCum = 100 // served over the 6 s since the throttle
+	c.rate = 10   // now, after a halving; the old guess read (20.4-10)*6 = 62
+	c.startProbe(int64(6 * time.Second))
+	// 20.4 req/s (the capacity plus its 2 % slack) × 6 s, less 100 served.
+	if want := 20.4*6 - 100; math.Abs(c.stored-want) > 1e-9 {
+		t.Errorf("savings %.2f, want %.2f", c.stored, want)
+	}
+}
