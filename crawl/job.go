@@ -131,7 +131,9 @@ type Job struct {
 	st   *store
 	lock *os.File
 
-	hosts    map[string]*host // by key; complete before Run
+	// hosts, hostList, items and sched are written by Run as it loads the
+	// pending URLs, before it sets loaded, and only read afterwards.
+	hosts    map[string]*host // by key
 	hostList []*host
 	items    []*item // pending, from the database, in order
 	sched    *sched
@@ -148,6 +150,7 @@ type Job struct {
 	doneNow    int
 	outcomes   map[string]int
 	start      time.Time
+	loaded     bool // Run has loaded the pending URLs (see hosts)
 }
 
 // Open opens (creating it if need be) the job in dir, takes its lock, and

@@ -114,3 +114,41 @@ func TestJobEndToEnd(t *testing.T) {
 		t.Errorf("after rerun %d results", n)
 	}
 }
+
+// Progress may be called from the moment Run is called (the CLI's display
+// does): before the pending URLs are loaded it reports counts only, and it
+// never races with the loading (run with -race).
+func TestProgressWhileRunStarts(t *testing.T) {
+	srv := testbed.NewServer(testbed.HostConfig{Name: "a.test"})
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var list strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&list, "http://a.test/page/%d\n", i)
+	}
+	j, err := Open(t.TempDir(), Options{Transport: &polite.Transport{Base: srv.Transport(), Limits: polite.Limits{Rate: 1000, Burst: 100, Concurrency: 8}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if _, err := j.Load(strings.NewReader(list.String())); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for j.Progress(-1).Done < 200 { // all hosts: walks the host list too
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := j.Run(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if p := j.Progress(-1); p.Done != 200 || len(p.Hosts) != 1 {
+		t.Errorf("after Run: done %d, hosts %d; want 200, 1", p.Done, len(p.Hosts))
+	}
+}

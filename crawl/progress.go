@@ -50,8 +50,8 @@ func (s *hostStats) p95() time.Duration {
 }
 
 // observer reads the Transport's events: pauses to schedule around, and
-// counts for the display. The host map is complete before the job runs and
-// read-only afterwards; events about other hosts (redirect targets) are
+// counts for the display. The host map is complete before the first fetch
+// and read-only afterwards; events about other hosts (redirect targets) are
 // ignored.
 type observer struct {
 	hosts map[string]*host
@@ -129,7 +129,11 @@ func (j *Job) Progress(topHosts int) Progress {
 	if !j.start.IsZero() {
 		p.Elapsed = time.Since(j.start)
 	}
+	loaded := j.loaded
 	j.mu.Unlock()
+	if !loaded {
+		return p // Run is still loading the pending URLs: counts only
+	}
 	p.InFlight, p.Queued, p.Delayed = j.sched.counts()
 	p.HostCount = len(j.hosts)
 	if topHosts == 0 {

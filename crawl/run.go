@@ -39,6 +39,9 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	if err := j.loadPending(ctx); err != nil {
 		return Summary{}, err
 	}
+	j.mu.Lock()
+	j.loaded = true // Progress may read the hosts and the scheduler from now on
+	j.mu.Unlock()
 
 	j.commits = make(chan commitMsg, 4*j.opts.Workers+1024)
 	commitErr := make(chan error, 1)
