@@ -163,6 +163,12 @@ func FuzzKeyURL(f *testing.F) {
 			if k1 != k2 || (err1 == nil) != (err2 == nil) {
 				t.Fatalf("Key(%q) unstable: %q/%v then %q/%v", raw, k1, err1, k2, err2)
 			}
+			// A host key is already normal: keying it again changes nothing.
+			if by == KeyHost && err1 == nil {
+				if again, err := HostKey(u.Scheme, k1); err != nil || again != k1 {
+					t.Fatalf("HostKey(%q, %q) = %q, %v; want it unchanged", u.Scheme, k1, again, err)
+				}
+			}
 		}
 	})
 }

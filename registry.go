@@ -137,16 +137,15 @@ type Registry struct {
 	// Zero means DefaultIdleTimeout.
 	IdleTimeout time.Duration
 
-	once     sync.Once
-	seed     maphash.Seed
-	shards   [shardCount]shard
-	base     resolved
-	rules    []resolved       // in Rules order
-	exact    map[string]int32 // exact pattern → rule index
-	globs    []int32          // glob rule indexes, most specific first
-	newHosts atomic.Int64     // hosts created, for stats
-	initErr  error            // a bad pattern, reported by Check
-	now      func() time.Time // for tests; nil = time.Now
+	once    sync.Once
+	seed    maphash.Seed
+	shards  [shardCount]shard
+	base    resolved
+	rules   []resolved       // in Rules order
+	exact   map[string]int32 // exact pattern → rule index
+	globs   []int32          // glob rule indexes, most specific first
+	initErr error            // a bad pattern, reported by Check
+	now     func() time.Time // for tests; nil = time.Now
 }
 
 // resolved is a rule's Limits with defaults filled in and bucket settings
@@ -283,7 +282,6 @@ func (r *Registry) Get(key string) *Host {
 	h.gate.Init(rs.limits.Concurrency)
 	h.refs.Store(1)
 	s.tab.insert(h, hash)
-	r.newHosts.Add(1)
 	return h
 }
 

@@ -524,10 +524,20 @@ func (t *Transport) admit(ctx context.Context, now time.Time, h *Host, x *hostEx
 			}
 			now = time.Now()
 		}
+		if t.global != nil && !t.global.TryAcquire() {
+			if err := t.global.Acquire(ctx); err != nil {
+				h.gate.Release()
+				return now, err
+			}
+			now = time.Now()
+		}
+		// The token comes last, right before sending: taken before a wait
+		// for the global slot, tokens taken apart in time would all be
+		// spent at once when slots free up.
 		asked := now
 		waited, err := t.token(ctx, now, h)
 		if err != nil {
-			h.gate.Release()
+			t.release(h)
 			return now, err
 		}
 		if waited {
@@ -539,16 +549,9 @@ func (t *Transport) admit(ctx context.Context, now time.Time, h *Host, x *hostEx
 			// if there is one.
 			if d, _ := x.paused(now); d > 0 || x.lastThrottle.Load() > asked.UnixNano() {
 				h.bucket.Forgive(now, 1)
-				h.gate.Release()
+				t.release(h)
 				continue
 			}
-		}
-		if t.global != nil && !t.global.TryAcquire() {
-			if err := t.global.Acquire(ctx); err != nil {
-				h.gate.Release()
-				return now, err
-			}
-			now = time.Now()
 		}
 		return now, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -227,6 +228,41 @@ func TestRateLimitRemainingZeroWaitsForReset(t *testing.T) {
 		times := s.times("a.test")
 		if got := times[1].Sub(start); got != 5*time.Second {
 			t.Errorf("second request came after %v, want 5 s (the reset)", got)
+		}
+	})
+}
+
+// TestTokenAfterGlobalSlot checks that the token is taken after the global
+// in-flight slot: requests that wait for a slot and got their tokens apart
+// in time must not all be sent the instant slots free up.
+func TestTokenAfterGlobalSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &Transport{Limits: fast(), MaxInFlight: 2, Rules: []Rule{
+			{Pattern: "b.test", Limits: Limits{Rate: 1, Burst: 1, Concurrency: 10}},
+		}}
+		c, s := setup(t, tr, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) { time.Sleep(10 * time.Second) },
+			"b.test": func(w http.ResponseWriter, r *http.Request) {},
+		})
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() { get(t, c, "http://a.test/") })
+		}
+		synctest.Wait() // both global slots held for 10 s
+		for range 2 {
+			wg.Go(func() { get(t, c, "http://b.test/") })
+		}
+		wg.Wait()
+		times := s.times("b.test")
+		if len(times) != 2 {
+			t.Fatalf("b.test saw %d requests, want 2", len(times))
+		}
+		gap := times[1].Sub(times[0])
+		if gap < 0 {
+			gap = -gap
+		}
+		if gap < time.Second {
+			t.Errorf("b.test's two requests came %v apart, want its rate's 1 s", gap)
 		}
 	})
 }
@@ -544,8 +580,7 @@ func TestRateAndConcurrencyNeverExceeded(t *testing.T) {
 		c, s := setup(t, &Transport{Limits: Limits{Rate: 5, Burst: 2, Concurrency: 2}}, map[string]http.HandlerFunc{
 			"a.test": func(w http.ResponseWriter, r *http.Request) {
 				n := inflight.Add(1)
-				if n > peak.Load() {
-					peak.Store(n)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}
 				time.Sleep(700 * time.Millisecond)
 				inflight.Add(-1)
@@ -595,11 +630,10 @@ func TestNetworkErrorRetriedThenError(t *testing.T) {
 
 func TestBadURL(t *testing.T) {
 	tr := &Transport{}
-	req, _ := http.NewRequest("GET", "http://exa mple.com/", nil)
-	if req != nil {
-		if _, err := tr.RoundTrip(req); err == nil {
-			t.Error("RoundTrip(bad host) succeeded")
-		}
+	// http.NewRequest would refuse this URL; a hand-built request need not.
+	req := &http.Request{Method: "GET", URL: &url.URL{Scheme: "http", Host: "exa mple.com", Path: "/"}, Header: http.Header{}}
+	if _, err := tr.RoundTrip(req); err == nil {
+		t.Error("RoundTrip(bad host) succeeded")
 	}
 	req = &http.Request{Method: "GET", URL: nil}
 	if _, err := tr.RoundTrip(req); err == nil {
