@@ -43,10 +43,10 @@ type Config struct {
 	// comes and no capacity has been measured to settle at, in (0, 1). Zero
 	// means DefaultBackoff (0.5, halving).
 	Backoff float64
-	// Growth is the increase while starting or ramping (slow start): each
-	// OK answer adds Growth × 1 req/s, so that the rate grows by a factor e
-	// every 1/Growth seconds. Zero means DefaultGrowth (1.4: doubling about
-	// every half second).
+	// Growth is the increase of a cold start (slow start): each OK answer
+	// adds Growth × 1 req/s, so that the rate grows by a factor e every
+	// 1/Growth seconds; a ramp after a probe that found room grows at half
+	// that. Zero means DefaultGrowth (1.4: doubling about every half second).
 	Growth float64
 
 	// Window is the least reaction window: after a decrease, no other
@@ -525,21 +525,25 @@ func (c *Controller) endWindow(t int64) {
 	if tracing {
 		c.trace(t, "endWindow ok=%d thr=%d n=%d okAfter=%d cutAt=%.3f firstThr=%.3f backAt=%.3f", c.okPost, c.thrPost, c.nPost, c.okAfter, float64(c.cutAt)/1e9, float64(c.firstThr)/1e9, float64(backAt)/1e9)
 	}
+	// Still throttled late in the window: a request sent after the
+	// decrease, past the wave's stragglers (or half the window, if that
+	// comes first), was throttled.
+	late := c.thrPost > 0 && c.lastThr >= c.cutAt+min((c.winEnd-c.cutAt)/2, straggle+c.lat.p95)
 	switch {
-	case c.thrPost > 0 && c.lastThr >= c.cutAt+min((c.winEnd-c.cutAt)/2, straggle+c.lat.p95) &&
+	case late &&
 		c.okPost < minMeasure && c.winEnd-c.cutAt < 4*c.window():
 		// Still throttled, but too few answers served to measure the
 		// capacity by: keep the window open a while longer.
 		c.measuring = true
 		c.winEnd = t + c.window()
-	case c.thrPost > 0 && c.lastThr >= c.cutAt+min((c.winEnd-c.cutAt)/2, straggle+c.lat.p95) &&
+	case late &&
 		c.okPost < minMeasure:
 		// Still throttled and, even after waiting, too few served to
 		// measure anything by (the host may have been paused): a plain
 		// multiplicative decrease, the estimate untouched.
 		c.want = c.cfg.Backoff * c.want
 		c.decrease(t, t, false)
-	case c.thrPost > 0 && c.lastThr >= c.cutAt+min((c.winEnd-c.cutAt)/2, straggle+c.lat.p95):
+	case late:
 		// Still throttled late in the window. Measure from the first
 		// post-cut throttle when there is room: the bucket was empty then,
 		// even after a pause that let it refill.

@@ -137,11 +137,13 @@ const (
 type RateLimitHeaders string
 
 // Rate-limit header sets. For a bucket of size B and rate R holding r whole
-// tokens that refills completely in t seconds (rounded up):
+// tokens that refills completely in t seconds (rounded up), with the window
+// w = ceil(B/R) (at least 1 s) and the policy q = floor(R×w) (at least 1),
+// what the bucket admits over a window sustained, burst aside:
 //
-//	RateLimit-Policy: "default";q=B;w=ceil(B/R)
+//	RateLimit-Policy: "default";q=q;w=w
 //	RateLimit: "default";r=r;t=t
-//	X-RateLimit-Limit: B
+//	X-RateLimit-Limit: q
 //	X-RateLimit-Remaining: r
 //	X-RateLimit-Reset: t          (delta seconds, not a Unix time)
 const (
@@ -153,7 +155,7 @@ const (
 
 const defaultBodySize = 1024
 
-// Validate reports the first problem with c, naming the field.
+// Validate reports every problem with c, joined, each naming its field.
 func (c HostConfig) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {

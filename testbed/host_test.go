@@ -181,6 +181,10 @@ func TestRateLimitHeaders(t *testing.T) {
 		x := testbed.NewHost(testbed.HostConfig{Rate: 1, RateLimitHeaders: testbed.RateLimitX})
 		rec := get(x, "/")
 		want(rec, 200, "RateLimit", "", "X-RateLimit-Limit", "1")
+		// The policy is the rate over the window, not the burst: 20 req/s
+		// with a burst of 10 fills in 0.5 s, so 20 per second.
+		half := testbed.NewHost(testbed.HostConfig{Rate: 20, Burst: 10, RateLimitHeaders: testbed.RateLimitBoth})
+		want(get(half, "/"), 200, "RateLimit-Policy", `"default";q=20;w=1`, "X-RateLimit-Limit", "20")
 		none := testbed.NewHost(testbed.HostConfig{Rate: 1})
 		want(get(none, "/"), 200, "X-RateLimit-Limit", "", "RateLimit", "")
 	})

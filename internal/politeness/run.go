@@ -274,12 +274,14 @@ func measure(sc testbed.Scenario, policy string, srv *testbed.Server, tr *tracer
 		}
 		for _, step := range cfg.Schedule {
 			d := settleTime(tl, step.At)
-			hr.Settle = d.Seconds()
 			switch {
 			case d < 0:
-				settle = -1
-			case settle >= 0:
-				settle = max(settle, d)
+				settle, hr.Settle = -1, -1
+			case hr.Settle >= 0:
+				hr.Settle = max(hr.Settle, d.Seconds()) // the worst step
+				if settle >= 0 {
+					settle = max(settle, d)
+				}
 			}
 		}
 		capSum += hCap
