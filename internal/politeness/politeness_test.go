@@ -79,7 +79,7 @@ func TestOurs(t *testing.T) {
 		maxP95     float64       // 0: not checked
 	}{
 		{"steady", false, 0.95, 0.01, 0, 0},
-		{"step-down", false, 0.85, 0.025, 6 * time.Second, 0},
+		{"step-down", false, 0.85, 0.0275, 6 * time.Second, 0},
 		{"step-up", false, 0.85, 0.012, 10 * time.Second, 0},
 		{"latency-knee", false, 0.85, 0, 0, 3},
 		{"jittery", false, 0.93, 0.01, 0, 0},
