@@ -215,6 +215,24 @@ func lookupDirective(key string) directive {
 	return directives[string(buf[:len(key)])]
 }
 
+// lowerASCII lowers A-Z only, as Group's allocation-free path does: agent
+// names match case-insensitively in ASCII (RFC 9309 product tokens are
+// ASCII), and Parse and Group must fold them alike.
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\v' || c == '\f' }
 
 func trimSpace(s string) string {
@@ -371,7 +389,7 @@ func parse(data []byte, limit int) *Robots {
 		}
 		set := newRuleSet(g.rules)
 		for i, tok := range g.agents {
-			key := strings.ToLower(tok)
+			key := lowerASCII(tok)
 			mg := r.star
 			if key != "*" {
 				mg = r.groups[key]
@@ -472,7 +490,7 @@ func (r *Robots) Group(userAgent string) *Group {
 			if g := r.groups[string(buf[:len(tok)])]; g != nil {
 				return g
 			}
-		} else if g := r.groups[strings.ToLower(tok)]; g != nil {
+		} else if g := r.groups[lowerASCII(tok)]; g != nil {
 			return g
 		}
 	}

@@ -585,6 +585,15 @@ func TestGroup(t *testing.T) {
 				tt.ua, g.Agent(), g.Line(), g.Rules(), tt.wantAgent, tt.wantLine, tt.wantRules)
 		}
 	}
+	// Parse and Group fold case alike, ASCII only, also for names outside
+	// RFC 9309's token alphabet and past Group's 64-byte fast path.
+	long := strings.Repeat("Long", 20) + "Bot"
+	odd := Parse([]byte("User-agent: BÖT\nUser-agent: " + long + "\nDisallow: /\n"))
+	for _, ua := range []string{"BÖT", "bÖt", long, strings.ToUpper(long)} {
+		if g := odd.Group(ua); g == nil || g.Agent() == "*" {
+			t.Errorf("Group(%q) = %v, want the file's own group", ua, g)
+		}
+	}
 	if g := Parse([]byte("User-agent: a\nDisallow: /\n")).Group("b"); g != nil {
 		t.Errorf("Group(b) with no * group = %v, want nil", g)
 	}
