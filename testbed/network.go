@@ -366,7 +366,8 @@ type deadline struct {
 	mu    sync.Mutex // guards the fields below
 	ch    chan struct{}
 	timer *time.Timer
-	past  bool // ch is closed
+	gen   uint64 // set calls so far: which timer counts
+	past  bool   // ch is closed
 }
 
 // done returns a channel closed once the deadline has passed.
@@ -404,11 +405,14 @@ func (d *deadline) set(t time.Time) {
 		d.past = true
 		return
 	}
-	ch := d.ch
+	// A timer stopped too late may already be waiting for mu: the
+	// generation tells its callback it no longer counts.
+	d.gen++
+	ch, gen := d.ch, d.gen
 	d.timer = time.AfterFunc(wait, func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		if d.ch == ch && !d.past {
+		if d.gen == gen && d.ch == ch && !d.past {
 			close(ch)
 			d.past = true
 		}
