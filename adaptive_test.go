@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/polite-go/polite/adaptive"
+	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/testbed"
 )
 
@@ -100,6 +101,33 @@ func TestAdaptiveNoCollapse(t *testing.T) {
 			wg.Wait()
 			if st := srv.Host("steady.test").Stats(); st.Admitted < 900 {
 				t.Errorf("run %d: admitted %d in a minute at capacity 20 req/s, want ≥ 900 (75 %%)", run, st.Admitted)
+			}
+		})
+	}
+}
+
+// A host with no rate limit (bucket.Inf) under Adaptive starts at the
+// controller's ceiling, not at its cold-start default of 1 req/s: no limit
+// was asked for, so only the host's throttles bring the rate down.
+func TestAdaptiveUnlimitedStartsAtMax(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  adaptive.Config
+		want float64
+	}{
+		{adaptive.Config{}, adaptive.DefaultMax},
+		{adaptive.Config{Max: 50}, 50},
+		{adaptive.Config{Initial: 3}, 3}, // an explicit Initial wins
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			tr := &Transport{Limits: Limits{Rate: bucket.Inf, Concurrency: 4}, Adaptive: &tc.cfg}
+			c, _ := setup(t, tr, map[string]http.HandlerFunc{"a.test": func(http.ResponseWriter, *http.Request) {}})
+			if resp, _, err := get(t, c, "http://a.test/"); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("GET = %v, %v", resp, err)
+			}
+			h := tr.Registry().Get("a.test")
+			defer tr.Registry().Put(h)
+			if got := h.Bucket().Rate(); got != tc.want {
+				t.Errorf("%+v: rate %v after one answer, want %v", tc.cfg, got, tc.want)
 			}
 		})
 	}

@@ -117,8 +117,9 @@ type Transport struct {
 	// ramps until the host's first congestion signal, then the rate settles
 	// just under the capacity the host was measured to admit, and re-probes
 	// gently. A host's Limits.Rate is its starting rate unless the Config
-	// sets Initial, and its Limits.Concurrency caps the controller's
-	// concurrency. Ignored when NewRater is set.
+	// sets Initial (bucket.Inf starts at the Config's Max), and its
+	// Limits.Concurrency caps the controller's concurrency. Ignored when
+	// NewRater is set.
 	Adaptive *adaptive.Config
 
 	// NewRater, when set, makes each host's rate adaptive: the Rater it
@@ -230,7 +231,16 @@ func (t *Transport) init() {
 			cfg := *t.Adaptive
 			t.newRater = func(key string, l Limits) adaptive.Rater {
 				c := cfg
-				if c.Initial == 0 && l.Rate > 0 && l.Rate < bucket.Inf {
+				switch {
+				case c.Initial != 0 || !(l.Rate > 0):
+				case l.Rate >= bucket.Inf:
+					// No limit asked for: start at the ceiling, and let
+					// the host's first throttle bring the rate down.
+					c.Initial = c.Max
+					if c.Initial <= 0 {
+						c.Initial = adaptive.DefaultMax
+					}
+				default:
 					c.Initial = l.Rate
 				}
 				return adaptive.New(c, time.Now())

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/crawl"
 	"github.com/polite-go/polite/inflight"
@@ -159,8 +160,8 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 
 // addPolicyFlags defines the per-host policy flags, shared with demo.
 func addPolicyFlags(f *pflag.FlagSet, o *fetchOptions, rate, key *string) {
-	f.StringVar(rate, "rate", strconv.FormatFloat(polite.DefaultRate, 'g', -1, 64), "requests per second per host (the starting rate with --adaptive); \"inf\" for no limit")
-	f.Float64Var(&o.MaxRate, "max-rate", 0, "ceiling of a host's adaptive rate (0: 1000 req/s)")
+	f.StringVar(rate, "rate", strconv.FormatFloat(polite.DefaultRate, 'g', -1, 64), "requests per second per host (the starting rate with --adaptive); \"inf\" for no limit (with --adaptive: start at --max-rate)")
+	f.Float64Var(&o.MaxRate, "max-rate", 0, "ceiling of a host's adaptive rate (0: "+strconv.FormatFloat(adaptive.DefaultMax, 'g', -1, 64)+" req/s)")
 	f.IntVar(&o.Burst, "burst", polite.DefaultBurst, "requests a host may get at once after an idle spell")
 	f.IntVar(&o.Concurrency, "concurrency", polite.DefaultConcurrency, "requests in flight per host")
 	f.BoolVar(&o.Smooth, "smooth", false, "space each host's requests evenly (no bursts)")
