@@ -144,6 +144,7 @@ type Registry struct {
 	rules   []resolved       // in Rules order
 	exact   map[string]int32 // exact pattern → rule index
 	globs   []int32          // glob rule indexes, most specific first
+	pats    []string         // the rules' patterns, trimmed and lower-cased
 	initErr error            // a bad pattern, reported by Check
 	now     func() time.Time // for tests; nil = time.Now
 }
@@ -169,6 +170,7 @@ func (r *Registry) init() {
 		for i, rule := range r.Rules {
 			r.rules = append(r.rules, resolve(rule.Limits.or(def)))
 			p := strings.ToLower(strings.TrimSpace(rule.Pattern))
+			r.pats = append(r.pats, p)
 			if _, err := path.Match(p, ""); err != nil {
 				r.initErr = fmt.Errorf("polite: rule %d: pattern %q: %w", i, rule.Pattern, err)
 				continue
@@ -182,7 +184,7 @@ func (r *Registry) init() {
 			}
 		}
 		sort.SliceStable(r.globs, func(a, b int) bool {
-			return len(r.Rules[r.globs[a]].Pattern) > len(r.Rules[r.globs[b]].Pattern)
+			return len(r.pats[r.globs[a]]) > len(r.pats[r.globs[b]])
 		})
 		for i := range r.shards {
 			r.shards[i].sweepAt = 64
@@ -194,6 +196,16 @@ func (r *Registry) init() {
 func (r *Registry) Check() error {
 	r.init()
 	return r.initErr
+}
+
+// RuleIndex returns the index in Rules of the rule that applies to key, as
+// the Registry chooses it for its hosts (an exact key, then the key without
+// its port, then the longest glob, then the earlier rule), or -1 when none
+// does and Limits apply. Callers that keep more per rule than Limits (the
+// CLI's retries, say) look theirs up by it.
+func (r *Registry) RuleIndex(key string) int {
+	r.init()
+	return int(r.ruleFor(key))
 }
 
 // ruleFor returns the index of the rule for key, or -1 for the defaults.
@@ -208,7 +220,7 @@ func (r *Registry) ruleFor(key string) int32 {
 		}
 	}
 	for _, i := range r.globs {
-		p := strings.ToLower(strings.TrimSpace(r.Rules[i].Pattern))
+		p := r.pats[i]
 		if ok, _ := path.Match(p, key); ok {
 			return i
 		}

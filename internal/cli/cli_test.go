@@ -147,7 +147,9 @@ retries = 9
 		rules[1].Concurrency != 1 || !rules[1].Smooth || rules[2].Rate != bucket.Inf {
 		t.Errorf("rules = %+v", rules)
 	}
-	for key, want := range map[string]int{"api.example.com": -1, "www.example.com": 9, "other.org": 9} {
+	// www.example.com's rule is *.example.com, which leaves retries to the
+	// flag (0 here), though "*" sets 9; a port does not change the rule.
+	for key, want := range map[string]int{"api.example.com": -1, "api.example.com:8443": -1, "www.example.com": 0, "other.org": 9} {
 		if got := c.retriesFor(key); got != want {
 			t.Errorf("retriesFor(%q) = %d, want %d", key, got, want)
 		}

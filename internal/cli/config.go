@@ -21,6 +21,8 @@ import (
 // config is a --config file: per-host rules.
 type config struct {
 	Rules []rule `toml:"rule"`
+
+	match *polite.Registry // chooses a host's rule, as the Transport does
 }
 
 // rule is one [[rule]] table. Pointers tell a field left out from a zero.
@@ -85,6 +87,7 @@ func parseConfig(name string, src []byte) (*config, error) {
 			return nil, fmt.Errorf("%s: retries %d: must be -1 (none) or more", at("retries"), *r.Retries)
 		}
 	}
+	c.match = &polite.Registry{Rules: c.politeRules()}
 	return &c, nil
 }
 
@@ -184,31 +187,15 @@ func (c *config) politeRules() []polite.Rule {
 	return out
 }
 
-// retriesFor returns the retries the rules set for a host key (-1 for none),
-// or 0 when no rule with retries matches. Matching is polite's: an exact key
-// beats any glob, then the longest glob, then the earlier rule.
+// retriesFor returns the retries the rule for a host key sets (-1 for
+// none), or 0 when its rule leaves retries out, or no rule applies: the
+// flag's value then. The rule is the one the Transport picks for the key.
 func (c *config) retriesFor(key string) int {
-	best, bestLen, exact := -1, -1, false
-	for i, r := range c.Rules {
-		if r.Retries == nil {
-			continue
-		}
-		p := strings.ToLower(r.Hosts)
-		switch {
-		case p == key:
-			if !exact {
-				best, exact = i, true
-			}
-		case !exact:
-			if ok, _ := path.Match(p, key); ok && len(p) > bestLen {
-				best, bestLen = i, len(p)
-			}
-		}
-	}
-	if best < 0 {
+	i := c.match.RuleIndex(key)
+	if i < 0 || c.Rules[i].Retries == nil {
 		return 0
 	}
-	if n := *c.Rules[best].Retries; n != 0 {
+	if n := *c.Rules[i].Retries; n != 0 {
 		return n
 	}
 	return -1 // "retries = 0": none
