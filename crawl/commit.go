@@ -236,7 +236,7 @@ func (j *Job) reconcile() error {
 		}
 	}
 	if j.opts.Bodies == BodiesWARC {
-		info := fmt.Sprintf("software: polite\r\nformat: WARC File Format 1.1\r\nconformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n")
+		const info = "software: polite\r\nformat: WARC File Format 1.1\r\nconformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n"
 		if j.warc, err = openWARC(filepath.Join(j.dir, WARCFile), woff, info); err != nil {
 			return err
 		}

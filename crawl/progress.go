@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/bucket"
 )
 
 // hostStats is what the job saw of one host, for the live display and the
@@ -179,7 +180,7 @@ func (j *Job) Progress(topHosts int) Progress {
 			hp.Paused = p.Sub(now)
 		}
 		ph := reg.Get(h.key)
-		if r := ph.Bucket().Rate(); r < 1e300 {
+		if r := ph.Bucket().Rate(); r < bucket.Inf {
 			hp.Rate = r
 		}
 		reg.Put(ph)

@@ -39,7 +39,7 @@ type Result struct {
 	// FinalURL is the URL that answered, when redirects led elsewhere.
 	FinalURL string `json:"final_url,omitempty"`
 	// WARC is the byte offset of the response record in bodies.warc
-	// (--bodies warc), or -1 when none was written.
+	// (--bodies warc); nil, and left out, when none was written.
 	WARC *int64 `json:"warc_offset,omitempty"`
 	// File is the body's path relative to the job's directory (--bodies
 	// files).

@@ -57,4 +57,7 @@ func TestThroughput(t *testing.T) {
 	}
 	d := time.Since(t0)
 	t.Logf("%+v in %v: %.0f URLs/s", sum, d, float64(sum.Total)/d.Seconds())
+	if sum.Total != hosts*perHost || sum.DoneNow != sum.Total {
+		t.Errorf("summary %+v, want all %d URLs done in this run", sum, hosts*perHost)
+	}
 }

@@ -108,8 +108,11 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 		if err != nil {
 			return &exitError{code: ExitFatal, err: err}
 		}
-		defer f.Close()
-		if err := rep.WriteJSON(f); err != nil {
+		err = rep.WriteJSON(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr // a write that failed only at close is lost as surely
+		}
+		if err != nil {
 			return &exitError{code: ExitFatal, err: fmt.Errorf("--json: %w", err)}
 		}
 	}

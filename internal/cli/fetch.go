@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
@@ -113,7 +112,7 @@ Fields left out take the flags' values.
   burst = 2
   concurrency = 2     # requests in flight
   smooth = false      # space requests evenly (no bursts)
-  retries = 3         # retries after the first attempt (-1: none)
+  retries = 3         # retries after the first attempt (0 or -1: none)
 `
 
 func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
@@ -257,8 +256,9 @@ func parseSize(s string) (int64, error) {
 	return n * m, nil
 }
 
-// transport builds the polite Transport of a fetch.
-func (o *fetchOptions) transport(logger *slog.Logger) *polite.Transport {
+// transport builds the polite Transport of a fetch, without a Logger:
+// polite's per-decision log records are for debugging.
+func (o *fetchOptions) transport() *polite.Transport {
 	conc := o.Concurrency
 	if conc >= inflight.Max {
 		conc = inflight.Max
@@ -270,7 +270,6 @@ func (o *fetchOptions) transport(logger *slog.Logger) *polite.Transport {
 		MaxInFlight: o.Workers,
 		Backoff:     retry.Backoff{Cap: o.MaxDelay},
 		UserAgent:   o.UserAgent,
-		Logger:      logger,
 	}
 	if o.Rules != nil {
 		tr.Rules = o.Rules.politeRules()
@@ -324,8 +323,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		}
 	}()
 
-	var logger *slog.Logger // polite's per-decision records are for debugging: off
-	tr := o.transport(logger)
+	tr := o.transport()
 	opts := crawl.Options{
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
 		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/polite-go/polite/crawl"
 	"github.com/polite-go/polite/robots"
 )
 
@@ -17,7 +19,6 @@ type robotsOptions struct {
 	URL       *url.URL
 	UserAgent string
 	Timeout   time.Duration
-	client    *http.Client // for tests; nil: a plain client
 }
 
 func newRobotsCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
@@ -38,11 +39,11 @@ Exit status: 0 when URL is allowed, 4 when it is disallowed, 2 for bad usage,
   polite robots --user-agent mybot https://example.com/`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, a []string) error {
-			u, err := url.Parse(a[0])
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return usageErr("robots: %q is not an http or https URL", a[0])
+			// The same check as fetch's URL lists (HTTPS:// included).
+			if _, problem := crawl.CheckURL(a[0], 0); problem != "" {
+				return usageErr("robots: %q: %s", a[0], problem)
 			}
-			o.URL = u
+			o.URL, _ = url.Parse(a[0])
 			if o.Timeout <= 0 {
 				return usageErr("--timeout %v: must be positive", o.Timeout)
 			}
@@ -58,11 +59,7 @@ Exit status: 0 when URL is allowed, 4 when it is disallowed, 2 for bad usage,
 }
 
 func runRobots(ctx context.Context, e *env, o *robotsOptions) error {
-	cl := o.client
-	if cl == nil {
-		cl = &http.Client{}
-	}
-	cache := &robots.Cache{Client: cl, UserAgent: o.UserAgent, Timeout: o.Timeout}
+	cache := &robots.Cache{Client: &http.Client{}, UserAgent: o.UserAgent, Timeout: o.Timeout}
 	r, err := cache.Get(ctx, o.URL)
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
@@ -119,7 +116,7 @@ func runRobots(ctx context.Context, e *env, o *robotsOptions) error {
 		parts = append(parts, fmt.Sprintf("Request-rate: %d/%s", n, per))
 	}
 	if len(parts) > 0 {
-		fmt.Fprintf(w, " (from %s; capped at %s)", joinComma(parts), robots.DefaultMaxDelay)
+		fmt.Fprintf(w, " (from %s; capped at %s)", strings.Join(parts, ", "), robots.DefaultMaxDelay)
 	} else {
 		fmt.Fprint(w, " (none asked for)")
 	}
@@ -131,15 +128,4 @@ func runRobots(ctx context.Context, e *env, o *robotsOptions) error {
 		return &exitError{code: ExitFailures}
 	}
 	return nil
-}
-
-func joinComma(s []string) string {
-	out := ""
-	for i, p := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += p
-	}
-	return out
 }
