@@ -45,8 +45,8 @@ const (
 	EventBlocked
 	// EventPause: the whole host is paused until Time+Delay, for Reason.
 	EventPause
-	// EventRobots: robots.txt decided about a URL or set a crawl-delay
-	// (Detail: the rule; Delay: the crawl-delay).
+	// EventRobots: robots.txt disallowed a URL (Detail: the rule). A
+	// Crawl-delay taking effect is an EventRate with ReasonCrawlDelay.
 	EventRobots
 )
 
@@ -85,8 +85,8 @@ type Observer interface {
 	Observe(Event)
 }
 
-// emit hands e to the observer and the logger. Levels follow STYLE.md: Debug
-// per attempt and wait, Info on state changes, Warn on degraded paths.
+// emit hands e to the observer and the logger, at Debug per attempt and
+// wait, Info on state changes, Warn on degraded paths.
 func (t *Transport) emit(ctx context.Context, e Event) {
 	if t.Observer != nil {
 		t.Observer.Observe(e)

@@ -109,7 +109,7 @@ const shardCount = 256
 type shard struct {
 	mu        sync.RWMutex // guards tab, sweepAt
 	tab       table
-	sweepAt   int // sweep for idle hosts when len(m) reaches this
+	sweepAt   int // sweep for idle hosts when the table holds this many
 	evictions atomic.Int64
 	_         [24]byte // keep neighbouring shards' locks off one cache line
 }
@@ -357,8 +357,8 @@ func (r *Registry) Evictions() int64 {
 }
 
 // Range calls f for each host until f returns false. Hosts may be added or
-// evicted meanwhile; f must not call Get or Put on this Registry's shard
-// locks' behalf (it runs under a shard's read lock).
+// evicted meanwhile. f runs under a shard's read lock: it must not call Get
+// or Put on this Registry.
 func (r *Registry) Range(f func(h *Host) bool) {
 	r.init()
 	for i := range r.shards {

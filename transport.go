@@ -281,12 +281,19 @@ func (t *Transport) ext(h *Host) *hostExt {
 	}
 	// A cold start must not let the static cap send a wave the controller
 	// never asked for.
+	t.followConcurrency(h, x)
+	return x
+}
+
+// followConcurrency moves the host's in-flight cap to its Rater's, when the
+// Rater has one, within the host's Limits.Concurrency.
+func (t *Transport) followConcurrency(h *Host, x *hostExt) {
 	if c, ok := x.rater.(interface{ Concurrency() int }); ok {
-		if n := min(c.Concurrency(), t.reg.rule(h.rule).limits.Concurrency); n > 0 {
+		n := min(c.Concurrency(), t.reg.rule(h.rule).limits.Concurrency)
+		if n > 0 && n != h.gate.Limit() {
 			h.gate.SetLimit(n)
 		}
 	}
-	return x
 }
 
 // RoundTrip sends req politely. It waits for the host's gates, retries
@@ -724,12 +731,7 @@ func (t *Transport) adapt(ctx context.Context, now time.Time, h *Host, x *hostEx
 		}
 	}
 	rate := min(x.rater.Observe(now, sig), ceiling)
-	if c, ok := x.rater.(interface{ Concurrency() int }); ok {
-		n := min(c.Concurrency(), t.reg.rule(h.rule).limits.Concurrency)
-		if n > 0 && n != h.gate.Limit() {
-			h.gate.SetLimit(n)
-		}
-	}
+	t.followConcurrency(h, x)
 	cur := h.bucket.Rate()
 	if rate <= 0 || (rate > cur*0.98 && rate < cur*1.02) {
 		return // SetRate allocates: skip changes under 2 %
