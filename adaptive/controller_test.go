@@ -292,6 +292,8 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// TestConcurrentUse is for the race detector, and checks that a ceiling set
+// while other goroutines observe still holds.
 func TestConcurrentUse(t *testing.T) {
 	c := New(Config{}, t0)
 	var wg sync.WaitGroup
@@ -313,8 +315,9 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if r := c.Rate(); r < DefaultMin || r > DefaultMax {
-		t.Fatalf("rate %v out of bounds", r)
+	// Every SetMax set 50 to 57: whichever came last, the rate is under it.
+	if r := c.Rate(); r < DefaultMin || r > 57 {
+		t.Fatalf("rate %v, want within [%v, 57]", r, DefaultMin)
 	}
 }
 

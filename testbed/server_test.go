@@ -28,7 +28,8 @@ func fetch(t *testing.T, c *http.Client, url string) (int, string) {
 func TestServerLoopback(t *testing.T) {
 	srv := testbed.NewServer(
 		testbed.HostConfig{Name: "fast.test"},
-		testbed.HostConfig{Name: "Slow.Test", Rate: 1, Robots: "User-agent: *\nDisallow: /\n"},
+		// One token per 1,000 s: a slow machine cannot refill it mid-test.
+		testbed.HostConfig{Name: "Slow.Test", Rate: 1e-3, Robots: "User-agent: *\nDisallow: /\n"},
 	)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
