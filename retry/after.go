@@ -36,10 +36,7 @@ func ParseAfter(h http.Header, now time.Time) (d time.Duration, ok bool) {
 	if len(vs) == 0 {
 		return 0, false
 	}
-	var date string // the response's Date, for the HTTP-date form
-	if ds := h["Date"]; len(ds) == 1 {
-		date = ds[0]
-	}
+	date := responseDate(h) // for the HTTP-date form
 	for i, v := range vs {
 		di, oki := ParseAfterValue(v, date, now)
 		if !oki {
@@ -76,13 +73,28 @@ func ParseAfterValue(value, date string, now time.Time) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	base := now
+	return nonNegative(at.Sub(dateBase(date, now))), true
+}
+
+// responseDate returns the response's Date field, or "" when it has none
+// or several.
+func responseDate(h http.Header) string {
+	if ds := h["Date"]; len(ds) == 1 {
+		return ds[0]
+	}
+	return ""
+}
+
+// dateBase is the instant an absolute time in a response is measured from:
+// the response's Date when it parses (the server's clock, so that skew
+// between the clocks cancels out), now otherwise.
+func dateBase(date string, now time.Time) time.Time {
 	if date != "" {
 		if t, err := http.ParseTime(trimOWS(date)); err == nil {
-			base = t
+			return t
 		}
 	}
-	return nonNegative(at.Sub(base)), true
+	return now
 }
 
 // isDigits reports whether s is 1*DIGIT.

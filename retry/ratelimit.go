@@ -102,10 +102,7 @@ const (
 // Retry-After takes precedence over all of this (draft §7); it is
 // ParseAfter's business.
 func ParseRateLimit(h http.Header, now time.Time) (q Quota, ok bool) {
-	var date string
-	if ds := h["Date"]; len(ds) == 1 {
-		date = ds[0]
-	}
+	date := responseDate(h)
 	rl, pol := h[hRateLimit], h[hRateLimitPolicy]
 	q, ok = structured(rl, pol, date, now)
 	if !ok {
@@ -379,11 +376,5 @@ func resetAt(sec, nsec int64, date string, now time.Time) time.Duration {
 	default:
 		return secondsDuration(sec, nsec)
 	}
-	base := now
-	if date != "" {
-		if t, err := http.ParseTime(trimOWS(date)); err == nil {
-			base = t
-		}
-	}
-	return nonNegative(at.Sub(base))
+	return nonNegative(at.Sub(dateBase(date, now)))
 }
