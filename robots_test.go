@@ -140,3 +140,40 @@ func TestRobotsIgnored(t *testing.T) {
 		}
 	})
 }
+
+// A new copy of robots.txt that relaxes or drops the Crawl-delay gives the
+// host its own rate back (without a Rater): the delay is a ceiling, not a
+// ratchet.
+func TestRobotsCrawlDelayLoosens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var body atomic.Value
+		body.Store("User-agent: *\nCrawl-delay: 2\n")
+		tr := &Transport{Limits: Limits{Rate: 100, Burst: 10, Concurrency: 4}, UserAgent: "polite-test/1.0",
+			RobotsCache: &robots.Cache{UserAgent: "polite-test/1.0", TTL: time.Minute}}
+		c, _ := setup(t, tr, map[string]http.HandlerFunc{"a.test": func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				io.WriteString(w, body.Load().(string))
+			}
+		}})
+		tr.RobotsCache.Client = &http.Client{Transport: tr}
+		check := func(step string, rate float64, burst int, smooth bool) {
+			t.Helper()
+			if _, _, err := get(t, c, "http://a.test/page"); err != nil {
+				t.Fatal(err)
+			}
+			h := tr.Registry().Get("a.test")
+			defer tr.Registry().Put(h)
+			b := h.Bucket()
+			if b.Rate() != rate || b.Burst() != burst || b.Smooth() != smooth {
+				t.Errorf("%s: rate %v, burst %d, smooth %v; want %v, %d, %v", step, b.Rate(), b.Burst(), b.Smooth(), rate, burst, smooth)
+			}
+		}
+		check("Crawl-delay: 2", 0.5, 1, true)
+		body.Store("User-agent: *\nCrawl-delay: 1\n")
+		time.Sleep(2 * time.Minute)
+		check("relaxed to 1", 1, 1, true)
+		body.Store("User-agent: *\nDisallow:\n")
+		time.Sleep(2 * time.Minute)
+		check("dropped", 100, 10, false)
+	})
+}

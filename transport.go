@@ -453,17 +453,23 @@ func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host,
 func (t *Transport) applyCrawlDelay(ctx context.Context, h *Host, x *hostExt, rb *robots.Robots) {
 	g := rb.Group(t.UserAgent)
 	d := t.CrawlDelay.Delay(g)
+	now := time.Now()
 	if d <= 0 {
-		x.robotsCeiling.Store(0)
+		if x.robotsCeiling.Swap(0) != 0 {
+			// A new copy dropped the delay: back to the host's own shape,
+			// and (without a Rater, which raises its own) its own rate.
+			l := t.reg.rule(h.rule).limits
+			h.bucket.SetSmooth(now, l.Smooth, l.Burst)
+			t.followCeiling(now, h, x)
+		}
 		return
 	}
 	c := 1 / d.Seconds()
 	x.robotsCeiling.Store(math.Float64bits(c))
-	now := time.Now()
-	if h.bucket.Rate() > c || !h.bucket.Smooth() {
+	if !h.bucket.Smooth() {
 		h.bucket.SetSmooth(now, true, 1)
-		h.bucket.SetRate(now, min(h.bucket.Rate(), c))
 	}
+	t.followCeiling(now, h, x)
 	agent, line := "*", 0
 	if g != nil {
 		agent, line = g.Agent(), g.Line()
@@ -777,10 +783,27 @@ func (t *Transport) readQuota(ctx context.Context, now time.Time, h *Host, x *ho
 		return
 	}
 	x.setCeiling(ceiling)
-	if cur := h.bucket.Rate(); cur > ceiling*1.02 { // SetRate allocates: skip changes under 2 %
-		h.bucket.SetRate(now, ceiling)
-		t.emit(ctx, Event{Kind: EventRate, Time: now, Host: h.key, Reason: ReasonRateLimit, Rate: ceiling})
+	if rate, changed := t.followCeiling(now, h, x); changed {
+		t.emit(ctx, Event{Kind: EventRate, Time: now, Host: h.key, Reason: ReasonRateLimit, Rate: rate})
 	}
+}
+
+// followCeiling keeps the host's rate under its ceilings (robots.txt's
+// Crawl-delay, RateLimit fields) as they change. Without a Rater the rate is
+// the host's Limits.Rate under them, so it also comes back up when a
+// ceiling loosens; a Rater's rate is only cut here, and rises through adapt.
+// A rise under 2 % is skipped: SetRate allocates.
+func (t *Transport) followCeiling(now time.Time, h *Host, x *hostExt) (rate float64, changed bool) {
+	cur := h.bucket.Rate()
+	rate = min(cur, x.maxRate())
+	if x.rater == nil {
+		rate = min(t.reg.rule(h.rule).limits.Rate, x.maxRate())
+	}
+	if rate == cur || (rate > cur && rate < cur*1.02) {
+		return cur, false // cuts are exact; rises under 2 % wait
+	}
+	h.bucket.SetRate(now, rate)
+	return rate, true
 }
 
 // hasQuotaFields reports whether h has any RateLimit or X-RateLimit field:

@@ -267,6 +267,33 @@ func TestTokenAfterGlobalSlot(t *testing.T) {
 	})
 }
 
+// A RateLimit policy that rises gives a host without a Rater its rate back,
+// up to its own Limits.Rate: the ceiling follows the server, both ways.
+func TestRateLimitCeilingRises(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var q atomic.Int32
+		q.Store(2)
+		tr := &Transport{Limits: Limits{Rate: 50, Burst: 5, Concurrency: 10}}
+		c, _ := setup(t, tr, map[string]http.HandlerFunc{"a.test": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=1`, q.Load()))
+		}})
+		for _, step := range []struct {
+			q    int32
+			want float64
+		}{{2, 2}, {20, 20}, {100, 50}} {
+			q.Store(step.q)
+			if _, _, err := get(t, c, "http://a.test/"); err != nil {
+				t.Fatal(err)
+			}
+			h := tr.Registry().Get("a.test")
+			if got := h.Bucket().Rate(); got != step.want {
+				t.Errorf("policy q=%d: rate %v, want %v", step.q, got, step.want)
+			}
+			tr.Registry().Put(h)
+		}
+	})
+}
+
 // TestRateLimitCeiling checks which quota fields cap a host's rate: a
 // stated policy does, and so does what is left of a long window; what is
 // left of a short window (a token bucket run near its capacity shows little
