@@ -163,7 +163,7 @@ func (b *Bucket) Init(s Settings) {
 // refill takes). A registry evicts such a bucket without granting anything:
 // a new bucket would start full too.
 func (b *Bucket) Full(since time.Time) bool {
-	f, p := b.load()
+	f, p := b.snapshot()
 	if p == nil || p.cost == 0 {
 		return true
 	}
@@ -177,7 +177,10 @@ func nanos(t time.Time) int64 {
 
 func fromNanos(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }
 
-// load returns a consistent (state, params) pair.
+// load returns the state and the params. A setter may publish between the
+// two loads, pairing an old state with new params: writers need no more,
+// as their CompareAndSwap of the state then fails and they load again.
+// Readers that act on the pair without a CAS use snapshot.
 func (b *Bucket) load() (int64, *params) {
 	for {
 		f := b.full.Load()
@@ -185,6 +188,16 @@ func (b *Bucket) load() (int64, *params) {
 			return f, b.p.Load()
 		}
 		runtime.Gosched() // a setter is between freeze and publish: a few ns
+	}
+}
+
+// snapshot is load for readers: a pair no setter came between.
+func (b *Bucket) snapshot() (int64, *params) {
+	for {
+		f, p := b.load()
+		if b.full.Load() == f {
+			return f, p
+		}
 	}
 }
 
@@ -213,7 +226,7 @@ func (b *Bucket) Smooth() bool {
 // Tokens returns the tokens available at now. It is negative when
 // reservations have run the bucket into debt.
 func (b *Bucket) Tokens(now time.Time) float64 {
-	f, p := b.load()
+	f, p := b.snapshot()
 	return tokensAt(f, p, nanos(now))
 }
 
