@@ -44,7 +44,8 @@ type Transport struct {
 	Base http.RoundTripper
 
 	// Limits are every host's rate, burst and in-flight cap; zero fields
-	// take the package defaults. Rules override them by host pattern.
+	// take the package defaults. Rules override them by host pattern; a
+	// malformed pattern fails every request with an error that names it.
 	Limits Limits
 	Rules  []Rule
 	// Key says what the per-host state is keyed by. The zero value is
@@ -149,6 +150,7 @@ type Transport struct {
 	blocks   BlockDetector
 	robots   *robots.Cache // nil when robots.txt is off
 	newRater func(key string, l Limits) adaptive.Rater
+	initErr  error // a malformed Rule: every request fails with it
 }
 
 // ErrBlocked is returned (wrapped in *BlockedError) for requests to a host
@@ -209,6 +211,7 @@ func (t *Transport) init() {
 		t.reg.Limits = t.Limits
 		t.reg.Rules = t.Rules
 		t.reg.IdleTimeout = t.IdleTimeout
+		t.initErr = t.reg.Check()
 		t.keyer.By = t.Key
 		if t.MaxInFlight > 0 {
 			t.global = inflight.New(t.MaxInFlight)
@@ -306,6 +309,10 @@ func (t *Transport) followConcurrency(h *Host, x *hostExt) {
 // The host's in-flight slot is held until the response body is closed.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.init()
+	if t.initErr != nil {
+		closeBody(req)
+		return nil, t.initErr
+	}
 	if req.URL == nil {
 		closeBody(req)
 		return nil, errors.New("polite: request has no URL")

@@ -294,6 +294,22 @@ func TestRateLimitCeilingRises(t *testing.T) {
 	})
 }
 
+// A malformed rule pattern is not silently ignored: every request fails
+// with an error naming the rule, and nothing is sent.
+func TestBadRuleFailsRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &Transport{Limits: fast(), Rules: []Rule{{Pattern: "[a-.test"}}}
+		c, s := setup(t, tr, map[string]http.HandlerFunc{"a.test": func(http.ResponseWriter, *http.Request) {}})
+		_, err := c.Get("http://a.test/")
+		if err == nil || !strings.Contains(err.Error(), `rule 0: pattern "[a-.test"`) {
+			t.Errorf("GET with a malformed rule = %v, want an error naming rule 0", err)
+		}
+		if n := s.count("a.test"); n != 0 {
+			t.Errorf("server saw %d requests, want 0", n)
+		}
+	})
+}
+
 // TestRateLimitCeiling checks which quota fields cap a host's rate: a
 // stated policy does, and so does what is left of a long window; what is
 // left of a short window (a token bucket run near its capacity shows little
