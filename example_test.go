@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/retry"
 )
 
 func Example() {
@@ -44,4 +46,43 @@ func ExampleTransport_rules() {
 	// {Rate:0.5 Burst:2 Concurrency:1 Smooth:false}
 	// {Rate:10 Burst:2 Concurrency:4 Smooth:true}
 	// {Rate:5 Burst:2 Concurrency:4 Smooth:false}
+}
+
+// attempts is an Observer that prints each attempt: a metrics exporter
+// would count them instead.
+type attempts struct{}
+
+func (attempts) Observe(e polite.Event) {
+	if e.Kind == polite.EventAttempt {
+		fmt.Printf("attempt %d: %d %s\n", e.Attempt, e.Status, e.Outcome)
+	}
+}
+
+// An Observer sees every decision: here a 429 without Retry-After, which
+// pauses the host for a backoff, then the retry that succeeds.
+func ExampleTransport_observer() {
+	first := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if first {
+			first = false
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+
+	t := &polite.Transport{
+		Observer: attempts{},
+		Backoff:  retry.Backoff{Base: time.Millisecond, Cap: time.Millisecond},
+	}
+	resp, err := (&http.Client{Transport: t}).Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	// Output:
+	// attempt 1: 429 throttled
+	// attempt 2: 200 ok
 }
