@@ -58,7 +58,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRoot(e, nil)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	return exitStatus(root.ExecuteContext(ctx), stderr)
+}
+
+// exitStatus reports err on stderr and returns the exit status it stands
+// for.
+func exitStatus(err error, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}

@@ -26,21 +26,8 @@ func parse(t *testing.T, argv ...string) (opts any, code int, stderr string) {
 	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}
 	root := newRoot(e, r)
 	root.SetArgs(argv)
-	code = exitCode(root.ExecuteContext(context.Background()), &errb)
+	code = exitStatus(root.ExecuteContext(context.Background()), &errb)
 	return got, code, errb.String()
-}
-
-// exitCode is Main's mapping of an error to a status.
-func exitCode(err error, stderr *bytes.Buffer) int {
-	if err == nil {
-		return 0
-	}
-	if ee, ok := err.(*exitError); ok {
-		stderr.WriteString(ee.Error())
-		return ee.code
-	}
-	stderr.WriteString(err.Error())
-	return ExitUsage
 }
 
 func TestFetchDefaults(t *testing.T) {
