@@ -3,6 +3,7 @@ package retry
 import (
 	"math"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -166,6 +167,8 @@ func FuzzParseAfter(f *testing.F) {
 		{"\x00", ""},
 		{"١٢٠", ""}, // Arabic-Indic digits are not DIGIT
 		{"120\r\n", ""},
+		{"120\n120", ""},
+		{"120\n60", ""},
 	}
 	for _, s := range seeds {
 		f.Add(s.value, s.date, t0.Unix())
@@ -194,6 +197,13 @@ func FuzzParseAfter(f *testing.F) {
 		}
 		if hd, hok := ParseAfter(h, now); hd != d || hok != ok {
 			t.Fatalf("ParseAfter(%q, %q) = %v, %v, ParseAfterValue = %v, %v", value, date, hd, hok, d, ok)
+		}
+		// A newline splits the value into repeated Retry-After lines.
+		if vs := strings.Split(value, "\n"); len(vs) > 1 {
+			h["Retry-After"] = vs
+			if md, mok := ParseAfter(h, now); md < 0 || (!mok && md != 0) {
+				t.Fatalf("ParseAfter(%q) = %v, %v", vs, md, mok)
+			}
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -250,6 +251,8 @@ func FuzzParseRateLimit(f *testing.F) {
 		{xafter: "99999999999999999999.99999999999"},
 		{xreset: "0.0000000001"},
 		{date: "garbage", xreset: "1772366400"},
+		{rl: "\"a\";r=1;t=2\n\"b\";r=3;t=4", pol: "\"a\";q=10;w=5\n\"b\";q=20;w=10"},
+		{xremaining: "5\n7", xreset: "10\n20"},
 	}
 	for _, s := range seeds {
 		f.Add(s.rl, s.pol, s.limit, s.remaining, s.reset, s.xlimit, s.xremaining, s.xreset, s.xafter, s.date, t0.Unix())
@@ -263,7 +266,9 @@ func FuzzParseRateLimit(f *testing.F) {
 			{"X-RateLimit-Reset", xreset}, {"X-RateLimit-Reset-After", xafter}, {"Date", date},
 		} {
 			if kv[1] != "" {
-				h.Set(kv[0], kv[1])
+				// A newline splits a field into several header lines, as
+				// a server may send it.
+				h[http.CanonicalHeaderKey(kv[0])] = strings.Split(kv[1], "\n")
 			}
 		}
 		q, ok := ParseRateLimit(h, time.Unix(unix, 0))
