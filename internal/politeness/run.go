@@ -246,8 +246,8 @@ func measure(sc testbed.Scenario, policy string, srv *testbed.Server, tr *tracer
 			tl = tl[:secs]
 		}
 		hr := HostResult{Host: h.Name(), Settle: 0}
-		var hCap, hAdm float64
-		var hArr, hRef int64
+		var hCap, hAdm float64 // over windows with a capacity: goodput's terms
+		var hArr, hRef, hAll int64
 		for _, w := range tl {
 			hr.Capacity = append(hr.Capacity, w.Capacity)
 			hr.Sent = append(hr.Sent, w.Arrivals)
@@ -255,6 +255,7 @@ func measure(sc testbed.Scenario, policy string, srv *testbed.Server, tr *tracer
 			hr.Denied = append(hr.Denied, w.Rejected+w.Shed)
 			hArr += int64(w.Arrivals)
 			hRef += int64(w.Rejected + w.Shed)
+			hAll += int64(w.Admitted)
 			if w.Capacity > 0 {
 				hCap += w.Capacity
 				hAdm += float64(w.Admitted)
@@ -262,7 +263,7 @@ func measure(sc testbed.Scenario, policy string, srv *testbed.Server, tr *tracer
 			}
 		}
 		hr.Rate = tr.perSecond(h.Name(), h.Started(), len(tl))
-		hr.Requests, hr.Admitted = hArr, int64(hAdm)
+		hr.Requests, hr.Admitted = hArr, hAll
 		if hCap > 0 {
 			hr.Goodput = hAdm / hCap
 		}
@@ -299,7 +300,10 @@ func measure(sc testbed.Scenario, policy string, srv *testbed.Server, tr *tracer
 		res.Refused = float64(refused) / float64(arrivals)
 	}
 	res.Settle = settle
-	res.Requests, res.Admitted = arrivals, int64(admSum)
+	res.Requests = arrivals
+	for _, hr := range res.Hosts {
+		res.Admitted += hr.Admitted
+	}
 	return res
 }
 
