@@ -564,20 +564,21 @@ func (t *Transport) admit(ctx context.Context, now time.Time, h *Host, x *hostEx
 		// The token comes last, right before sending: taken before a wait
 		// for the global slot, tokens taken apart in time would all be
 		// spent at once when slots free up.
-		asked := now
-		waited, err := t.token(ctx, now, h)
+		waited, granted, err := t.token(ctx, now, h)
 		if err != nil {
 			t.release(h)
 			return now, err
 		}
 		if waited {
 			now = time.Now()
-			// A throttle heard while we waited means our token was granted
-			// at the rate of before: stand down and give it back (or every
-			// waiter would take one per throttle and sink the bucket into
-			// debt), then wait again at the rate of now, behind the pause
-			// if there is one.
-			if d, _ := x.paused(now); d > 0 || x.lastThrottle.Load() > asked.UnixNano() {
+			// A throttle heard after our token was reserved means it was
+			// granted at the rate of before: stand down and give it back
+			// (or every waiter would take one per throttle and sink the
+			// bucket into debt), then wait again at the rate of now,
+			// behind the pause if there is one. A token taken after the
+			// throttle was granted at the rate of now: it stands, or
+			// giving it back to a drained bucket would lose it.
+			if d, _ := x.paused(now); d > 0 || x.lastThrottle.Load() > granted.UnixNano() {
 				h.bucket.Forgive(now, 1)
 				t.release(h)
 				continue
@@ -605,21 +606,22 @@ const (
 	maxHold = 250 * time.Millisecond
 )
 
-// token takes one token from the host's bucket, waiting for it, and reports
-// whether it waited.
-func (t *Transport) token(ctx context.Context, now time.Time, h *Host) (bool, error) {
+// token takes one token from the host's bucket, waiting for it. It reports
+// whether it waited, and when the token was granted at the rate of the
+// moment: taken then, or reserved then for later.
+func (t *Transport) token(ctx context.Context, now time.Time, h *Host) (waited bool, granted time.Time, err error) {
 	if h.bucket.AllowN(now, 1) {
-		return false, nil
+		return false, now, nil
 	}
 	for {
 		r, err := h.bucket.ReserveN(now, 1)
 		if err != nil {
-			return true, fmt.Errorf("polite: host %q: %w", h.key, err)
+			return true, now, fmt.Errorf("polite: host %q: %w", h.key, err)
 		}
 		d := r.DelayFrom(now)
 		if dl, ok := ctx.Deadline(); ok && dl.Before(now.Add(d)) {
 			r.CancelAt(now)
-			return true, fmt.Errorf("polite: host %q: waiting %v for a token would outlast the deadline: %w", h.key, d, context.DeadlineExceeded)
+			return true, now, fmt.Errorf("polite: host %q: waiting %v for a token would outlast the deadline: %w", h.key, d, context.DeadlineExceeded)
 		}
 		// Hold the reservation if the token comes within about one token
 		// interval at the rate of now; otherwise sleep until about one
@@ -634,18 +636,19 @@ func (t *Transport) token(ctx context.Context, now time.Time, h *Host) (bool, er
 			d = min(max(d-poll, minPoll), maxHold)
 		}
 		t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: ReasonRate, Delay: d})
+		reserved := now
 		if err := sleep(ctx, d); err != nil {
 			if hold {
 				r.CancelAt(time.Now())
 			}
-			return true, err
+			return true, now, err
 		}
 		if hold {
-			return true, nil
+			return true, reserved, nil
 		}
 		now = time.Now()
 		if h.bucket.AllowN(now, 1) {
-			return true, nil
+			return true, now, nil
 		}
 	}
 }
