@@ -136,8 +136,8 @@ func (p phase) String() string { return phaseNames[p] }
 const (
 	pubEvery       = int64(100 * time.Millisecond) // least time between two published increases
 	pubStep        = 0.01                          // least relative increase worth publishing
-	probeRamp      = int64(2 * time.Second)        // a probe's excess over the capacity grows over this time...
-	probeTop       = 0.5                           // ... to this share of it, then holds
+	probeStep      = 0.1                           // a probe's first excess over the capacity...
+	probeDouble    = int64(300 * time.Millisecond) // ... doubles this often
 	minSpan        = int64(time.Second)            // shortest bracket that measures a capacity
 	maxSpan        = int64(30 * time.Second)       // longest
 	minLatN        = 8                             // OK answers needed before latency counts
@@ -652,12 +652,10 @@ func (c *Controller) tick(t int64) {
 			c.decrease(t, t, true)
 			return
 		}
-		// The excess grows linearly to probeTop × the capacity over
-		// probeRamp, then holds: fast enough to spend the host's savings
-		// within a few seconds, gentle enough that the throttle which ends
-		// a fruitless probe meets few requests in flight.
-		tau := float64(t-c.probeAt) / float64(probeRamp)
-		c.want = c.probeBase * (1 + probeTop*min(tau, 1))
+		// The excess doubles every probeDouble: slow while the host's
+		// savings may still explain what it serves, fast once they cannot.
+		tau := float64(t-c.probeAt) / float64(probeDouble)
+		c.want = c.probeBase * (1 + probeStep*(math.Exp2(tau)-1))
 		c.checkProbe(t)
 	}
 }

@@ -37,8 +37,8 @@
 // the estimate upwards as the run goes on.
 //
 // Gentle probes. A settled rate would never see the capacity grow, so it
-// probes: after Config.ProbeInterval it climbs from the capacity to half as
-// much again over two seconds, and holds there. The host's bucket refilled
+// probes: after Config.ProbeInterval it climbs from the capacity, slowly at
+// first, faster the longer the host keeps serving. The host's bucket refilled
 // while the rate sat under its capacity, so a probe is first served from
 // those savings (what the host earned at its capacity since it last
 // throttled, less what it served); only service beyond them shows more

@@ -79,17 +79,17 @@ func TestOurs(t *testing.T) {
 		maxP95     float64       // 0: not checked
 	}{
 		{"steady", false, 0.95, 0.01, 0, 0},
-		{"step-down", false, 0.85, 0.0275, 6 * time.Second, 0},
-		{"step-up", false, 0.85, 0.012, 10 * time.Second, 0},
-		{"latency-knee", false, 0.85, 0, 0, 3},
-		{"jittery", false, 0.93, 0.01, 0, 0},
-		{"retry-after", false, 0.8, 0.02, 0, 0},
-		{"concurrency-cap", false, 0.7, 0.01, 0, 0},
-		{"steady", true, 0.95, 0.012, 0, 0},
-		{"step-down", true, 0.85, 0.03, 10 * time.Second, 0},
-		{"step-up", true, 0.8, 0.012, 12 * time.Second, 0},
-		{"latency-knee", true, 0.85, 0, 0, 3},
-		{"jittery", true, 0.93, 0.01, 0, 0},
+		{"step-down", false, 0.85, 0.025, 5 * time.Second, 0},
+		{"step-up", false, 0.87, 0.01, 8 * time.Second, 0},
+		{"latency-knee", false, 0.85, 0, 0, 2.5},
+		{"jittery", false, 0.95, 0.01, 0, 0},
+		{"retry-after", false, 0.78, 0.026, 0, 0},
+		{"concurrency-cap", false, 0.75, 0.01, 0, 0},
+		{"steady", true, 0.95, 0.01, 0, 0},
+		{"step-down", true, 0.85, 0.025, 5 * time.Second, 0},
+		{"step-up", true, 0.87, 0.01, 8 * time.Second, 0},
+		{"latency-knee", true, 0.85, 0, 0, 2.5},
+		{"jittery", true, 0.95, 0.01, 0, 0},
 	}
 	for _, tc := range tests {
 		name := tc.scenario
