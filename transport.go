@@ -599,8 +599,8 @@ const throttledAgain Outcome = -1
 // rate of the moment: held long while the rate changes (an adaptive ramp, a
 // cut, a cold start), it keeps the request to the old rate. Measured on the
 // politeness scenarios (TestTune, 20 variants), holding up to 250 ms whatever
-// the rate cost 7 points of goodput after a step up, and 60 % more 429s after
-// a step down, and 4 times as many on the concurrency-capped host.
+// the rate doubled the 429s on a steady host (1.84 % against 0.88 %), and
+// on the concurrency-capped one cost 11 points of goodput.
 const (
 	minPoll = 10 * time.Millisecond
 	maxHold = 250 * time.Millisecond
