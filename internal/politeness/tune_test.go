@@ -53,6 +53,11 @@ func TestTune(t *testing.T) {
 				}
 				if *flagShift >= 0 {
 					fmt.Println(res.Hosts[0].Sent)
+					fmt.Println(res.Hosts[0].Denied)
+				}
+				if *flagEach {
+					fmt.Printf("  variant %2d: goodput %5.1f%%  refused %5.2f%%  settle %4.1f s\n",
+						k, 100*res.Goodput, 100*res.Refused, res.Settle.Seconds())
 				}
 				g += res.Goodput
 				r += res.Refused
@@ -71,10 +76,12 @@ func TestTune(t *testing.T) {
 var (
 	flagShift    = flag.Int("shift", -1, "with -tune: run only this variant")
 	flagVariants = flag.Int("variants", 5, "with -tune: how many variants to average over")
+	flagEach     = flag.Bool("each", false, "with -tune: print each variant's result")
 )
 
 // variant returns variant k of a scenario: variant 0 is the scenario itself;
-// the others reseed its hosts, scale their capacity by 0.85 to 1.15 and shift
+// the others reseed its hosts, scale their capacity by 0.85 to 1.15 (the rate
+// of a token bucket, the service time of a host of servers) and shift
 // a capacity step by up to 5 s, so that averages over variants do not hang
 // on one trajectory.
 func variant(sc testbed.Scenario, k int) testbed.Scenario {
@@ -89,6 +96,11 @@ func variant(sc testbed.Scenario, k int) testbed.Scenario {
 		h.Seed = uint64(k*100 + i + 1)
 		h.Rate *= f
 		h.Burst = max(int(float64(h.Burst)*f), 1)
+		if h.Rate == 0 && h.Servers > 0 {
+			// Capacity is servers over service time: scale it by
+			// shortening the service.
+			h.Latency = time.Duration(float64(h.Latency) / f)
+		}
 		if len(h.Schedule) > 0 {
 			h.Schedule = append([]testbed.Step(nil), h.Schedule...)
 			h.Schedule[0].At += time.Duration(k*700%5000) * time.Millisecond
