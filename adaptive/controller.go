@@ -152,6 +152,9 @@ const (
 	coarse         = 0.1                           // a capacity this uncertain (relative) is re-measured soon
 	winAnswers     = 8                             // answers a reaction window should see, at least
 	probeCost      = 50                            // requests per failed probe (one throttled), at least
+	shallowSaved   = 0.1                           // savings under 100 ms of the capacity: a host with no burst to speak of
+	shallowFirst   = 0.1                           // a probe met this far above the estimate shows a host without burst...
+	shallowGap     = 0.05                          // ... whose bounds this close stop narrowing its capacity
 	nearBracket    = 0.75                          // a count this near under a fine estimate bounds it; further under, the capacity fell
 )
 
@@ -215,13 +218,15 @@ type Controller struct {
 	}
 
 	// Probing.
-	settleAt  int64   // when the rate last settled
-	probeWait int64   // settled time before the next probe
-	probeAt   int64   // when the current probe began
-	probeBase float64 // the capacity it started from
-	probeOK   int     // OK answers to requests sent since probeAt
-	stored    float64 // tokens the host may have saved for the probe
-	saved     float64 // most a probe was served beyond the capacity: a lower bound of the host's burst
+	settleAt   int64   // when the rate last settled
+	probeWait  int64   // settled time before the next probe
+	probeAt    int64   // when the current probe began
+	probeBase  float64 // the capacity it started from
+	probeOK    int     // OK answers to requests sent since probeAt
+	stored     float64 // tokens the host may have saved for the probe
+	saved      float64 // most a probe was served beyond the capacity: a lower bound of the host's burst
+	noBurst    bool    // the host keeps no savings: a failed probe's rate bounds its capacity
+	bareProbes int     // failed probes in a row served far above the estimate without savings
 
 	meter rateMeter
 	lat   latencies
@@ -340,7 +345,7 @@ func (c *Controller) Observe(now time.Time, s Signal) float64 {
 		}
 		c.empty(sent)
 		if t >= c.winEnd {
-			c.congested(t, s.Wait)
+			c.congested(t, sent, s.Wait)
 		}
 	case Failure:
 		if post {
@@ -438,12 +443,13 @@ func (c *Controller) bracket() {
 
 // congested handles the first congestion signal outside a reaction window:
 // one decrease, then a window whose end judges whether it was enough.
-func (c *Controller) congested(t int64, wait time.Duration) {
+func (c *Controller) congested(t, sent int64, wait time.Duration) {
 	r := c.rate
 	if tracing {
 		c.trace(t, "congested wait=%v okRate=%.2f", wait, c.meter.okRate(t))
 	}
-	if c.capLow && r <= 1.25*c.capEst {
+	nearLow := c.capLow && r <= 1.25*c.capEst
+	if nearLow {
 		// Throttled just above a lower bound of the capacity: that bound
 		// is the capacity, near enough; brackets refine it.
 		c.capLow = false
@@ -451,24 +457,66 @@ func (c *Controller) congested(t int64, wait time.Duration) {
 			c.phase = probing
 		}
 	}
-	surprise := false
+	surprise, shallow := false, false
 	if c.phase == probing && !c.capLow {
 		// A probe is first served from what the host saved while the rate
 		// sat under its capacity. Throttled well before those savings (as
 		// far as earlier probes showed them) ran out, the capacity fell.
 		e := c.excess(t)
 		surprise = c.saved > 0 && e < 0.5*min(c.saved, c.stored)-1
+		seen := c.saved > 0
 		if !surprise {
 			c.saved = max(c.saved, e)
 		}
+		// A host whose probes were never served more than a sliver of
+		// what sitting under its capacity earns keeps no savings: either
+		// the rate sat at its capacity, or the host has no burst and
+		// refuses as soon as the rate passes its capacity. Only in the
+		// second case is a probe served far above the estimate; there, the
+		// rate the probe had when it sent the refused request bounds the
+		// capacity from above as closely as the estimate bounds it from
+		// below. (A host with a deep bucket serves a probe far past its
+		// capacity from savings; its rate met bounds nothing.)
+		// (A host that says when to come back gets paused for it, and
+		// refills meanwhile: its savings are no guide.)
+		bare := !surprise && seen && wait <= 0 && c.saved < min(0.5*c.stored, shallowSaved*c.capEst)
+		met := c.probeRate(sent)
+		if bare && met > c.capEst*(1+shallowFirst) {
+			// Twice running: once can be a host whose savings the rate,
+			// sitting at its capacity, never let build up.
+			c.bareProbes++
+			c.noBurst = c.noBurst || c.bareProbes >= 2
+		} else {
+			c.bareProbes = 0
+		}
+		shallow = c.noBurst && bare && met > c.capEst*(1+shallowGap)
+		if shallow {
+			r = met
+		}
 	}
 	switch {
+	case shallow:
+		// Between the two bounds: settle under the middle, as a lower
+		// bound that the next probe, soon, tests again.
+		if tracing {
+			c.trace(t, "shallow saved=%.2f stored=%.2f", c.saved, c.stored)
+		}
+		c.capEst, c.capErr, c.capLow = (c.capEst+r)/2, 0, true
+		c.want = c.cfg.Target * c.capEst
+		c.probeWait = int64(c.cfg.ProbeInterval)
 	case c.phase == probing && !c.capLow && !surprise:
 		// The probe met the known capacity: nothing new. Back under it, and
 		// probe less often.
 		c.want = c.cfg.Target * min(c.capEst, r)
 		c.probeFailed()
+	case nearLow && c.phase == settled:
+		// Settled at a lower bound of the capacity and throttled: the
+		// capacity lies between the bound and the rate. Settle under the
+		// bound, not under half the rate; the window's end measures it if
+		// the capacity fell instead.
+		c.want = c.cfg.Target * min(c.capEst, r)
 	case c.phase == settled || surprise:
+		c.noBurst = false
 		// Throttled while settled: the capacity is below the rate (it fell,
 		// or was overrated), by an unknown amount.
 		c.want = c.cfg.Backoff * r
@@ -489,7 +537,11 @@ func (c *Controller) congested(t int64, wait time.Duration) {
 		if c.capEst > 0 {
 			lo := c.cfg.Target * c.capEst
 			if c.capLow {
-				lo = (c.capEst + min(r, max(ok, c.capEst))) / 2
+				hi := ok
+				if met := c.probeRate(sent); c.phase == probing && wait <= 0 && met < 1.6*c.capEst {
+					hi = max(hi, met)
+				}
+				lo = (c.capEst + min(r, max(hi, c.capEst))) / 2
 			}
 			c.want = max(c.want, min(lo, r*c.cfg.Target))
 		}
@@ -654,8 +706,7 @@ func (c *Controller) tick(t int64) {
 		}
 		// The excess doubles every probeDouble: slow while the host's
 		// savings may still explain what it serves, fast once they cannot.
-		tau := float64(t-c.probeAt) / float64(probeDouble)
-		c.want = c.probeBase * (1 + probeStep*(math.Exp2(tau)-1))
+		c.want = c.probeRate(t)
 		c.checkProbe(t)
 	}
 }
@@ -733,6 +784,12 @@ func (c *Controller) probeFailed() {
 		w = max(w, int64(probeCost/c.capEst*1e9))
 	}
 	c.probeWait = w
+}
+
+// probeRate is the rate the current probe had at sent.
+func (c *Controller) probeRate(sent int64) float64 {
+	tau := float64(max(sent-c.probeAt, 0)) / float64(probeDouble)
+	return c.probeBase * (1 + probeStep*(math.Exp2(tau)-1))
 }
 
 // excess is what the current probe was served beyond the capacity it

@@ -393,3 +393,25 @@ func TestProbeSavingsAreCounted(t *testing.T) {
 		t.Errorf("savings %.2f, want %.2f", c.stored, want)
 	}
 }
+
+// Settled at a lower bound of the capacity (served, never throttled) and
+// throttled just above it, the capacity lies between the bound and the
+// rate: the rate goes under the bound, not to half of itself.
+func TestThrottleNearLowerBound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rate float64 // the rate in force when throttled
+		want float64
+	}{
+		{"just above the bound", 42, DefaultTarget * 40},
+		{"far above it", 60, DefaultBackoff * 60},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{}, t0)
+			c.phase, c.capEst, c.capLow = settled, 40, true
+			c.rate, c.want = tc.rate, tc.rate
+			// At 1 s: before the first probe is due.
+			run(t, c, []step{{at: time.Second, sig: throttle(50 * ms), lo: tc.want}})
+		})
+	}
+}

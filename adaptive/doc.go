@@ -50,6 +50,16 @@
 // have used up the host's savings (as earlier probes measured them) means the
 // capacity fell, and is handled as one.
 //
+// Hosts without savings. Some hosts keep no bucket to save in: a pool of
+// workers without a queue refuses the moment one more request arrives
+// (Vector's "drops at high concurrency"). There, the estimate only ever
+// measures the rate the client happened to send, and every probe fails. When
+// two probes in a row are refused far above the estimate after being served
+// almost none of the savings they were allowed, the host is taken to keep
+// none: the rate a probe had when it sent the refused request then bounds
+// the capacity from above, and the estimate moves halfway to it after each
+// such probe, until the two bounds lie within 5 % of each other.
+//
 // Latency. The median latency of the newest answers is compared with a
 // baseline, the least such median over the last half minute (a min filter,
 // as in TCP Vegas and BBR), plus an allowance for the noise the latencies

@@ -7,10 +7,11 @@ import (
 
 // simHost is a host with a hidden capacity for driving a Controller without
 // goroutines: a token bucket of rate and burst, whose capacity may step at
-// a moment, answering what it admits after lat and throttling the rest at
-// once.
+// a moment (or a pool of servers without a queue), answering what it admits
+// after lat and throttling the rest at once.
 type simHost struct {
 	rate, burst float64
+	servers     int // with servers > 0, no bucket: at most this many in flight, the rest refused
 	lat         time.Duration
 	stepAt      time.Duration // when rate becomes stepRate; 0: never
 	stepRate    float64
@@ -19,7 +20,10 @@ type simHost struct {
 	last   time.Duration
 }
 
-func (h *simHost) admit(at time.Duration) bool {
+func (h *simHost) admit(at time.Duration, inFlight int) bool {
+	if h.servers > 0 {
+		return inFlight < h.servers
+	}
 	if h.stepAt > 0 && at >= h.stepAt && h.last < h.stepAt {
 		h.tokens += (h.stepAt - h.last).Seconds() * h.rate
 		h.tokens = min(h.tokens, h.burst)
@@ -58,7 +62,7 @@ func simulate(c *Controller, h *simHost, d time.Duration) simResult {
 		res.sent++
 		res.perSec[next/time.Second]++
 		r := c.Rate()
-		if h.admit(next) {
+		if h.admit(next, len(pending)) {
 			res.admitted++
 			pending = append(pending, next+h.lat)
 		} else {
@@ -120,5 +124,31 @@ func TestSimCapacitySteps(t *testing.T) {
 		if settle < 0 || settle > 12 {
 			t.Errorf("%g → %g req/s: settled after %d s, want within 12 s", tc.from, tc.to, settle)
 		}
+	}
+}
+
+// A host of 5 servers without a queue (50 req/s at 100 ms) refuses the
+// moment a sixth request arrives: it keeps no savings, so a probe meets its
+// capacity at once, and the rate that met it bounds the capacity from above.
+// The controller narrows it down from both sides instead of sitting at the
+// rate it happened to be served at before its first probe.
+func TestSimNoBurstHost(t *testing.T) {
+	h := &simHost{servers: 5, lat: 100 * ms}
+	c := New(Config{}, t0)
+	res := simulate(c, h, 60*time.Second)
+	last := 0
+	for _, n := range res.perSec[40:60] {
+		last += n
+	}
+	share := float64(res.throttled) / float64(res.sent)
+	t.Logf("sent %d, refused %.2f%%; per second %v", res.sent, 100*share, res.perSec)
+	if perSec := float64(last) / 20; perSec < 45 || perSec > 50 {
+		t.Errorf("sends %.1f req/s over the last 20 s, want 45-50 (capacity 50)", perSec)
+	}
+	if share > 0.01 {
+		t.Errorf("refused %.2f%%, want ≤ 1%%", 100*share)
+	}
+	if !c.noBurst {
+		t.Error("the host was not found to keep no savings")
 	}
 }

@@ -84,12 +84,13 @@ func TestOurs(t *testing.T) {
 		{"latency-knee", false, 0.85, 0, 0, 2.5},
 		{"jittery", false, 0.95, 0.01, 0, 0},
 		{"retry-after", false, 0.78, 0.026, 0, 0},
-		{"concurrency-cap", false, 0.75, 0.01, 0, 0},
+		{"concurrency-cap", false, 0.84, 0.01, 0, 0},
 		{"steady", true, 0.95, 0.01, 0, 0},
 		{"step-down", true, 0.85, 0.025, 5 * time.Second, 0},
 		{"step-up", true, 0.87, 0.01, 8 * time.Second, 0},
 		{"latency-knee", true, 0.85, 0, 0, 2.5},
 		{"jittery", true, 0.95, 0.01, 0, 0},
+		{"concurrency-cap", true, 0.84, 0.01, 0, 0},
 	}
 	for _, tc := range tests {
 		name := tc.scenario
