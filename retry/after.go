@@ -21,10 +21,11 @@ const maxSeconds = int64(maxDuration / time.Second)
 // HTTP-date in any of the three formats RFC 9110 §5.6.7 allows. An HTTP-date
 // is measured against the response's own Date field when that parses, because
 // the server's clock set both and the client's may be skewed; otherwise
-// against now. A date in the past, or a negative number of seconds, yields 0
-// with ok true: the server says "now".
+// against now. A date in the past yields 0 with ok true: the server says
+// "now".
 //
-// ok is false when the field is absent, empty or garbage, or when it appears
+// ok is false when the field is absent, empty or garbage (a signed number,
+// "-5" as much as "+5", is not delay-seconds), or when it appears
 // more than once with values that disagree; the caller then falls back to its
 // own backoff. The returned delay is never negative.
 //
@@ -57,16 +58,8 @@ func ParseAfterValue(value, date string, now time.Time) (time.Duration, bool) {
 	if value == "" {
 		return 0, false
 	}
-	neg := false
-	digits := value
-	if digits[0] == '-' {
-		neg, digits = true, digits[1:]
-	}
-	if isDigits(digits) {
-		if neg {
-			return 0, true
-		}
-		n, _ := atoi64(digits)
+	if isDigits(value) {
+		n, _ := atoi64(value)
 		return secondsDuration(n, 0), true
 	}
 	at, err := http.ParseTime(value)

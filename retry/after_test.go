@@ -27,11 +27,11 @@ func TestParseAfterValue(t *testing.T) {
 		{"leading zeros", "007", "", 7 * time.Second, true},
 		{"surrounding OWS", " \t5 ", "", 5 * time.Second, true},
 		{"seconds ignore Date", "5", httpDate(t0.Add(time.Hour)), 5 * time.Second, true},
-		{"negative is now", "-5", "", 0, true},
+		{"negative", "-5", "", 0, false},
 		{"largest representable", "9223372036", "", 9223372036 * time.Second, true},
 		{"one past clamps", "9223372037", "", maxDuration, true},
 		{"huge clamps", "99999999999999999999999999999999", "", maxDuration, true},
-		{"negative huge is now", "-99999999999999999999999999999999", "", 0, true},
+		{"negative huge", "-99999999999999999999999999999999", "", 0, false},
 
 		{"empty", "", "", 0, false},
 		{"blank", "  ", "", 0, false},
