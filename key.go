@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -240,7 +241,8 @@ type Keyer struct {
 	Resolver *net.Resolver // for KeyIP; nil means net.DefaultResolver
 	TTL      time.Duration // how long KeyIP trusts a resolution; zero means 5 minutes
 
-	ips sync.Map // host key → ipEntry
+	ips   sync.Map     // host key → ipEntry
+	swept atomic.Int64 // when expired entries were last dropped, UnixNano
 }
 
 type ipEntry struct {
@@ -302,5 +304,20 @@ func (k *Keyer) ipKey(ctx context.Context, hk string) (string, error) {
 	}
 	ip := best.String()
 	k.ips.Store(host, ipEntry{ip: ip, expires: now.Add(ttl)})
+	if last := k.swept.Load(); now.UnixNano()-last >= int64(ttl) && k.swept.CompareAndSwap(last, now.UnixNano()) {
+		k.sweep(now)
+	}
 	return ip, nil
+}
+
+// sweep drops the resolutions expired at now, so that a long crawl over
+// many names keeps only those of about the last two TTLs. One resolution in
+// a TTL runs it, off the cached path.
+func (k *Keyer) sweep(now time.Time) {
+	k.ips.Range(func(host, v any) bool {
+		if !now.Before(v.(ipEntry).expires) {
+			k.ips.CompareAndDelete(host, v)
+		}
+		return true
+	})
 }

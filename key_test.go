@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHostKey(t *testing.T) {
@@ -171,4 +172,25 @@ func FuzzKeyURL(f *testing.F) {
 			}
 		}
 	})
+}
+
+// KeyIP's resolutions do not pile up: a resolution drops those that expired
+// (at most once a TTL), and keeps the rest.
+func TestKeyIPSweepsExpired(t *testing.T) {
+	k := Keyer{By: KeyIP}
+	now := time.Now()
+	k.ips.Store("old.example", ipEntry{ip: "192.0.2.1", expires: now.Add(-time.Second)})
+	k.ips.Store("fresh.example", ipEntry{ip: "192.0.2.2", expires: now.Add(time.Hour)})
+	u, _ := url.Parse("http://localhost:8080/")
+	if _, err := k.Key(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := k.ips.Load("old.example"); ok {
+		t.Error("an expired resolution was kept")
+	}
+	for _, h := range []string{"fresh.example", "localhost"} {
+		if _, ok := k.ips.Load(h); !ok {
+			t.Errorf("%s's resolution was dropped", h)
+		}
+	}
 }
