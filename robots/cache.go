@@ -129,6 +129,11 @@ func Origin(u *url.URL) (string, error) {
 	if port == "80" && scheme == "http" || port == "443" && scheme == "https" {
 		port = ""
 	}
+	if i := strings.IndexByte(host, '%'); i >= 0 {
+		// An IPv6 zone ("fe80::1%en0") is written %25 in a URL (RFC 6874);
+		// unescaped, the robots.txt URL built on the origin would not parse.
+		host = host[:i] + "%25" + host[i+1:]
+	}
 	if port != "" || strings.Contains(host, ":") {
 		if port == "" {
 			return scheme + "://[" + host + "]", nil

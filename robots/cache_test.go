@@ -342,6 +342,8 @@ func TestOrigin(t *testing.T) {
 		{"http://user:pw@example.com/", "http://example.com", false},
 		{"http://[::1]:8080/x", "http://[::1]:8080", false},
 		{"http://[::1]/x", "http://[::1]", false},
+		{"http://[fe80::1%25en0]:8080/x", "http://[fe80::1%25en0]:8080", false},
+		{"http://[fe80::1%25en0]/x", "http://[fe80::1%25en0]", false},
 		{"ftp://example.com/", "", true},
 		{"/relative", "", true},
 		{"http:///nohost", "", true},
@@ -350,6 +352,12 @@ func TestOrigin(t *testing.T) {
 		got, err := Origin(mustURL(t, tt.in))
 		if got != tt.want || (err != nil) != tt.wantErr {
 			t.Errorf("Origin(%q) = %q, %v, want %q (error %v)", tt.in, got, err, tt.want, tt.wantErr)
+		}
+		if err == nil {
+			// The robots.txt URL is built on the origin: it must parse.
+			if _, err := url.Parse(got + "/robots.txt"); err != nil {
+				t.Errorf("Origin(%q) = %q: %v", tt.in, got, err)
+			}
 		}
 	}
 	var c Cache
