@@ -155,6 +155,7 @@ const (
 	shallowSaved   = 0.1                           // savings under 100 ms of the capacity: a host with no burst to speak of
 	shallowFirst   = 0.1                           // a probe met this far above the estimate shows a host without burst...
 	shallowGap     = 0.05                          // ... whose bounds this close stop narrowing its capacity
+	lowProbeReach  = 1.6                           // a refused probe from a lower bound that got this far was spending savings
 	nearBracket    = 0.75                          // a count this near under a fine estimate bounds it; further under, the capacity fell
 )
 
@@ -445,6 +446,7 @@ func (c *Controller) bracket() {
 // one decrease, then a window whose end judges whether it was enough.
 func (c *Controller) congested(t, sent int64, wait time.Duration) {
 	r := c.rate
+	probe := c.phase == probing // a probe's rate followed probeRate; a ramp's did not
 	if tracing {
 		c.trace(t, "congested wait=%v okRate=%.2f", wait, c.meter.okRate(t))
 	}
@@ -475,11 +477,11 @@ func (c *Controller) congested(t, sent int64, wait time.Duration) {
 		// second case is a probe served far above the estimate; there, the
 		// rate the probe had when it sent the refused request bounds the
 		// capacity from above as closely as the estimate bounds it from
-		// below. (A host with a deep bucket serves a probe far past its
-		// capacity from savings; its rate met bounds nothing.)
-		// (A host that says when to come back gets paused for it, and
-		// refills meanwhile: its savings are no guide.)
-		bare := !surprise && seen && wait <= 0 && c.saved < min(0.5*c.stored, shallowSaved*c.capEst)
+		// below. A host with a deep bucket serves a probe far past its
+		// capacity from savings: its rate met bounds nothing. Nor do the
+		// savings of a host that says when to come back: it is paused
+		// for it, and refills meanwhile.
+		bare := probe && !surprise && seen && wait <= 0 && c.saved < min(0.5*c.stored, shallowSaved*c.capEst)
 		met := c.probeRate(sent)
 		if bare && met > c.capEst*(1+shallowFirst) {
 			// Twice running: once can be a host whose savings the rate,
@@ -538,7 +540,10 @@ func (c *Controller) congested(t, sent int64, wait time.Duration) {
 			lo := c.cfg.Target * c.capEst
 			if c.capLow {
 				hi := ok
-				if met := c.probeRate(sent); c.phase == probing && wait <= 0 && met < 1.6*c.capEst {
+				// A probe's rate at the refused request's send time is a
+				// closer upper bound than the last second's service, unless
+				// it ran far past the bound (on the host's savings).
+				if met := c.probeRate(sent); probe && wait <= 0 && met < lowProbeReach*c.capEst {
 					hi = max(hi, met)
 				}
 				lo = (c.capEst + min(r, max(hi, c.capEst))) / 2
