@@ -287,7 +287,7 @@ func (c *Controller) SetMax(r float64) {
 func (c *Controller) Concurrency() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	lat := c.lat.baseline(c.last)
+	lat, _ := c.lat.baseline(c.last)
 	if lat == 0 {
 		lat = c.lat.p95
 	}
@@ -378,11 +378,11 @@ func (c *Controller) latencyHigh(t int64, share float64) bool {
 	if c.cfg.LatencyTolerance < 0 || c.lat.n < minLatN {
 		return false
 	}
-	b := c.lat.baseline(t)
+	b, spread := c.lat.baseline(t)
 	if b <= 0 {
 		return false
 	}
-	limit := float64(b)*(1+c.cfg.LatencyTolerance*share) + noiseSpreads*float64(c.lat.spread)
+	limit := float64(b)*(1+c.cfg.LatencyTolerance*share) + noiseSpreads*float64(spread)
 	return float64(c.lat.med) > limit
 }
 
@@ -702,7 +702,11 @@ func (c *Controller) tick(t int64) {
 		if c.latencyHigh(t, 0.5) {
 			// Latency leads: the probe has met the knee. Nothing new; back
 			// under the capacity, a little lower for a window to drain
-			// the queue the probe left.
+			// the queue the probe left. What the host served meanwhile,
+			// with a queue in front of it, is its capacity, or under it.
+			if ok := c.meter.okRate(t); ok > c.capEst && !c.capLow {
+				c.capEst = ok
+			}
 			c.probeFailed()
 			c.settle(t)
 			c.want *= 1 - drainShare
@@ -733,7 +737,13 @@ func (c *Controller) latencyCheck(t int64) {
 	}
 	c.latHold = false
 	if tracing {
-		c.trace(t, "latency med=%v base=%v okRate=%.2f", c.lat.med, c.lat.baseline(t), okRate)
+		c.trace(t, "latency med=%v okRate=%.2f", c.lat.med, okRate)
+	}
+	// Read while the rate grew, the served rate lags the capacity:
+	// probe again soon.
+	c.refine = c.phase == starting || c.phase == ramping
+	if c.refine {
+		okRate = max(okRate, min(c.meter.okRateOver(t, 4), c.rate))
 	}
 	c.capEst, c.capLow, c.capErr = okRate, false, 1.5
 	c.want = c.cfg.Target * okRate * (1 - drainShare)

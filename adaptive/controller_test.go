@@ -415,3 +415,29 @@ func TestThrottleNearLowerBound(t *testing.T) {
 		})
 	}
 }
+
+func TestBaselineNoiseIsTheUnloadedSpread(t *testing.T) {
+	var l latencies
+	at := int64(0)
+	// 3 s unloaded: 100 ms ± 5 ms.
+	for i := range 60 {
+		l.add(int64(95*ms) + int64(i%11)*int64(ms))
+		at += int64(50 * ms)
+		l.update(at)
+	}
+	_, unloaded := l.baseline(at)
+	// Then a queue grows: each answer 10 ms slower than the last.
+	for i := range 24 {
+		l.add(int64(100*ms) + int64(i)*int64(10*ms))
+		at += int64(50 * ms)
+		l.update(at)
+	}
+	base, spread := l.baseline(at)
+	if base < int64(94*ms) || base > int64(106*ms) {
+		t.Fatalf("baseline %v, want about 100 ms", time.Duration(base))
+	}
+	if spread != unloaded || spread > int64(10*ms) {
+		t.Fatalf("baseline spread %v with a queue growing (ring spread %v), want the unloaded %v",
+			time.Duration(spread), time.Duration(l.spread), time.Duration(unloaded))
+	}
+}

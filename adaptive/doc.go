@@ -63,11 +63,15 @@
 // Latency. The median latency of the newest answers is compared with a
 // baseline, the least such median over the last half minute (a min filter,
 // as in TCP Vegas and BBR), plus an allowance for the noise the latencies
-// show. Above Config.LatencyTolerance, while the host serves fewer answers
-// than it is sent, a queue is growing: the host is serving at its capacity,
-// so what it serves is measured as the capacity, and the rate drops below it
-// for a window to drain the queue; a probe that meets rising latency ends
-// the same way. High latency without a growing queue
+// showed when that baseline was taken (not now: a growing queue widens the
+// spread, and would hide itself). Above Config.LatencyTolerance, while the
+// host serves fewer answers than it is sent, a queue is growing: the host is
+// serving at its capacity, so what it serves is measured as the capacity
+// (over the last half second when the rate was growing, for the last
+// second's count lags it), and the rate drops below it for a window to
+// drain the queue; a probe that meets rising latency ends the same way, and
+// what the host served meanwhile raises the estimate. High latency without a
+// growing queue
 // holds the rate where it is: no growth, no probes. Concurrency caps the
 // requests in flight to what the rate needs at the unloaded latency, so that
 // a queue at the host stays short even when the rate overshoots (the idea

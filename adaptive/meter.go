@@ -34,15 +34,21 @@ func (m *rateMeter) add(t int64, ok bool) {
 // okRate returns the OK answers per second over the second before t (or
 // since the origin, when younger than that).
 func (m *rateMeter) okRate(t int64) float64 {
+	return m.okRateOver(t, slotCount)
+}
+
+// okRateOver returns the OK answers per second over the last n slots before
+// t, the current one partly.
+func (m *rateMeter) okRateOver(t int64, n int64) float64 {
 	cur := t / slotSpan
 	var sum int32
 	for k := range m.slots {
 		s := &m.slots[k]
-		if s.idx > cur-slotCount && s.idx <= cur {
+		if s.idx > cur-n && s.idx <= cur {
 			sum += s.ok
 		}
 	}
-	span := (slotCount-1)*slotSpan + t%slotSpan
+	span := (n-1)*slotSpan + t%slotSpan
 	span = max(min(span, t), slotSpan)
 	return float64(sum) * 1e9 / float64(span)
 }
@@ -67,7 +73,9 @@ type latencies struct {
 	med    int64
 	p95    int64
 	spread int64 // interquartile range of the ring
-	base   [baseSlots]struct{ idx, min int64 }
+	// Per slot: the least median, and the spread when it was taken (the
+	// noise of the host unloaded; a queue widens the spread as it grows).
+	base [baseSlots]struct{ idx, min, spread int64 }
 }
 
 func (l *latencies) add(d int64) {
@@ -101,22 +109,26 @@ func (l *latencies) update(t int64) {
 	i := t / baseSlotDur
 	s := &l.base[i%baseSlots]
 	if s.idx != i || l.med < s.min {
-		s.idx, s.min = i, l.med
+		s.idx, s.min, s.spread = i, l.med, l.spread
 	}
 }
 
-// baseline returns the least median of the last baseSlots slots at t, or 0
-// when there is none yet.
-func (l *latencies) baseline(t int64) int64 {
+// baseline returns the least median of the last baseSlots slots at t, and
+// the widest of the spreads taken with each slot's least median: the noise
+// of the host unloaded, which a growing queue cannot widen. Zeros when there
+// is none yet.
+func (l *latencies) baseline(t int64) (base, spread int64) {
 	cur := t / baseSlotDur
-	var b int64
 	for k := range l.base {
 		s := &l.base[k]
-		if s.idx > cur-baseSlots && s.idx <= cur && s.min > 0 && (b == 0 || s.min < b) {
-			b = s.min
+		if s.idx > cur-baseSlots && s.idx <= cur && s.min > 0 {
+			if base == 0 || s.min < base {
+				base = s.min
+			}
+			spread = max(spread, s.spread)
 		}
 	}
-	return b
+	return base, spread
 }
 
 // sortInt64 is an insertion sort: the slices are at most latRing long, and

@@ -1,6 +1,7 @@
 package adaptive
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -150,5 +151,109 @@ func TestSimNoBurstHost(t *testing.T) {
 	}
 	if !c.noBurst {
 		t.Error("the host was not found to keep no savings")
+	}
+}
+
+// queueHost is a host without a bucket: servers that each take svc (±10 %,
+// deterministic noise) per request, and a FIFO queue in front of them. It
+// never refuses; its latency is the only signal of overload.
+type queueHost struct {
+	free []time.Duration // when each server is next free
+	svc  time.Duration
+	x    uint64
+}
+
+// serve returns when a request that arrives at is answered.
+func (h *queueHost) serve(at time.Duration) time.Duration {
+	k := 0
+	for i, f := range h.free {
+		if f < h.free[k] {
+			k = i
+		}
+	}
+	h.x = h.x*6364136223846793005 + 1442695040888963407
+	d := h.svc + time.Duration(int64(h.x>>33)%int64(h.svc/5)) - h.svc/10
+	done := max(at, h.free[k]) + d
+	h.free[k] = done
+	return done
+}
+
+type queueResult struct {
+	peakRate float64 // highest rate the controller set
+	perSec   []int   // requests sent per second
+	lat      [][]time.Duration
+}
+
+// simulateQueue sends requests evenly at the controller's rate, at most
+// its Concurrency in flight (as polite.Transport does), for d, and feeds the
+// answers back in time order.
+func simulateQueue(c *Controller, h *queueHost, d time.Duration) queueResult {
+	type answer struct{ at, lat time.Duration }
+	var res queueResult
+	res.perSec = make([]int, int(d/time.Second)+1)
+	res.lat = make([][]time.Duration, len(res.perSec))
+	var pending []answer // in order of at
+	next := time.Duration(0)
+	for next < d {
+		if len(pending) > 0 && (pending[0].at <= next || len(pending) >= c.Concurrency()) {
+			next = max(next, pending[0].at)
+			a := pending[0]
+			pending = pending[1:]
+			res.peakRate = max(res.peakRate, c.Observe(t0.Add(a.at), ok(a.lat)))
+			continue
+		}
+		res.perSec[next/time.Second]++
+		done := h.serve(next)
+		res.lat[next/time.Second] = append(res.lat[next/time.Second], done-next)
+		i := len(pending)
+		for i > 0 && pending[i-1].at > done {
+			i--
+		}
+		pending = append(pending, answer{})
+		copy(pending[i+1:], pending[i:])
+		pending[i] = answer{at: done, lat: done - next}
+		next += time.Duration(float64(time.Second) / c.Rate())
+	}
+	return res
+}
+
+func TestSimLatencyKnee(t *testing.T) {
+	// 4 servers × 100 ms: 40 req/s, and a queue beyond. The knee is found
+	// from latency alone, and found early: the queue a cold start leaves
+	// stays under 3 × the unloaded latency. Then the rate settles within
+	// 3 % of the capacity, the capacity is learned as the rate the host
+	// served with a queue in front of it, and the latency stays near its
+	// unloaded level.
+	h := &queueHost{free: make([]time.Duration, 4), svc: 100 * ms, x: 1}
+	c := New(Config{}, t0)
+	res := simulateQueue(c, h, 60*time.Second)
+	var early time.Duration
+	for s := range 15 {
+		for _, l := range res.lat[s] {
+			early = max(early, l)
+		}
+	}
+	sent := 0
+	var lats []time.Duration
+	for s := 30; s < 60; s++ {
+		sent += res.perSec[s]
+		lats = append(lats, res.lat[s]...)
+	}
+	slices.Sort(lats)
+	p95 := lats[len(lats)*95/100]
+	rate := float64(sent) / 30
+	capacity, measured := c.Capacity()
+	t.Logf("cold start: worst latency %v; 30-60 s: %.1f req/s, p95 %v; Capacity() = %.2f, %v", early, rate, p95, capacity, measured)
+	if early >= 300*ms {
+		t.Errorf("cold start: worst latency %v, want under 300 ms (3 × unloaded)", early)
+	}
+	if rate < 0.97*40 || rate > 40 {
+		t.Errorf("30-60 s: %.1f req/s, want within 3 %% under 40", rate)
+	}
+	if p95 > 150*ms {
+		t.Errorf("30-60 s: p95 latency %v, want at most 150 ms (1.5 × unloaded)", p95)
+	}
+	if !measured || capacity < 38 || capacity > 42 {
+		t.Errorf("Capacity() = %.2f, %v; want 40 ± 2, measured", capacity, measured)
 	}
 }

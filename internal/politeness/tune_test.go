@@ -35,7 +35,7 @@ func TestTune(t *testing.T) {
 	}
 	scs := pick(testbed.Scenarios(), *flagScenarios, func(s testbed.Scenario) string { return s.Name })
 	for _, sc := range scs {
-		var g, r, s float64
+		var g, r, s, p95 float64
 		never := 0
 		n := *flagVariants
 		for k := range n {
@@ -56,10 +56,11 @@ func TestTune(t *testing.T) {
 					fmt.Println(res.Hosts[0].Denied)
 				}
 				if *flagEach {
-					fmt.Printf("  variant %2d: goodput %5.1f%%  refused %5.2f%%  settle %4.1f s\n",
-						k, 100*res.Goodput, 100*res.Refused, res.Settle.Seconds())
+					fmt.Printf("  variant %2d: goodput %5.1f%%  refused %5.2f%%  settle %4.1f s  p95 %.2fx\n",
+						k, 100*res.Goodput, 100*res.Refused, res.Settle.Seconds(), res.P95)
 				}
 				g += res.Goodput
+				p95 += res.P95
 				r += res.Refused
 				if res.Settle < 0 {
 					never++
@@ -68,8 +69,8 @@ func TestTune(t *testing.T) {
 				}
 			})
 		}
-		fmt.Printf("%-16s %-13s goodput %5.1f%%  refused %5.2f%%  settle %4.1f s (never %d)\n",
-			sc.Name, p.Name, 100*g/float64(n), 100*r/float64(n), s/float64(max(n-never, 1)), never)
+		fmt.Printf("%-16s %-13s goodput %5.1f%%  refused %5.2f%%  settle %4.1f s (never %d)  p95 %.2fx\n",
+			sc.Name, p.Name, 100*g/float64(n), 100*r/float64(n), s/float64(max(n-never, 1)), never, p95/float64(n))
 	}
 }
 
