@@ -682,10 +682,12 @@ func (c *Controller) tick(t int64) {
 			// Past the stragglers, most requests sent after the decrease
 			// are throttled, and far fewer served than the rate sends: it
 			// was plainly not enough. Cut again now, to what was served
-			// since (counted generously: too few answers to measure by),
-			// and let the next window measure.
+			// since, give or take half an answer (too few to measure by:
+			// a rate a little under the capacity costs less than one
+			// over it, throttled the whole next window), and let the
+			// next window measure.
 			span := max(t-c.lat.med-c.cutAt, straggle)
-			c.want = max((float64(c.okPost)+1.5)*1e9/float64(span), c.cfg.Backoff*c.want)
+			c.want = max((float64(c.okPost)+0.5)*1e9/float64(span), c.cfg.Backoff*c.want)
 			c.decrease(t, t, false)
 		}
 		return

@@ -44,6 +44,7 @@ func (h *simHost) admit(at time.Duration, inFlight int) bool {
 type simResult struct {
 	sent, admitted, throttled int
 	perSec                    []int // requests sent per second
+	thrPerSec                 []int // requests throttled per second
 }
 
 // simulate sends requests evenly at the controller's rate for d (the
@@ -52,6 +53,7 @@ func simulate(c *Controller, h *simHost, d time.Duration) simResult {
 	h.tokens = h.burst
 	var res simResult
 	res.perSec = make([]int, int(d/time.Second)+1)
+	res.thrPerSec = make([]int, len(res.perSec))
 	var pending []time.Duration // OK answers due, in order (constant latency)
 	next := time.Duration(0)
 	for next < d {
@@ -68,6 +70,7 @@ func simulate(c *Controller, h *simHost, d time.Duration) simResult {
 			pending = append(pending, next+h.lat)
 		} else {
 			res.throttled++
+			res.thrPerSec[next/time.Second]++
 			r = c.Observe(t0.Add(next), throttle(0))
 		}
 		next += time.Duration(float64(time.Second) / r)
@@ -121,9 +124,14 @@ func TestSimCapacitySteps(t *testing.T) {
 				run = 0
 			}
 		}
-		t.Logf("%g → %g req/s: within 10%% after %d s; sent per second %v", tc.from, tc.to, settle, res.perSec[13:30])
+		t.Logf("%g → %g req/s: within 10%% after %d s; sent per second %v; throttled %v", tc.from, tc.to, settle, res.perSec[13:30], res.thrPerSec[13:30])
 		if settle < 0 || settle > 12 {
 			t.Errorf("%g → %g req/s: settled after %d s, want within 12 s", tc.from, tc.to, settle)
+		}
+		// A drop costs one wave of throttles and a cut or two, not a
+		// second of sending at twice the new capacity.
+		if thr := res.thrPerSec[15] + res.thrPerSec[16] + res.thrPerSec[17]; tc.to < tc.from && thr > 8 {
+			t.Errorf("%g → %g req/s: %d throttled in the 3 s after the drop, want at most 8", tc.from, tc.to, thr)
 		}
 	}
 }
