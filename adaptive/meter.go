@@ -115,8 +115,8 @@ func (l *latencies) update(t int64) {
 
 // baseline returns the least median of the last baseSlots slots at t, and
 // the widest of the spreads taken with each slot's least median: the noise
-// of the host unloaded, which a growing queue cannot widen. Zeros when there
-// is none yet.
+// of the host at its least loaded, which a queue growing now does not widen
+// (one that lasted a whole slot would). Zeros when there is none yet.
 func (l *latencies) baseline(t int64) (base, spread int64) {
 	cur := t / baseSlotDur
 	for k := range l.base {
