@@ -126,7 +126,7 @@ func TestAdaptiveUnlimitedStartsAtMax(t *testing.T) {
 			}
 			h := tr.Registry().Get("a.test")
 			defer tr.Registry().Put(h)
-			if got := h.Bucket().Rate(); got != tc.want {
+			if got := h.bucket.Rate(); got != tc.want {
 				t.Errorf("%+v: rate %v after one answer, want %v", tc.cfg, got, tc.want)
 			}
 		})

@@ -12,22 +12,23 @@
 // for the request's host (the key from Transport.Key: host, registrable domain
 // or IP):
 //
-//  1. block mark: a host that answered with a soft block (challenge page,
-//     captcha) fails fast with ErrBlocked;
-//  2. pause: a host that said "slow down" (429/503 with or without
-//     Retry-After, RateLimit remaining 0) is paused for every request, not
-//     just the one that was refused; a pause beyond MaxRetryAfter fails fast
-//     with ErrPaused;
-//  3. breaker: a host that keeps failing fails fast with breaker.ErrOpen,
-//     letting one probe through after the open delay;
-//  4. in-flight slot: the host's concurrency cap, then the global cap
-//     (MaxInFlight); the slot is held until the response body is closed;
-//  5. token: the host's token bucket (rate, burst; smooth mode spaces
-//     requests evenly);
-//  6. send, classify (ok, throttled, overloaded, blocked, server error,
-//     network error, client error), feed the outcome back (pause, drain the
-//     bucket, breaker, RateLimit ceiling);
-//  7. retry: only replayable requests, with attempts left and a token from
+//  1. in-flight slot: the host's concurrency cap; the slot is held until the
+//     response body is closed;
+//  2. the Store's admission, in one call: the block mark (a host that
+//     answered with a soft block fails fast with ErrBlocked), the pause (a
+//     host that said "slow down" with 429/503, with or without
+//     Retry-After, or RateLimit remaining 0, is paused for every request;
+//     a pause beyond MaxRetryAfter fails fast with ErrPaused), the breaker
+//     (a host that keeps failing fails fast with breaker.ErrOpen, letting
+//     one probe through after the open delay) and the token (rate, burst;
+//     smooth mode spaces requests evenly);
+//  3. the global slot (MaxInFlight), taken only once the host's token is at
+//     hand, so a request waiting on a slow host never holds up the others;
+//  4. send, classify (ok, throttled, overloaded, blocked, server error,
+//     network error, client error), and report the outcome to the Store in
+//     one call (pause, drain the bucket, breaker, RateLimit ceiling,
+//     adaptive rate);
+//  5. retry: only replayable requests, with attempts left and a token from
 //     both the host's and the global retry budget; the delay is the host's
 //     pause (Retry-After) or full-jitter backoff.
 //
@@ -36,8 +37,13 @@
 //
 // # Per-host state
 //
-// Registry holds the per-host state, created on first touch and evicted when
-// idle, in bounded memory for millions of hosts. Rules set Limits by host
+// Registry holds the per-host entries, created on first touch and evicted
+// when idle, in bounded memory for millions of hosts. A Store owns what
+// decides admission (the local store keeps it in memory, in the entries);
+// Transport.Ready asks it, taking nothing, whether a host could send now,
+// Transport.Try makes one attempt without waiting (for schedulers such as
+// the crawl job), and Transport.Hosts and Transport.State read HostState
+// snapshots. Rules set Limits by host
 // pattern. The primitives live in their own packages and know nothing of
 // each other: bucket (token bucket), inflight (FIFO semaphore), retry
 // (Retry-After, RateLimit headers, backoff, retry budget), breaker, robots.

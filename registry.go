@@ -13,6 +13,7 @@ import (
 
 	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/inflight"
+	"github.com/polite-go/polite/robots"
 )
 
 // Defaults for Limits fields left zero.
@@ -64,9 +65,11 @@ type Rule struct {
 	Limits
 }
 
-// Host is the state polite keeps for one destination: a token bucket for the
-// rate and a gate for requests in flight. A Host is safe for concurrent use.
-// Get it from Registry.Get and give it back with Registry.Put.
+// Host is the entry polite keeps for one destination: its key, the gate for
+// its requests in flight, and the local store's state (a token bucket and
+// the rest of its policy). A Host is safe for concurrent use. Get it from
+// Registry.Get and give it back with Registry.Put; read its state with a
+// Store's State, or Transport.Hosts.
 type Host struct {
 	key    string // points into keyBuf when it fits, so a lookup's key check needs no other cache line
 	keyBuf [inlineKey]byte
@@ -74,22 +77,23 @@ type Host struct {
 	refs   atomic.Int32 // Get without Put yet; a Host with refs is never evicted
 	rule   int32        // index into the registry's rules; -1 = defaults
 	gate   inflight.Gate
-	ext    atomic.Pointer[hostExt]
+	pol    atomic.Pointer[hostPolicy]    // the local store's state, once a Transport sends to the host
+	robots atomic.Pointer[robots.Robots] // the robots.txt copy whose Crawl-delay is in force
 }
 
 // inlineKey is the longest key kept inside the Host; longer keys get an
 // allocation of their own. 24 bytes covers most hostnames and keeps a Host
-// at 88 bytes (the 96-byte size class).
+// at 96 bytes (a size class of its own).
 const inlineKey = 24
 
 // Key returns the host's key.
 func (h *Host) Key() string { return h.key }
 
-// Bucket returns the host's token bucket.
-func (h *Host) Bucket() *bucket.Bucket { return &h.bucket }
-
-// Gate returns the host's in-flight gate.
-func (h *Host) Gate() *inflight.Gate { return &h.gate }
+// AllowN reports whether n tokens can be taken from the host's bucket at
+// now, and takes them if so: a Registry used on its own as a per-key rate
+// limiter needs nothing more. A Transport's hosts are admitted through its
+// Store instead (see Transport.Ready and Transport.State).
+func (h *Host) AllowN(now time.Time, n int) bool { return h.bucket.AllowN(now, n) }
 
 // idleSince reports whether the host holds nothing a new Host would not: no
 // request in flight or waiting, no reference, a bucket full since since, and
@@ -98,7 +102,7 @@ func (h *Host) idleSince(since, now time.Time) bool {
 	if h.refs.Load() != 0 || !h.gate.Idle() || !h.bucket.Full(since) {
 		return false
 	}
-	if x := h.ext.Load(); x != nil && !x.idle(now) {
+	if p := h.pol.Load(); p != nil && !p.idle(now) {
 		return false
 	}
 	return true

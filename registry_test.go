@@ -42,13 +42,13 @@ func TestRegistryRules(t *testing.T) {
 	}
 	h := r.Get("api.example.com")
 	defer r.Put(h)
-	if got := h.Bucket().Rate(); got != 20 {
+	if got := h.bucket.Rate(); got != 20 {
 		t.Errorf("api.example.com bucket rate = %v, want 20", got)
 	}
-	if !h.Bucket().Smooth() {
+	if !h.bucket.Smooth() {
 		t.Error("api.example.com bucket not smooth")
 	}
-	if got := h.Gate().Limit(); got != DefaultConcurrency {
+	if got := h.gate.Limit(); got != DefaultConcurrency {
 		t.Errorf("gate limit = %d, want %d", got, DefaultConcurrency)
 	}
 	if err := r.Check(); err != nil {
@@ -82,7 +82,7 @@ func TestEvictionNeverGrantsMore(t *testing.T) {
 
 	h := r.Get("a.test")
 	for range 3 {
-		if !h.Bucket().AllowN(now, 1) {
+		if !h.bucket.AllowN(now, 1) {
 			t.Fatal("a fresh host refused its burst")
 		}
 	}
@@ -102,7 +102,7 @@ func TestEvictionNeverGrantsMore(t *testing.T) {
 	if r.Len() != 1 {
 		t.Fatalf("referenced host evicted")
 	}
-	if err := held.Gate().Acquire(context.Background()); err != nil {
+	if err := held.gate.Acquire(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	r.Put(held)
@@ -110,7 +110,7 @@ func TestEvictionNeverGrantsMore(t *testing.T) {
 	if r.Len() != 1 {
 		t.Fatalf("host with a request in flight evicted")
 	}
-	held.Gate().Release()
+	held.gate.Release()
 	r.Sweep()
 	if r.Len() != 0 || r.Evictions() != 1 {
 		t.Fatalf("idle host not evicted: Len %d, Evictions %d", r.Len(), r.Evictions())
@@ -118,7 +118,7 @@ func TestEvictionNeverGrantsMore(t *testing.T) {
 	h2 := r.Get("a.test")
 	defer r.Put(h2)
 	n := 0
-	for h2.Bucket().AllowN(now, 1) {
+	for h2.bucket.AllowN(now, 1) {
 		n++
 	}
 	if n != 3 {
@@ -134,7 +134,7 @@ func TestRegistryBounded(t *testing.T) {
 	r.now = func() time.Time { return now }
 	for i := range 200_000 {
 		h := r.Get(fmt.Sprintf("h%d.test", i))
-		h.Bucket().AllowN(now, 1)
+		h.bucket.AllowN(now, 1)
 		r.Put(h)
 		now = now.Add(100 * time.Microsecond) // 10,000 new hosts per second
 	}
@@ -152,11 +152,11 @@ func TestRegistryConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range 5000 {
 				h := r.Get(fmt.Sprintf("h%d.test", (i*7+g)%300))
-				if h.Gate().TryAcquire() {
-					if h.Gate().InFlight() > 3 {
-						t.Errorf("%s: %d in flight", h.Key(), h.Gate().InFlight())
+				if h.gate.TryAcquire() {
+					if h.gate.InFlight() > 3 {
+						t.Errorf("%s: %d in flight", h.Key(), h.gate.InFlight())
 					}
-					h.Gate().Release()
+					h.gate.Release()
 				}
 				r.Put(h)
 				if i%1000 == 0 {
@@ -190,7 +190,7 @@ func TestHostFootprint(t *testing.T) {
 		now := time.Now()
 		for _, k := range keys {
 			h := r.Get(k)
-			h.Bucket().AllowN(now, 1)
+			h.bucket.AllowN(now, 1)
 			r.Put(h)
 		}
 		runtime.GC()

@@ -163,7 +163,7 @@ func TestRobotsCrawlDelayLoosens(t *testing.T) {
 			}
 			h := tr.Registry().Get("a.test")
 			defer tr.Registry().Put(h)
-			b := h.Bucket()
+			b := &h.bucket
 			if b.Rate() != rate || b.Burst() != burst || b.Smooth() != smooth {
 				t.Errorf("%s: rate %v, burst %d, smooth %v; want %v, %d, %v", step, b.Rate(), b.Burst(), b.Smooth(), rate, burst, smooth)
 			}

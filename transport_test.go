@@ -267,6 +267,44 @@ func TestTokenAfterGlobalSlot(t *testing.T) {
 	})
 }
 
+// TestNoHeadOfLineAcrossHosts checks that a request waiting for its host's
+// token holds no global slot: with MaxInFlight 2, four requests to a host at
+// 0.5 req/s must not stall a request to another, fast host (before the fix
+// it waited 3.8 s behind them).
+func TestNoHeadOfLineAcrossHosts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &Transport{Limits: fast(), MaxInFlight: 2, Rules: []Rule{
+			{Pattern: "slow.test", Limits: Limits{Rate: 0.5, Burst: 1, Concurrency: 4}},
+		}}
+		c, s := setup(t, tr, map[string]http.HandlerFunc{
+			"slow.test": func(w http.ResponseWriter, r *http.Request) {},
+			"fast.test": func(w http.ResponseWriter, r *http.Request) {},
+		})
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() { get(t, c, "http://slow.test/") })
+		}
+		synctest.Wait() // one sent; three wait for tokens 2, 4 and 6 s out
+		if _, _, err := get(t, c, "http://fast.test/"); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 0 {
+			t.Errorf("fast.test waited %v behind slow.test's tokens, want 0", d)
+		}
+		wg.Wait()
+		times := s.times("slow.test")
+		for i := 1; i < len(times); i++ {
+			if gap := times[i].Sub(times[i-1]); gap < 2*time.Second {
+				t.Errorf("slow.test requests %d and %d came %v apart, want its rate's 2 s", i-1, i, gap)
+			}
+		}
+		if st, ok := tr.State("slow.test"); !ok || st.InFlight != 0 || st.Rate != 0.5 {
+			t.Errorf("State(slow.test) = %+v, %v; want rate 0.5, nothing in flight", st, ok)
+		}
+	})
+}
+
 // A RateLimit policy that rises gives a host without a Rater its rate back,
 // up to its own Limits.Rate: the ceiling follows the server, both ways.
 func TestRateLimitCeilingRises(t *testing.T) {
@@ -286,7 +324,7 @@ func TestRateLimitCeilingRises(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := tr.Registry().Get("a.test")
-			if got := h.Bucket().Rate(); got != step.want {
+			if got := h.bucket.Rate(); got != step.want {
 				t.Errorf("policy q=%d: rate %v, want %v", step.q, got, step.want)
 			}
 			tr.Registry().Put(h)
@@ -339,7 +377,7 @@ func TestRateLimitCeiling(t *testing.T) {
 				}
 				h := tr.Registry().Get("a.test")
 				defer tr.Registry().Put(h)
-				if got := h.Bucket().Rate(); math.Abs(got-tt.want) > 1e-9 {
+				if got := h.bucket.Rate(); math.Abs(got-tt.want) > 1e-9 {
 					t.Errorf("rate %v, want %v", got, tt.want)
 				}
 			})
@@ -755,11 +793,11 @@ func TestRaterMovesRate(t *testing.T) {
 		}
 		h := tr.Registry().Get("a.test")
 		defer tr.Registry().Put(h)
-		if got := h.Bucket().Rate(); got != 6 {
+		if got := h.bucket.Rate(); got != 6 {
 			t.Errorf("after two successes from 4: rate %v, want 6", got)
 		}
 		get(t, c, "http://a.test/")
-		if got := h.Bucket().Rate(); got != 3 {
+		if got := h.bucket.Rate(); got != 3 {
 			t.Errorf("after a 429: rate %v, want 3", got)
 		}
 		v, _ := raters.Load("a.test")

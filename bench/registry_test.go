@@ -72,7 +72,7 @@ func newPolite(tb testing.TB, n int, now time.Time) *polite.Registry {
 	var buf [32]byte
 	for i := range n {
 		h := r.Get(bytesKey(hostKeyInto(buf[:0], i)))
-		h.Bucket().AllowN(now, 1)
+		h.AllowN(now, 1)
 		r.Put(h)
 	}
 	if r.Len() != n {
@@ -143,7 +143,7 @@ func benchGetAllow(b *testing.B, parallel bool) {
 			denied := int64(0)
 			for i := rand.IntN(len(idx)); pb(); i++ {
 				h := r.Get(bytesKey(hostKeyInto(buf[:0], int(idx[i&mask]))))
-				if !h.Bucket().AllowN(now, 1) {
+				if !h.AllowN(now, 1) {
 					denied++
 				}
 				r.Put(h)

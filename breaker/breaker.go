@@ -255,6 +255,19 @@ func (b *Breaker) State(now time.Time) State {
 	return b.state
 }
 
+// OpenUntil returns, taking nothing, when Allow will next admit a request
+// if it would refuse one at now: the end of the open delay, or while a
+// half-open probe is out, when it is presumed lost. It returns the zero
+// time when Allow would admit.
+func (b *Breaker) OpenUntil(now time.Time) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state != Closed && now.Before(b.until) {
+		return b.until
+	}
+	return time.Time{}
+}
+
 func (b *Breaker) open(now time.Time) {
 	b.state = Open
 	b.nfail = 0

@@ -57,12 +57,13 @@ const (
 // Options configure a Job. The zero value of each field is its default.
 type Options struct {
 	// Transport sends the requests and carries the politeness policy (rates,
-	// rules, key, breaker, robots, adaptive). It must not have been used:
-	// Open sets its Base (wrapping the one given, so the job can count
-	// attempts), its Observer (chaining the one given), Retries to -1 and
-	// MaxRetryAfter to 1 ns, and wraps its Blocks, because the job does the waiting and retrying
-	// itself — in its own queue, never holding a worker. If nil, a zero
-	// Transport is used.
+	// rules, key, breaker, robots, adaptive, retry budgets, backoff,
+	// MaxRetryAfter). The job sends through its Try, one attempt at a time,
+	// and keeps URLs that wait (a paused host, a backoff) in its own queue,
+	// never holding a worker; it never changes the Transport, which may be
+	// shared. Its Retries is not used: Retries and RetriesFor below count
+	// a URL's attempts over every run. If nil, the job builds one from
+	// Backoff, Budget and MaxRetryAfter below, sending through NewBase().
 	Transport *polite.Transport
 	// Workers is how many requests may be in flight over all hosts. If
 	// zero, DefaultWorkers.
@@ -74,17 +75,16 @@ type Options struct {
 	// RetriesFor, if set, returns the Retries of one host (by host key),
 	// with the same meaning; it overrides Retries.
 	RetriesFor func(host string) int
-	// Backoff spaces the retries of a URL whose host gave no Retry-After.
-	// The zero value is full jitter from 500 ms to 60 s.
-	Backoff retry.Backoff
-	// Budget is each host's retry budget: a retry waits until the host's
-	// budget has a token, so a host where everything fails is not hammered
-	// by retries. The zero value allows retries up to 20 % of recent
-	// requests plus 1 per second.
-	Budget retry.BudgetConfig
-	// MaxRetryAfter is the longest pause a URL waits out (Retry-After, a
-	// breaker, RateLimit headers). A URL whose host is paused for longer
-	// ends as throttled. If zero, DefaultMaxRetryAfter.
+	// Backoff, Budget and MaxRetryAfter configure the Transport the job
+	// builds when Transport is nil (see polite.Transport's fields of the
+	// same names); a Transport given brings its own. Backoff spaces the
+	// retries of a URL whose host gave no Retry-After (full jitter from
+	// 500 ms to 60 s when zero); Budget is each host's retry budget (a
+	// URL whose retry it refuses waits a second and goes again, never
+	// dropped); a URL whose host is paused for longer than MaxRetryAfter
+	// (DefaultMaxRetryAfter when zero) ends as throttled.
+	Backoff       retry.Backoff
+	Budget        retry.BudgetConfig
 	MaxRetryAfter time.Duration
 	// Timeout bounds one request, body included. If zero, DefaultTimeout.
 	Timeout time.Duration
@@ -137,8 +137,8 @@ type Job struct {
 	hostList []*host
 	items    []*item // pending, from the database, in order
 	sched    *sched
-	budget   retry.Budget // the global retry budget
 	retries  func(string) int
+	backoff  retry.Backoff // the Transport's
 
 	commits chan commitMsg
 	res     *resultsFile
@@ -221,30 +221,23 @@ func (j *Job) defaults() {
 			return o.Retries
 		}
 	}
-	j.budget = *retry.NewBudget(o.Budget)
-	tr := o.Transport
-	if tr == nil {
-		tr = &polite.Transport{}
+	j.tr = o.Transport
+	if j.tr == nil {
+		j.tr = &polite.Transport{Base: NewBase(), Backoff: o.Backoff, Budget: o.Budget, MaxRetryAfter: o.MaxRetryAfter}
 	}
-	base := tr.Base
-	if base == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConns = 0 // no overall cap: every host keeps its own
-		t.MaxIdleConnsPerHost = 16
-		t.IdleConnTimeout = 30 * time.Second
-		base = t
-	}
-	tr.Base = counter{base}
-	tr.Retries = -1
-	tr.MaxRetryAfter = time.Nanosecond
-	tr.Observer = &observer{hosts: j.hosts, next: tr.Observer}
-	blocks := tr.Blocks
-	if blocks == nil {
-		blocks = polite.DefaultBlocks
-	}
-	tr.Blocks = blockRecorder{blocks}
-	j.tr = tr
-	j.cl = &http.Client{Transport: tr}
+	j.backoff = j.tr.Backoff
+}
+
+// NewBase returns the http.Transport a job sends through when it builds its
+// own polite.Transport: http.DefaultTransport's settings, but with no cap
+// on idle connections over all hosts and 16 kept per host, so a crawl of
+// many hosts keeps its connections.
+func NewBase() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 0 // no overall cap: every host keeps its own
+	t.MaxIdleConnsPerHost = 16
+	t.IdleConnTimeout = 30 * time.Second
+	return t
 }
 
 // Dir returns the job's directory.

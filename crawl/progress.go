@@ -50,37 +50,19 @@ func (s *hostStats) p95() time.Duration {
 	return l[(len(l)*95+99)/100-1]
 }
 
-// observer reads the Transport's events: pauses to schedule around, and
-// counts for the display. The host map is complete before the first fetch
-// and read-only afterwards; events about other hosts (redirect targets) are
-// ignored.
-type observer struct {
-	hosts map[string]*host
-	next  polite.Observer // the caller's own Observer, if any
-}
-
-func (o *observer) Observe(e polite.Event) {
-	if h := o.hosts[e.Host]; h != nil {
-		switch e.Kind {
-		case polite.EventAttempt:
-			h.stats.requests.Add(1)
-			switch {
-			case e.Outcome == polite.Throttled:
-				h.stats.throttled.Add(1)
-			case e.Outcome == polite.Blocked:
-				h.stats.blocked.Add(1)
-			case e.Status == 0:
-				h.stats.errors.Add(1)
-			}
-			if e.Status != 0 {
-				h.stats.latency(e.Latency)
-			}
-		case polite.EventPause:
-			h.pause(e.Time.Add(e.Delay))
-		}
+// record counts one attempt the Transport sent.
+func (s *hostStats) record(tr polite.Tried) {
+	s.requests.Add(1)
+	switch {
+	case tr.Outcome == polite.Throttled:
+		s.throttled.Add(1)
+	case tr.Outcome == polite.Blocked:
+		s.blocked.Add(1)
+	case tr.Status == 0:
+		s.errors.Add(1)
 	}
-	if o.next != nil {
-		o.next.Observe(e)
+	if tr.Status != 0 {
+		s.latency(tr.Latency)
 	}
 }
 
@@ -168,7 +150,6 @@ func (j *Job) Progress(topHosts int) Progress {
 	if topHosts > 0 && len(cs) > topHosts {
 		cs = cs[:topHosts]
 	}
-	reg := j.tr.Registry()
 	for _, c := range cs {
 		h := c.h
 		hp := HostProgress{
@@ -176,14 +157,14 @@ func (j *Job) Progress(topHosts int) Progress {
 			Requests: h.stats.requests.Load(), Throttled: h.stats.throttled.Load(), Blocked: h.stats.blocked.Load(),
 			Errors: h.stats.errors.Load(), Done: h.stats.done.Load(), Failed: h.stats.failed.Load(), P95: h.stats.p95(),
 		}
-		if p := time.Unix(0, h.pauseUntil.Load()); p.After(now) {
-			hp.Paused = p.Sub(now)
+		if st, ok := j.tr.State(h.key); ok {
+			if st.PausedUntil.After(now) {
+				hp.Paused = st.PausedUntil.Sub(now)
+			}
+			if st.Rate < bucket.Inf {
+				hp.Rate = st.Rate
+			}
 		}
-		ph := reg.Get(h.key)
-		if r := ph.Bucket().Rate(); r < bucket.Inf {
-			hp.Rate = r
-		}
-		reg.Put(ph)
 		p.Hosts = append(p.Hosts, hp)
 	}
 	return p

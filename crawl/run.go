@@ -12,12 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/polite-go/polite"
-	"github.com/polite-go/polite/breaker"
-	"github.com/polite-go/polite/retry"
 	"github.com/polite-go/polite/robots"
 )
 
@@ -35,7 +32,7 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.mu.Lock()
 	j.start = start
 	j.mu.Unlock()
-	j.sched = newSched(j.tr.Registry())
+	j.sched = newSched(j.tr.Ready)
 	if err := j.loadPending(ctx); err != nil {
 		return Summary{}, err
 	}
@@ -147,56 +144,12 @@ func (j *Job) loadPending(ctx context.Context) error {
 	return nil
 }
 
-// fetchState is one fetch of an item, carried in the request's context so
-// the counting transport under polite can see it.
-type fetchState struct {
-	it      *item
-	block   atomic.Pointer[string] // the soft block polite's detector saw, if any
-	sent    atomic.Bool            // a request went out
-	claimed atomic.Bool            // the token claim was released
-}
-
-type fetchKey struct{}
-
-// unclaim releases the scheduler's token claim for this fetch, once.
-func (f *fetchState) unclaim() {
-	if f.claimed.CompareAndSwap(false, true) {
-		f.it.host.claimed.Add(-1)
-	}
-}
-
-// counter sits under polite's Transport: it sees each request that goes on
-// the wire (after polite's gates, so the host's token was taken).
-type counter struct{ base http.RoundTripper }
-
-func (c counter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if f, ok := r.Context().Value(fetchKey{}).(*fetchState); ok {
-		f.sent.Store(true)
-		f.unclaim()
-	}
-	return c.base.RoundTrip(r)
-}
-
-// blockRecorder is the Transport's BlockDetector: the caller's (or polite's
-// default), noting each verdict in the fetch it belongs to so the job need
-// not read the body a second time.
-type blockRecorder struct{ polite.BlockDetector }
-
-func (b blockRecorder) Detect(resp *http.Response, peek []byte) string {
-	r := b.BlockDetector.Detect(resp, peek)
-	if resp.Request != nil {
-		if f, ok := resp.Request.Context().Value(fetchKey{}).(*fetchState); ok {
-			f.block.Store(&r)
-		}
-	}
-	return r
-}
-
 // fetch makes one attempt at it and decides: finished, or back to the queue.
+// The Transport makes every decision about the host (admission, what the
+// answer means, pauses, whether a retry is worth it and when); the job only
+// keeps the URL in its queue meanwhile, never holding a worker.
 func (j *Job) fetch(ctx context.Context, it *item) {
-	f := &fetchState{it: it}
-	defer f.unclaim()
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, fetchKey{}, f), j.opts.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, j.opts.Timeout)
 	defer cancel()
 	if it.started.IsZero() {
 		it.started = time.Now()
@@ -206,34 +159,39 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		j.finishErr(it, InvalidURL, 0, "invalid URL: "+err.Error())
 		return
 	}
-	resp, err := j.cl.Do(req)
-	if f.sent.Load() {
-		it.attempts++
-		if it.attempts == 1 { // an original request earns retries
-			now := time.Now()
-			it.host.budget.Deposit(now)
-			j.budget.Deposit(now)
-		}
-	}
 	h := it.host
+	resp, tr, err := j.tr.Try(req, polite.TryOptions{Attempt: it.attempts + 1, Retries: j.retries(h.key)})
+	if tr.Sent {
+		it.attempts++
+		h.stats.record(tr)
+	}
 	if err != nil {
-		j.failed(ctx, it, err, f.sent.Load())
+		j.failed(ctx, it, err, tr)
+		return
+	}
+	if resp == nil {
+		j.notReady(it, tr)
 		return
 	}
 	body, sum, truncated, rerr := j.readBody(resp)
 	now := time.Now()
-	out, why := classify(resp, f)
+	out := outcomeOf(tr.Outcome)
 	if rerr != nil && out == OK {
-		// The status was fine but the body broke off: no response to keep.
-		j.failed(ctx, it, rerr, true)
-		return
-	}
-	if out == Throttled || why == "retry" {
-		if next, ok := j.retryAt(it, resp, now); ok {
+		// The status was fine but the body broke off: no response to
+		// keep. The Transport heard a success; the job retries the URL
+		// itself, as for a network error, while attempts are left.
+		it.reason = "body: " + rerr.Error()
+		if it.attempts <= j.retries(h.key) {
+			next := now.Add(j.backoff.Next(it.attempts, 0))
 			j.sched.retry(it, next)
 			j.deferred(it, next)
 			return
 		}
+		j.finishErr(it, NetworkError, resp.StatusCode, fmt.Sprintf("reading the body: %v (after %d attempts)", rerr, it.attempts))
+		return
+	}
+	if j.again(it, tr, resp.Status) {
+		return
 	}
 	res := &Result{URL: it.url, Host: h.key, Outcome: out, Status: resp.StatusCode, Attempts: it.attempts,
 		Bytes: int64(len(body)), SHA256: sum, Truncated: truncated, Started: it.started.UTC(), Finished: now.UTC()}
@@ -242,12 +200,12 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	}
 	switch {
 	case out == Blocked:
-		res.Error = fmt.Sprintf("blocked: %s", why)
+		res.Error = fmt.Sprintf("blocked: %s", tr.Block)
 	case out == Throttled:
 		res.Error = fmt.Sprintf("throttled: %s after %d attempts", resp.Status, it.attempts)
 	case out != OK:
 		res.Error = resp.Status
-		if why == "retry" {
+		if worthRetry(tr.Outcome) {
 			res.Error = fmt.Sprintf("%s after %d attempts", resp.Status, it.attempts)
 		}
 	}
@@ -265,128 +223,91 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	j.finish(it, res, k)
 }
 
-// readBody reads up to MaxBody bytes of resp's body and closes it.
-func (j *Job) readBody(resp *http.Response) (body []byte, sum string, truncated bool, err error) {
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	if resp.ContentLength > 0 && resp.ContentLength <= j.opts.MaxBody {
-		buf.Grow(int(resp.ContentLength))
+// budgetWait is how long a URL whose retry the budget refused waits before
+// it is tried again: a queue defers such a URL, never drops it.
+const budgetWait = time.Second
+
+// again puts it back in the queue when the Transport says the attempt may
+// be retried (or the retry budget asks for patience), and reports whether
+// it did. why says what the attempt came to.
+func (j *Job) again(it *item, tr polite.Tried, why string) bool {
+	var next time.Time
+	switch {
+	case tr.Retry:
+		next = tr.At // for a throttle, now: the host's pause holds it back
+	case tr.Reason == polite.ReasonBudget:
+		why += ", retry budget spent"
+		next = time.Now().Add(budgetWait)
+	default:
+		return false
 	}
-	_, err = io.Copy(&buf, io.LimitReader(resp.Body, j.opts.MaxBody))
-	if err == nil && int64(buf.Len()) == j.opts.MaxBody {
-		var one [1]byte
-		if n, _ := io.ReadFull(resp.Body, one[:]); n > 0 {
-			truncated = true
-		}
-	}
-	body = buf.Bytes()
-	if len(body) > 0 {
-		s := sha256.Sum256(body)
-		sum = hex.EncodeToString(s[:])
-	}
-	return body, sum, truncated, err
+	it.reason = why
+	j.sched.retry(it, next)
+	j.deferred(it, next)
+	return true
 }
 
-// classify maps a response to an outcome, and says why: "retry" for a
-// status worth trying again, or a soft block's reason.
-func classify(resp *http.Response, f *fetchState) (out, why string) {
-	if r := f.block.Load(); r != nil && *r != "" {
-		return Blocked, *r
+// notReady puts back a URL the Transport did not send because its host was
+// not ready: the host waits (the scheduler asks Ready), and the URL with it.
+func (j *Job) notReady(it *item, tr polite.Tried) {
+	j.sched.retry(it, time.Now())
+	switch tr.Reason {
+	case polite.ReasonRate, polite.ReasonSlot:
+		return // a race with another worker: nothing to record
+	case polite.ReasonBreaker:
+		it.reason = "breaker open"
+	default:
+		it.reason = "paused (" + string(tr.Reason) + ")"
 	}
-	switch c := resp.StatusCode; {
-	case c < 400:
-		return OK, ""
-	case c == http.StatusTooManyRequests, c == http.StatusServiceUnavailable:
-		return Throttled, "retry"
-	case c == http.StatusRequestTimeout, c >= 500:
-		return HTTPError, "retry"
+	j.deferred(it, tr.At)
+}
+
+// outcomeOf maps the Transport's reading of an attempt to a result's outcome.
+func outcomeOf(o polite.Outcome) string {
+	switch o {
+	case polite.OK:
+		return OK
+	case polite.Blocked:
+		return Blocked
+	case polite.Throttled:
+		return Throttled
 	}
-	return HTTPError, ""
+	return HTTPError
+}
+
+// worthRetry reports whether an attempt with this outcome is one polite
+// retries.
+func worthRetry(o polite.Outcome) bool {
+	switch o {
+	case polite.Throttled, polite.Overloaded, polite.ServerError, polite.NetworkError:
+		return true
+	}
+	return false
 }
 
 // failed handles a fetch that got no response.
-func (j *Job) failed(ctx context.Context, it *item, err error, sent bool) {
-	now := time.Now()
+func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) {
 	var pe *polite.PausedError
-	var oe *breaker.OpenError
 	var be *polite.BlockedError
-	var until time.Time
 	switch {
 	case errors.As(err, &pe):
-		until = pe.Until
-		it.reason = "paused (" + string(pe.Reason) + ")"
-	case errors.As(err, &oe):
-		until = oe.Until
-		it.reason = "breaker open"
+		j.finishErr(it, Throttled, 0, fmt.Sprintf("throttled: host paused until %s (%s), beyond --max-retry-after",
+			pe.Until.UTC().Format(time.RFC3339), pe.Reason))
 	case errors.As(err, &be):
 		j.finishErr(it, Blocked, 0, fmt.Sprintf("blocked: host %s answered with a %s", be.Host, be.Reason))
-		return
 	case errors.Is(err, robots.ErrDisallowed):
 		j.finishErr(it, RobotsDisallowed, 0, err.Error())
-		return
 	case context.Cause(ctx) != nil && errors.Is(context.Cause(ctx), context.Canceled):
 		// The job is stopping: leave the URL for the next run.
-		j.sched.retry(it, now)
+		j.sched.retry(it, time.Now())
 		j.deferred(it, time.Time{})
-		return
-	}
-	if !until.IsZero() {
-		// The host is paused or its breaker open: nothing was sent. Wait
-		// with the host, without holding a worker.
-		if until.Sub(now) > j.opts.MaxRetryAfter {
-			j.finishErr(it, Throttled, 0, fmt.Sprintf("throttled: host paused until %s, beyond --max-retry-after", until.UTC().Format(time.RFC3339)))
-			return
+	case tr.Sent:
+		if !j.again(it, tr, "network error") {
+			j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (after %d attempts)", unwrapPolite(err), it.attempts))
 		}
-		it.host.pause(until)
-		j.sched.retry(it, now)
-		j.deferred(it, until)
-		return
+	default:
+		j.finishErr(it, NetworkError, 0, unwrapPolite(err).Error())
 	}
-	if sent {
-		it.reason = "network error"
-		if next, ok := j.retryAt(it, nil, now); ok {
-			j.sched.retry(it, next)
-			j.deferred(it, next)
-			return
-		}
-		j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (after %d attempts)", unwrapPolite(err), it.attempts))
-		return
-	}
-	j.finishErr(it, NetworkError, 0, unwrapPolite(err).Error())
-}
-
-// retryAt decides whether it may be tried again and when, after an attempt
-// that got resp (nil for none). A throttled host's pause is the wait; else
-// the backoff, and the host's retry budget.
-func (j *Job) retryAt(it *item, resp *http.Response, now time.Time) (time.Time, bool) {
-	h := it.host
-	if it.attempts > j.retries(h.key) {
-		return time.Time{}, false
-	}
-	if resp != nil {
-		it.reason = resp.Status
-	}
-	var next time.Time
-	if p := time.Unix(0, h.pauseUntil.Load()); p.After(now) {
-		next = p
-	}
-	if resp != nil {
-		if d, ok := retry.ParseAfter(resp.Header, now); ok {
-			h.pause(now.Add(d))
-			next = now.Add(d)
-		}
-	}
-	if !next.IsZero() {
-		if next.Sub(now) > j.opts.MaxRetryAfter {
-			return time.Time{}, false
-		}
-		return now, true // the host's pause holds it back, with its siblings
-	}
-	if !h.budget.Withdraw(now) || !j.budget.Withdraw(now) {
-		it.reason += ", retry budget spent"
-		return now.Add(time.Second), true
-	}
-	return now.Add(j.opts.Backoff.Next(it.attempts, 0)), true
 }
 
 func unwrapPolite(err error) error {
@@ -456,4 +377,26 @@ func (j *Job) logError(what string, err error) {
 	if j.opts.Logger != nil {
 		j.opts.Logger.Error("crawl: "+what, "error", err)
 	}
+}
+
+// readBody reads up to MaxBody bytes of resp's body and closes it.
+func (j *Job) readBody(resp *http.Response) (body []byte, sum string, truncated bool, err error) {
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 && resp.ContentLength <= j.opts.MaxBody {
+		buf.Grow(int(resp.ContentLength))
+	}
+	_, err = io.Copy(&buf, io.LimitReader(resp.Body, j.opts.MaxBody))
+	if err == nil && int64(buf.Len()) == j.opts.MaxBody {
+		var one [1]byte
+		if n, _ := io.ReadFull(resp.Body, one[:]); n > 0 {
+			truncated = true
+		}
+	}
+	body = buf.Bytes()
+	if len(body) > 0 {
+		s := sha256.Sum256(body)
+		sum = hex.EncodeToString(s[:])
+	}
+	return body, sum, truncated, err
 }

@@ -3,12 +3,9 @@ package crawl
 import (
 	"container/heap"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/polite-go/polite"
-	"github.com/polite-go/polite/bucket"
-	"github.com/polite-go/polite/retry"
 )
 
 // item is one URL of the job while it is not done.
@@ -31,10 +28,10 @@ const (
 	hostWaiting                  // in the timer heap until wakeAt
 )
 
-// host is the scheduler's view of one destination: its queue of URLs, its
-// requests in flight, and the state the Transport told us about (a pause).
-// The fields under "guarded by sched.mu" are the scheduler's; the rest are
-// safe for concurrent use.
+// host is the scheduler's view of one destination: its queue of URLs and
+// its requests in flight. Whether the host may send is the Transport's to
+// say (Transport.Ready). The fields under "guarded by sched.mu" are the
+// scheduler's; the rest are safe for concurrent use.
 type host struct {
 	key string
 
@@ -45,12 +42,8 @@ type host struct {
 	inflight int
 	state    hostState
 	wakeAt   time.Time
-	ph       *polite.Host // the Transport's state, referenced while we have work for it
 
-	claimed    atomic.Int32 // dispatched requests that have not taken their token yet
-	pauseUntil atomic.Int64 // unix ns: the Transport paused the host until then
-	budget     retry.Budget // retries to the host (see Options.Budget)
-	stats      hostStats
+	stats hostStats
 }
 
 func (h *host) queued() int { return len(h.queue) - h.head }
@@ -82,27 +75,19 @@ func (h *host) pop() *item {
 	return it
 }
 
-// pause records that the Transport paused the host until t.
-func (h *host) pause(t time.Time) {
-	u := t.UnixNano()
-	for {
-		cur := h.pauseUntil.Load()
-		if u <= cur || h.pauseUntil.CompareAndSwap(cur, u) {
-			return
-		}
-	}
-}
-
 // sched hands URLs to workers, one host at a time, so that no worker waits
-// on a host: a host is handed out only when it has a URL queued, a free
-// in-flight slot and a token in its bucket, and is not paused. Otherwise it
-// sleeps in the timer heap until it may be ready, and URLs put off by
-// backoff sleep there too. Workers take hosts round-robin.
+// on a host: a host is handed out only when it has a URL queued and the
+// Transport says it is ready (a free in-flight slot, a token, no pause, no
+// open breaker). Otherwise it sleeps in the timer heap until it may be
+// ready, or, waiting for a slot, until one of its requests ends; URLs put
+// off by backoff sleep there too. Workers take hosts round-robin. Two
+// workers may take one host's last token between them: the second's Try
+// finds no token and the URL comes back (retry), and the host sleeps.
 //
 // A sched is safe for concurrent use.
 type sched struct {
-	reg  *polite.Registry
-	wake chan struct{} // the timer heap's head moved earlier
+	readyFn func(key string, now time.Time) (time.Duration, polite.Reason) // Transport.Ready
+	wake    chan struct{}                                                  // the timer heap's head moved earlier
 
 	// mu guards every field below, and the hosts' guarded fields.
 	mu       sync.Mutex
@@ -117,8 +102,8 @@ type sched struct {
 	queued   int // URLs in hosts' queues
 }
 
-func newSched(reg *polite.Registry) *sched {
-	s := &sched{reg: reg, wake: make(chan struct{}, 1)}
+func newSched(ready func(key string, now time.Time) (time.Duration, polite.Reason)) *sched {
+	s := &sched{readyFn: ready, wake: make(chan struct{}, 1)}
 	s.cond = sync.NewCond(&s.mu)
 	return s
 }
@@ -152,24 +137,9 @@ func (s *sched) kick(h *host) {
 	if h.state != hostIdle || h.queued() == 0 {
 		return
 	}
-	if h.ph == nil {
-		h.ph = s.reg.Get(h.key)
-	}
-	if h.inflight >= h.ph.Gate().Limit() {
-		return
-	}
 	h.state = hostReady
 	s.ready = append(s.ready, h)
 	s.cond.Signal()
-}
-
-// release drops the registry reference of a host we have no work for.
-// Called with mu held.
-func (s *sched) release(h *host) {
-	if h.ph != nil && h.queued() == 0 && h.inflight == 0 && h.delayed == 0 && h.state == hostIdle {
-		s.reg.Put(h.ph)
-		h.ph = nil
-	}
 }
 
 // next blocks until a URL may be sent now and returns it, or returns nil
@@ -191,46 +161,36 @@ func (s *sched) next() *item {
 			s.ready, s.rhead = s.ready[:0], 0
 		}
 		h.state = hostIdle
-		if h.queued() == 0 || h.inflight >= h.ph.Gate().Limit() {
-			s.release(h)
+		if h.queued() == 0 {
 			continue
 		}
 		now := time.Now()
-		if p := h.pauseUntil.Load(); p > now.UnixNano() {
-			s.sleep(h, time.Unix(0, p))
+		d, why := s.readyFn(h.key, now)
+		if why == polite.ReasonSlot && h.inflight > 0 {
+			continue // kicked again when one of its requests ends
+		}
+		if d > 0 {
+			s.sleep(h, now.Add(d))
 			continue
 		}
-		if d := tokenDelay(h, now); d > 0 {
-			s.sleep(h, now.Add(d))
+		if why == polite.ReasonSlot {
+			// Slots held by others (a robots.txt fetch, another
+			// client of the Transport): look again shortly.
+			s.sleep(h, now.Add(slotPoll))
 			continue
 		}
 		it := h.pop()
 		s.queued--
 		h.inflight++
 		s.inflight++
-		h.claimed.Add(1)
 		s.kick(h) // more for this host? back of the line
 		return it
 	}
 }
 
-// tokenDelay is how long until h's bucket holds a token for one more
-// request, counting requests already handed out that have not taken theirs.
-func tokenDelay(h *host, now time.Time) time.Duration {
-	b := h.ph.Bucket()
-	rate := b.Rate()
-	if rate >= bucket.Inf {
-		return 0
-	}
-	need := 1 + float64(h.claimed.Load()) - b.Tokens(now)
-	if need <= 0 {
-		return 0
-	}
-	if rate <= 0 {
-		return time.Minute // a zero rate: look again later
-	}
-	return time.Duration(need / rate * float64(time.Second))
-}
+// slotPoll is how long a host whose in-flight slots are all held by
+// requests the job did not send sleeps before it is asked again.
+const slotPoll = 50 * time.Millisecond
 
 // sleep parks h in the timer heap until t. Called with mu held.
 func (s *sched) sleep(h *host, t time.Time) {
@@ -265,7 +225,6 @@ func (s *sched) settle(h *host) {
 	h.inflight--
 	s.inflight--
 	s.kick(h)
-	s.release(h)
 }
 
 // stop makes next return nil from now on. Called with mu held.
@@ -328,7 +287,6 @@ func (s *sched) clock() {
 				t.h.state = hostIdle
 				t.h.wakeAt = time.Time{}
 				s.kick(t.h)
-				s.release(t.h)
 			}
 		}
 		d := time.Hour

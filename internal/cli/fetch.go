@@ -263,13 +263,18 @@ func (o *fetchOptions) transport() *polite.Transport {
 	if conc >= inflight.Max {
 		conc = inflight.Max
 	}
+	base := o.base
+	if base == nil {
+		base = crawl.NewBase()
+	}
 	tr := &polite.Transport{
-		Base:        o.base,
-		Limits:      polite.Limits{Rate: o.Rate, Burst: o.Burst, Concurrency: conc, Smooth: o.Smooth},
-		Key:         o.Key,
-		MaxInFlight: o.Workers,
-		Backoff:     retry.Backoff{Cap: o.MaxDelay},
-		UserAgent:   o.UserAgent,
+		Base:          base,
+		Limits:        polite.Limits{Rate: o.Rate, Burst: o.Burst, Concurrency: conc, Smooth: o.Smooth},
+		Key:           o.Key,
+		MaxInFlight:   o.Workers,
+		Backoff:       retry.Backoff{Cap: o.MaxDelay},
+		MaxRetryAfter: o.MaxRetryAfter,
+		UserAgent:     o.UserAgent,
 	}
 	if o.Rules != nil {
 		tr.Rules = o.Rules.politeRules()

@@ -1,0 +1,125 @@
+package polite
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// admit waits at the host's gates: its in-flight slot, then the store's
+// admission (block mark, pause, breaker, token), then the global slot. It
+// returns holding both slots, with a.now the time it got them (unchanged
+// when nothing waited: a clock reading costs as much as the rest of the
+// bookkeeping, so it is taken only after a wait).
+//
+// A request never holds a global slot while it waits for its host: the
+// global slot is taken only once the host's token is at hand, and given
+// up again if the token is not, so one slow host cannot stall the others.
+func (t *Transport) admit(ctx context.Context, a *attempt) error {
+	h := a.h
+	slot, global := false, false
+	for {
+		if !slot {
+			if !h.gate.TryAcquire() {
+				t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonSlot})
+				if err := h.gate.Acquire(ctx); err != nil {
+					return err
+				}
+				a.now = time.Now()
+			}
+			slot = true
+		}
+		q := Query{Now: a.now, MaxWait: maxHold, First: !a.grant}
+		if global {
+			q.MaxWait = 0 // a global slot is never held waiting for a token
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			q.MaxWait = min(q.MaxWait, dl.Sub(a.now))
+		}
+		adm := t.store.Admit(h, q)
+		a.grant = a.grant || adm.Granted
+		if !adm.Granted {
+			if global {
+				t.global.Release()
+				global = false
+			}
+			if adm.Reason != ReasonRate || adm.Err != nil {
+				h.gate.Release()
+				slot = false
+			}
+			if err := t.refused(ctx, a, adm); err != nil {
+				if slot {
+					h.gate.Release()
+				}
+				return err
+			}
+			a.now = time.Now()
+			continue
+		}
+		if d := adm.At.Sub(a.now); d > 0 {
+			// A token reserved within about one interval: wait for it,
+			// then make sure no throttle came meanwhile.
+			t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonRate, Delay: d})
+			if err := sleep(ctx, d); err != nil {
+				t.store.Cancel(h, time.Now())
+				t.releaseHeld(h, global)
+				return err
+			}
+			reserved := a.now
+			a.now = time.Now()
+			if !t.store.Keep(h, a.now, reserved) {
+				t.releaseHeld(h, global)
+				slot, global = false, false
+				continue
+			}
+		}
+		if t.global != nil && !global {
+			if !t.global.TryAcquire() {
+				// Wait for a global slot without the token, then ask for
+				// one again: taken apart in time from their sending,
+				// tokens would all be spent at once when slots free up.
+				t.store.Cancel(h, a.now)
+				t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonSlot})
+				if err := t.global.Acquire(ctx); err != nil {
+					h.gate.Release()
+					return err
+				}
+				global = true
+				a.now = time.Now()
+				continue
+			}
+		}
+		return nil
+	}
+}
+
+// refused handles an admission the store refused: it fails the request, or
+// waits as long as the store says to.
+func (t *Transport) refused(ctx context.Context, a *attempt, adm Admission) error {
+	h := a.h
+	switch {
+	case adm.Reason == ReasonBreaker && t.BreakerWait && adm.Wait > 0:
+		t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonBreaker, Delay: adm.Wait})
+		return sleep(ctx, max(adm.Wait, time.Millisecond))
+	case adm.Err != nil:
+		return adm.Err
+	case adm.Reason == ReasonRate:
+		if dl, ok := ctx.Deadline(); ok && dl.Before(a.now.Add(adm.Wait)) {
+			return fmt.Errorf("polite: host %q: waiting %v for a token would outlast the deadline: %w", h.key, adm.Wait, context.DeadlineExceeded)
+		}
+		t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonRate, Delay: adm.Poll})
+		return sleep(ctx, adm.Poll)
+	case adm.Wait > t.maxAfter:
+		return &PausedError{Host: h.key, Until: a.now.Add(adm.Wait), Reason: adm.Reason}
+	}
+	t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: adm.Reason, Delay: adm.Wait})
+	return sleep(ctx, adm.Poll)
+}
+
+// releaseHeld gives back the host's slot and, when held, the global one.
+func (t *Transport) releaseHeld(h *Host, global bool) {
+	h.gate.Release()
+	if global {
+		t.global.Release()
+	}
+}

@@ -1,0 +1,131 @@
+package polite
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// attempt is one try at a request, from admission to the store's verdict.
+type attempt struct {
+	req   *http.Request
+	h     *Host
+	n     int       // the attempt's number, 1 for the first
+	now   time.Time // the last clock reading
+	retry bool      // a failure may be retried: ask the host's budget
+	grant bool      // a token was granted once: the budget has its share
+
+	resp   *http.Response
+	err    error
+	out    Outcome
+	status int
+	block  string // the soft block's reason when out is Blocked
+	v      Verdict
+}
+
+// do sends one admitted attempt, reads what it came to, and reports it to
+// the store. It fails only when the request could not be prepared (its body
+// could not be rewound); the slots are then still held.
+func (t *Transport) do(ctx context.Context, a *attempt) error {
+	req, h := a.req, a.h
+	r := req
+	if a.n > 1 || (t.UserAgent != "" && req.Header.Get("User-Agent") == "") {
+		var err error
+		if r, err = t.prepare(ctx, req, a.n); err != nil {
+			return err
+		}
+	}
+	start := a.now
+	resp, err := t.base.RoundTrip(r)
+	now := time.Now()
+	a.now, a.resp, a.err, a.status, a.block = now, resp, err, 0, ""
+	block := ""
+	if err != nil {
+		a.out = classifyError(ctx, err)
+	} else {
+		a.status = resp.StatusCode
+		a.out = classifyStatus(a.status)
+		if t.blocks.Peek(resp) {
+			var peek []byte
+			peek, resp.Body = peekBody(resp.Body)
+			block = t.blocks.Detect(resp, peek)
+		} else {
+			block = t.blocks.Detect(resp, nil)
+		}
+		if block != "" {
+			a.out, a.block = Blocked, block
+		}
+	}
+	t.emit(ctx, Event{Kind: EventAttempt, Time: now, Host: h.key, Status: a.status, Outcome: a.out,
+		Attempt: a.n, Latency: now.Sub(start), Err: err})
+	rep := Report{Now: now, Sent: start, Outcome: a.out, Block: block, Status: a.status,
+		Latency: now.Sub(start), Attempt: a.n, Retry: a.retry}
+	if resp != nil {
+		rep.Header = resp.Header
+	}
+	a.v = t.store.Report(h, rep)
+	t.emitVerdict(ctx, a)
+	return nil
+}
+
+// emitVerdict says what a Report changed, in the order it changed it.
+func (t *Transport) emitVerdict(ctx context.Context, a *attempt) {
+	v, now, key := &a.v, a.now, a.h.key
+	if v.GiveUp && a.out == Throttled {
+		t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: key, Reason: ReasonRetryAfter, Status: a.status, Delay: v.Advertised})
+	}
+	if v.Pause > 0 {
+		t.emit(ctx, Event{Kind: EventPause, Time: now, Host: key, Reason: v.PauseWhy, Delay: v.Pause, Status: a.status})
+	}
+	if v.Blocked {
+		t.emit(ctx, Event{Kind: EventBlocked, Time: now, Host: key, Reason: ReasonBlock, Detail: a.block, Status: a.status})
+	}
+	if v.QuotaPause > 0 {
+		t.emit(ctx, Event{Kind: EventPause, Time: now, Host: key, Reason: ReasonRateLimit, Delay: v.QuotaPause})
+	}
+	if v.QuotaRate > 0 {
+		t.emit(ctx, Event{Kind: EventRate, Time: now, Host: key, Reason: ReasonRateLimit, Rate: v.QuotaRate})
+	}
+	if v.Breaker.Changed() {
+		t.emit(ctx, Event{Kind: EventBreaker, Time: now, Host: key, Reason: ReasonBreaker, Detail: v.Breaker.To.String()})
+	}
+	if v.Rate > 0 {
+		t.emit(ctx, Event{Kind: EventRate, Time: now, Host: key, Reason: ReasonAdaptive, Rate: v.Rate, Outcome: a.out})
+	}
+}
+
+// prepare returns the request to send for this attempt: a clone with the
+// user agent set and, on a retry, the body rewound.
+func (t *Transport) prepare(ctx context.Context, req *http.Request, attempt int) (*http.Request, error) {
+	r := req.Clone(ctx)
+	if t.UserAgent != "" && r.Header.Get("User-Agent") == "" {
+		r.Header.Set("User-Agent", t.UserAgent)
+	}
+	if attempt > 1 && req.Body != nil && req.Body != http.NoBody {
+		b, err := req.GetBody()
+		if err != nil {
+			return nil, fmt.Errorf("polite: rewinding the body for attempt %d: %w", attempt, err)
+		}
+		r.Body = b
+	}
+	return r, nil
+}
+
+// replayable reports whether req may be sent again.
+func replayable(req *http.Request, nonIdempotent bool) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false
+	}
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	if _, ok := req.Header["Idempotency-Key"]; ok {
+		return true
+	}
+	if _, ok := req.Header["X-Idempotency-Key"]; ok {
+		return true
+	}
+	return nonIdempotent
+}

@@ -1,0 +1,56 @@
+package polite
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrBlocked is returned (wrapped in *BlockedError) for requests to a host
+// that answered with a soft block.
+var ErrBlocked = errors.New("polite: host blocked us")
+
+// ErrPaused is returned (wrapped in *PausedError) for requests to a host
+// paused for longer than MaxRetryAfter.
+var ErrPaused = errors.New("polite: host paused")
+
+// BlockedError says which host blocked and how it was recognised.
+type BlockedError struct {
+	Host   string
+	Reason string
+}
+
+func (e *BlockedError) Error() string {
+	return fmt.Sprintf("polite: host %q blocked us (%s)", e.Host, e.Reason)
+}
+
+// Unwrap returns ErrBlocked.
+func (e *BlockedError) Unwrap() error { return ErrBlocked }
+
+// PausedError says which host is paused, until when, and why.
+type PausedError struct {
+	Host   string
+	Until  time.Time
+	Reason Reason
+}
+
+func (e *PausedError) Error() string {
+	return fmt.Sprintf("polite: host %q paused until %s (%s)", e.Host, e.Until.Format(time.RFC3339), e.Reason)
+}
+
+// Unwrap returns ErrPaused.
+func (e *PausedError) Unwrap() error { return ErrPaused }
+
+// Error is a request that failed without a response after polite's retries.
+type Error struct {
+	Host     string
+	Attempts int
+	Err      error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("polite: host %q: %d attempts: %v", e.Host, e.Attempts, e.Err)
+}
+
+// Unwrap returns the last attempt's error.
+func (e *Error) Unwrap() error { return e.Err }

@@ -1,0 +1,51 @@
+package polite
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/polite-go/polite/robots"
+)
+
+// checkRobots refuses a URL robots.txt disallows, and keeps the host's rate
+// under the Crawl-delay each time a new copy of robots.txt is in force.
+func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host) error {
+	rb, err := t.robots.Get(ctx, req.URL)
+	if err != nil {
+		return fmt.Errorf("polite: robots.txt for %q: %w", h.key, err)
+	}
+	if h.robots.Swap(rb) != rb {
+		t.applyCrawlDelay(ctx, h, rb)
+	}
+	v := rb.Test(t.UserAgent, req.URL.RequestURI())
+	if v.Allowed {
+		return nil
+	}
+	u := *req.URL
+	u.RawQuery, u.Fragment, u.User = "", "", nil // never log credentials or query strings
+	t.emit(ctx, Event{Kind: EventRobots, Time: time.Now(), Host: h.key, Reason: ReasonRobots,
+		Detail: fmt.Sprintf("%s (line %d, %s)", v.Rule, v.Rule.Line, rb.Source())})
+	return &robots.DisallowedError{URL: u.String(), Rule: v.Rule}
+}
+
+// applyCrawlDelay makes the robots.txt delay the host's ceiling: rate
+// 1/delay, burst 1, so consecutive requests are at least delay apart. A copy
+// without one lifts the ceiling.
+func (t *Transport) applyCrawlDelay(ctx context.Context, h *Host, rb *robots.Robots) {
+	g := rb.Group(t.UserAgent)
+	d := t.CrawlDelay.Delay(g)
+	now := time.Now()
+	if d <= 0 {
+		t.store.SetCeiling(h, now, ReasonCrawlDelay, 0)
+		return
+	}
+	rate, _ := t.store.SetCeiling(h, now, ReasonCrawlDelay, 1/d.Seconds())
+	agent, line := "*", 0
+	if g != nil {
+		agent, line = g.Agent(), g.Line()
+	}
+	t.emit(ctx, Event{Kind: EventRate, Time: now, Host: h.key, Reason: ReasonCrawlDelay, Rate: rate,
+		Delay: d, Detail: fmt.Sprintf("group %q (line %d)", agent, line)})
+}

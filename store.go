@@ -1,0 +1,168 @@
+package polite
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/polite-go/polite/breaker"
+)
+
+// Store owns the per-host state that decides admission: the block mark, the
+// pause, the breaker, the token bucket, the retry budget, the rate ceilings
+// and the adaptive rate. A Transport asks it two things per attempt, each in
+// one call: Admit before sending (block, pause, breaker, token, atomically)
+// and Report after (pause, block, breaker, throttle wave, quota, rate). A
+// store kept elsewhere (Redis, for a fleet of workers) therefore costs two
+// round trips per attempt, and a third (Keep, Cancel) only when a token was
+// reserved ahead of time or must wait for the global cap.
+//
+// Every method gets the Host entry the Transport's registry holds for the
+// destination: its Key names the host, and a store may keep local state in
+// it (the local store keeps its token bucket there). The requests in flight
+// are capped by the Host's own gate, outside the store.
+//
+// The root package declares Store and never imports an implementation. The
+// zero Transport uses the local store, which keeps everything in memory;
+// package storetest holds the conformance suite every Store must pass.
+// Implementations must be safe for concurrent use.
+type Store interface {
+	// Admit decides one admission to h at q.Now: the block mark, the pause,
+	// the breaker and a token, in that order, in one atomic step. When a
+	// token is due within q.MaxWait it is reserved and Admit grants with At
+	// at that instant; the caller sends then, after Keep.
+	Admit(h *Host, q Query) Admission
+	// Keep reports whether a token reserved at reserved (Admission.At after
+	// Query.Now) still stands at now: no throttle was heard since it was
+	// granted and the host is not paused. When it does not, the store takes
+	// the token back and the caller asks Admit again.
+	Keep(h *Host, now, reserved time.Time) bool
+	// Cancel gives back a token granted at now to a request that will not
+	// use it (it waits for another gate first), as far as the bucket owes
+	// it: never above empty, so it cannot undo a throttle's drain.
+	Cancel(h *Host, now time.Time)
+	// Report tells the host's state what an attempt came to and returns
+	// what changed. A throttle extends the pause (never shortens it); the
+	// throttles of one wave (requests sent before the first was heard) count
+	// once against the breaker and the rate.
+	Report(h *Host, r Report) Verdict
+	// SetRate sets the host's rate, keeping the tokens it has accrued, under
+	// its ceilings; it returns the rate in force.
+	SetRate(h *Host, now time.Time, rate float64) float64
+	// SetCeiling sets (rate > 0) or clears (rate 0) the host's rate ceiling
+	// from a source (ReasonCrawlDelay: evenly spaced, burst 1;
+	// ReasonRateLimit) and keeps the rate under it. It returns the rate in
+	// force and whether it changed.
+	SetCeiling(h *Host, now time.Time, why Reason, rate float64) (float64, bool)
+	// State returns a snapshot of the host's state.
+	State(h *Host, now time.Time) HostState
+}
+
+// Query is one admission question.
+type Query struct {
+	Now time.Time
+	// MaxWait is how far ahead a token may be reserved; 0 takes only a
+	// token that is there now.
+	MaxWait time.Duration
+	// First marks a request's first attempt until it is granted: the grant
+	// earns the host's retry budget the request's share.
+	First bool
+}
+
+// Admission is a Store's answer to a Query.
+type Admission struct {
+	// Granted: a token is taken. The request may go at At: Query.Now, or a
+	// later instant within MaxWait for which a token was reserved.
+	Granted bool
+	At      time.Time
+	// When not granted, Wait is how long until the host may admit (as far
+	// as the store knows now) and Reason why: the pause's reason,
+	// ReasonBreaker or ReasonRate. Poll is when asking again is worthwhile:
+	// Wait, or less when the answer may change sooner (a token bucket whose
+	// rate may move).
+	Wait   time.Duration
+	Poll   time.Duration
+	Reason Reason
+	// Err refuses the request: *BlockedError, or the breaker's
+	// *breaker.OpenError (Wait says until when it lets a probe through).
+	Err error
+}
+
+// Report is what one attempt came to, for Store.Report.
+type Report struct {
+	Now  time.Time // when the answer came
+	Sent time.Time // when the request went
+	// Outcome is polite's reading of the attempt; Block the soft block's
+	// reason when it is Blocked.
+	Outcome Outcome
+	Block   string
+	// Status is the response's status (0 without one), Header its header
+	// (nil without one).
+	Status int
+	Header http.Header
+	// Latency is Now - Sent, the time to the response headers.
+	Latency time.Duration
+	// Attempt is the request's attempt number, 1 for the first.
+	Attempt int
+	// Retry asks the host's retry budget for a retry of this request, if
+	// its outcome is one worth retrying; Verdict.Retry says whether it was
+	// granted.
+	Retry bool
+}
+
+// Verdict is what a Report changed, so the caller can act on it and say
+// so. Zero fields changed nothing.
+type Verdict struct {
+	// Advertised is a sane Retry-After the host sent (0 if none). One longer
+	// than the store's MaxRetryAfter makes GiveUp true.
+	Advertised time.Duration
+	// GiveUp: the request must not be retried (a block; a Retry-After past
+	// the maximum).
+	GiveUp bool
+	// Retry: Report.Retry was asked and the host's retry budget granted it.
+	Retry bool
+	// Pause is how far a throttle extended the host's pause, and PauseWhy
+	// why (its Retry-After, or backoff); QuotaPause how far a RateLimit
+	// quota spent extended it (to the quota's reset).
+	Pause      time.Duration
+	PauseWhy   Reason
+	QuotaPause time.Duration
+	// Blocked: this report set the host's block mark.
+	Blocked bool
+	// Breaker is the breaker's transition, if it moved.
+	Breaker breaker.Transition
+	// QuotaRate is the rate the host was cut or raised to by a RateLimit
+	// ceiling (0: unchanged); Rate the one the adaptive controller set.
+	QuotaRate float64
+	Rate      float64
+}
+
+// HostState is a snapshot of one host, for schedulers, metrics and reports.
+type HostState struct {
+	Key string
+	// Rate is the rate in force, requests per second (bucket.Inf for none);
+	// Tokens what the bucket holds now, and NextToken when it holds one
+	// (the zero time when it does already).
+	Rate      float64
+	Tokens    float64
+	NextToken time.Time
+	// Capacity is the adaptive controller's estimate of what the host
+	// admits (0 before any, or without a controller), and Measured whether
+	// it was read under congestion rather than only seen served.
+	Capacity float64
+	Measured bool
+	// Ceiling is the lowest rate ceiling (robots.txt, RateLimit), 0 for
+	// none.
+	Ceiling float64
+	// InFlight and Concurrency are the requests in flight and their cap.
+	InFlight, Concurrency int
+	// PausedUntil is the end of the host's pause (zero when not paused),
+	// and PauseWhy its reason.
+	PausedUntil time.Time
+	PauseWhy    Reason
+	// Breaker is the breaker's state, and BreakerUntil when an open one
+	// lets its next probe through.
+	Breaker      breaker.State
+	BreakerUntil time.Time
+	// Blocked is the soft block's reason, "" when not blocked.
+	Blocked string
+}

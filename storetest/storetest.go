@@ -1,0 +1,323 @@
+// Package storetest is the conformance suite every polite.Store must pass:
+// the local store (in memory) and any store kept elsewhere, such as one
+// shared through Redis by a fleet of workers.
+//
+// Each case runs in a testing/synctest bubble, so time.Now is a fake clock
+// that moves only when the case sleeps; the steps pass explicit times. A
+// store that keeps time of its own (Redis's TIME) must follow the bubble's
+// clock for these cases or be run with a harness that does.
+package storetest
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/breaker"
+)
+
+// Config is what a case needs of the store under test. New must return a
+// fresh store whose hosts get Limits, with a breaker that opens after
+// BreakerThreshold consecutive failures for BreakerOpen (no jitter), and
+// the Registry whose Host entries it is handed.
+type Config struct {
+	Limits           polite.Limits
+	BreakerThreshold int
+	BreakerOpen      time.Duration
+	IdleTimeout      time.Duration
+}
+
+// New makes the store under test for one case.
+type New func(t *testing.T, c Config) (polite.Store, *polite.Registry)
+
+// Run runs every case against stores made by newStore.
+func Run(t *testing.T, newStore New) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, newStore New)
+	}{
+		{"PauseNeverShortened", pauseNeverShortened},
+		{"ThrottleWaveCountsOnce", throttleWaveCountsOnce},
+		{"OneBreakerProbe", oneBreakerProbe},
+		{"BlockIsKept", blockIsKept},
+		{"RateChangeKeepsTokens", rateChangeKeepsTokens},
+		{"EvictionGrantsOneBucket", evictionGrantsOneBucket},
+		{"ConcurrentAdmitsKeepTheBucket", concurrentAdmits},
+		{"ReservationStandsDown", reservationStandsDown},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { c.run(t, newStore) })
+		})
+	}
+}
+
+func defaults() Config {
+	return Config{Limits: polite.Limits{Rate: 1, Burst: 1, Concurrency: 4}, BreakerThreshold: 3, BreakerOpen: 10 * time.Second}
+}
+
+// host gets key's entry and puts it back when the case ends.
+func host(t *testing.T, reg *polite.Registry, key string) *polite.Host {
+	h := reg.Get(key)
+	t.Cleanup(func() { reg.Put(h) })
+	return h
+}
+
+// throttle is a 429 answer, with a Retry-After of after seconds (none when
+// after is negative).
+func throttle(sent, now time.Time, after int) polite.Report {
+	hdr := http.Header{}
+	if after >= 0 {
+		hdr.Set("Retry-After", strconv.Itoa(after))
+	}
+	return polite.Report{Now: now, Sent: sent, Outcome: polite.Throttled, Status: 429, Header: hdr, Attempt: 1}
+}
+
+func ok(sent, now time.Time) polite.Report {
+	return polite.Report{Now: now, Sent: sent, Outcome: polite.OK, Status: 200, Header: http.Header{}, Attempt: 1}
+}
+
+// step is one row of a case's table: at an offset from the case's start,
+// an admission is asked and its answer checked.
+type step struct {
+	at      time.Duration
+	granted bool
+	reason  polite.Reason // when not granted
+}
+
+func admitSteps(t *testing.T, s polite.Store, h *polite.Host, t0 time.Time, steps []step) {
+	t.Helper()
+	for i, st := range steps {
+		a := s.Admit(h, polite.Query{Now: t0.Add(st.at)})
+		if a.Granted != st.granted || (!st.granted && a.Reason != st.reason) {
+			t.Errorf("step %d: Admit at +%v = granted %v (%s, wait %v, err %v), want granted %v (%s)",
+				i, st.at, a.Granted, a.Reason, a.Wait, a.Err, st.granted, st.reason)
+		}
+	}
+}
+
+// pauseNeverShortened: a later, shorter Retry-After leaves the pause where
+// the longer one put it.
+func pauseNeverShortened(t *testing.T, newStore New) {
+	c := defaults()
+	c.Limits.Rate = 100
+	s, reg := newStore(t, c)
+	h := host(t, reg, "a.test")
+	t0 := time.Now()
+	if a := s.Admit(h, polite.Query{Now: t0}); !a.Granted {
+		t.Fatalf("first Admit refused: %+v", a)
+	}
+	v := s.Report(h, throttle(t0, t0.Add(time.Second), 10))
+	if v.Pause != 10*time.Second || v.PauseWhy != polite.ReasonRetryAfter {
+		t.Errorf("Report(429, Retry-After 10) paused %v (%s), want 10s (retry-after)", v.Pause, v.PauseWhy)
+	}
+	s.Report(h, throttle(t0, t0.Add(2*time.Second), 2))
+	admitSteps(t, s, h, t0, []step{
+		{at: 5 * time.Second, reason: polite.ReasonRetryAfter},
+		{at: 10*time.Second + 999*time.Millisecond, reason: polite.ReasonRetryAfter},
+		{at: 11*time.Second + time.Millisecond, granted: true},
+	})
+	st := s.State(h, t0.Add(5*time.Second))
+	if want := t0.Add(11 * time.Second); !st.PausedUntil.Equal(want) {
+		t.Errorf("State.PausedUntil = %v, want %v", st.PausedUntil, want)
+	}
+}
+
+// throttleWaveCountsOnce: throttles answering requests sent before the
+// first throttle was heard are one event for the breaker; throttles that
+// each follow the last one heard are separate events.
+func throttleWaveCountsOnce(t *testing.T, newStore New) {
+	s, reg := newStore(t, defaults())
+	h := host(t, reg, "a.test")
+	t0 := time.Now()
+	for i := range 6 { // six requests in flight, all sent at t0
+		s.Report(h, throttle(t0, t0.Add(time.Duration(i+1)*time.Millisecond), 0))
+	}
+	if st := s.State(h, t0.Add(time.Second)); st.Breaker != breaker.Closed {
+		t.Fatalf("after one wave of 6 throttles the breaker is %v, want closed", st.Breaker)
+	}
+	var v polite.Verdict
+	for i := range 3 { // three waves: each request sent after the last throttle
+		sent := t0.Add(time.Duration(i+1) * time.Second)
+		v = s.Report(h, throttle(sent, sent.Add(time.Millisecond), 0))
+	}
+	if v.Breaker.To != breaker.Open {
+		t.Errorf("after 3 more waves (4 in all, threshold 3) the breaker went %v → %v, want open", v.Breaker.From, v.Breaker.To)
+	}
+}
+
+// oneBreakerProbe: once the open delay is over exactly one admission is
+// the probe until it is reported.
+func oneBreakerProbe(t *testing.T, newStore New) {
+	c := defaults()
+	c.Limits.Rate = 1000
+	c.Limits.Burst = 10
+	s, reg := newStore(t, c)
+	h := host(t, reg, "a.test")
+	t0 := time.Now()
+	var v polite.Verdict
+	for i := range 3 {
+		sent := t0.Add(time.Duration(i) * time.Second)
+		v = s.Report(h, polite.Report{Now: sent.Add(time.Millisecond), Sent: sent, Outcome: polite.ServerError, Status: 500, Attempt: 1})
+	}
+	if v.Breaker.To != breaker.Open {
+		t.Fatalf("3 failures left the breaker %v, want open", v.Breaker.To)
+	}
+	opened := t0.Add(2*time.Second + time.Millisecond)
+	a := s.Admit(h, polite.Query{Now: opened.Add(time.Second)})
+	var oe *breaker.OpenError
+	if a.Granted || a.Reason != polite.ReasonBreaker || !errors.As(a.Err, &oe) {
+		t.Fatalf("Admit while open = %+v, want refused by the breaker with *breaker.OpenError", a)
+	}
+	if want := c.BreakerOpen - time.Second; a.Wait != want {
+		t.Errorf("Admit while open: Wait = %v, want %v", a.Wait, want)
+	}
+	probeAt := opened.Add(c.BreakerOpen)
+	admitSteps(t, s, h, probeAt, []step{
+		{at: 0, granted: true},
+		{at: time.Millisecond, reason: polite.ReasonBreaker},
+		{at: time.Second, reason: polite.ReasonBreaker},
+	})
+	s.Report(h, ok(probeAt, probeAt.Add(2*time.Second)))
+	admitSteps(t, s, h, probeAt, []step{
+		{at: 2 * time.Second, granted: true},
+		{at: 2*time.Second + time.Millisecond, granted: true},
+	})
+}
+
+// blockIsKept: a soft block refuses every later admission, with the reason.
+func blockIsKept(t *testing.T, newStore New) {
+	s, reg := newStore(t, defaults())
+	h := host(t, reg, "a.test")
+	t0 := time.Now()
+	v := s.Report(h, polite.Report{Now: t0, Sent: t0, Outcome: polite.Blocked, Block: "captcha", Status: 403, Attempt: 1})
+	if !v.Blocked || !v.GiveUp {
+		t.Errorf("Report(blocked) = %+v, want Blocked and GiveUp", v)
+	}
+	a := s.Admit(h, polite.Query{Now: t0.Add(time.Hour)})
+	if a.Granted || !errors.Is(a.Err, polite.ErrBlocked) {
+		t.Errorf("Admit after a block = %+v, want refused with ErrBlocked", a)
+	}
+	if st := s.State(h, t0); st.Blocked != "captcha" {
+		t.Errorf("State.Blocked = %q, want captcha", st.Blocked)
+	}
+}
+
+// rateChangeKeepsTokens: SetRate neither loses nor invents the tokens
+// accrued so far.
+func rateChangeKeepsTokens(t *testing.T, newStore New) {
+	c := defaults()
+	c.Limits.Burst = 10
+	s, reg := newStore(t, c)
+	h := host(t, reg, "a.test")
+	t0 := time.Now()
+	for i := range 10 {
+		if a := s.Admit(h, polite.Query{Now: t0}); !a.Granted {
+			t.Fatalf("Admit %d of a full bucket of 10 refused: %+v", i, a)
+		}
+	}
+	t1 := t0.Add(5 * time.Second) // 5 tokens accrued at 1/s
+	if got := s.SetRate(h, t1, 2); got != 2 {
+		t.Errorf("SetRate(2) = %v, want 2", got)
+	}
+	for i := range 5 {
+		if a := s.Admit(h, polite.Query{Now: t1}); !a.Granted {
+			t.Fatalf("Admit %d of 5 accrued tokens refused after SetRate", i)
+		}
+	}
+	admitSteps(t, s, h, t1, []step{
+		{at: 0, reason: polite.ReasonRate},
+		{at: 500 * time.Millisecond, granted: true}, // the new rate's interval
+	})
+}
+
+// evictionGrantsOneBucket: a host is dropped only with its bucket full, so
+// however often idle hosts are swept, a window of time grants at most one
+// full bucket plus the rate; and a host left alone is dropped.
+func evictionGrantsOneBucket(t *testing.T, newStore New) {
+	c := defaults()
+	c.Limits.Burst = 5
+	c.IdleTimeout = time.Second
+	s, reg := newStore(t, c)
+	t0 := time.Now()
+	granted := 0
+	const span = 20 * time.Second
+	for time.Since(t0) < span {
+		h := reg.Get("a.test")
+		for s.Admit(h, polite.Query{Now: time.Now()}).Granted {
+			granted++
+		}
+		reg.Put(h)
+		// Idle past IdleTimeout, but for less than a refill: a host
+		// dropped now would come back with a full bucket.
+		time.Sleep(2 * time.Second)
+		reg.Sweep()
+	}
+	if limit := c.Limits.Burst + int(span.Seconds()*c.Limits.Rate) + 1; granted > limit {
+		t.Errorf("over %v at 1/s, burst 5, with sweeps, %d admissions; want at most %d", span, granted, limit)
+	}
+	time.Sleep(10 * time.Second)
+	reg.Sweep()
+	if n := reg.Len(); n != 0 {
+		t.Errorf("after 10 s idle with a full bucket, %d hosts held, want 0", n)
+	}
+}
+
+// concurrentAdmits: admissions racing for one bucket are granted exactly
+// the tokens it holds.
+func concurrentAdmits(t *testing.T, newStore New) {
+	c := defaults()
+	c.Limits.Burst = 8
+	s, reg := newStore(t, c)
+	h := host(t, reg, "a.test")
+	now := time.Now()
+	var mu sync.Mutex
+	granted := 0
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			if s.Admit(h, polite.Query{Now: now}).Granted {
+				mu.Lock()
+				granted++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if granted != c.Limits.Burst {
+		t.Errorf("64 concurrent Admits on a full bucket of %d granted %d", c.Limits.Burst, granted)
+	}
+}
+
+// reservationStandsDown: a token reserved before a throttle was heard is
+// given back by Keep, and one reserved after it stands.
+func reservationStandsDown(t *testing.T, newStore New) {
+	c := defaults()
+	c.Limits.Rate = 10
+	s, reg := newStore(t, c)
+	h := host(t, reg, "a.test")
+	t0 := time.Now()
+	s.Admit(h, polite.Query{Now: t0}) // the one token
+	a := s.Admit(h, polite.Query{Now: t0, MaxWait: time.Second})
+	if !a.Granted || !a.At.After(t0) {
+		t.Fatalf("Admit with MaxWait 1s on an empty bucket = %+v, want a token reserved ahead", a)
+	}
+	heard := t0.Add(50 * time.Millisecond)
+	s.Report(h, throttle(t0, heard, 0))
+	if s.Keep(h, a.At, t0) {
+		t.Errorf("Keep of a token reserved before a throttle was heard = true, want false")
+	}
+	after := a.At.Add(time.Millisecond)
+	b := s.Admit(h, polite.Query{Now: after, MaxWait: time.Second})
+	if !b.Granted {
+		t.Fatalf("Admit after the throttle, with MaxWait 1s = %+v, want a token reserved ahead", b)
+	}
+	if !s.Keep(h, b.At, after) {
+		t.Errorf("Keep of a token reserved after the throttle = false, want true")
+	}
+}
