@@ -52,7 +52,7 @@ func (c *Controller) bracket() {
 	}
 	if c.phase == settled {
 		c.want = max(c.want, c.cfg.Target*c.capEst)
-		if !c.measuring {
+		if !c.reacting {
 			c.want = c.cfg.Target * c.capEst
 		}
 	}

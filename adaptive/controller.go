@@ -119,6 +119,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// phase is where a Controller is in its state machine; the package
+// documentation's Phases section tables the transitions. A decrease always
+// lands in settled with a reaction window open, the sub-state called
+// reacting (see the reacting field).
 type phase uint8
 
 const (
@@ -185,10 +189,17 @@ type Controller struct {
 	capLow  bool    // capEst is only a lower bound (served without congestion)
 	latHold bool    // latency is high without a queue growing: hold, no growth
 
-	// The reaction window after a decrease.
+	// The reaction window after a decrease. While it is open, the
+	// controller is reacting: the phase is settled, the rate stays at the
+	// decrease, throttles start no other decrease, and the answers to
+	// requests sent since cutAt are counted to judge it at winEnd. It is a
+	// flag, not a phase of its own, so that no decision changes: with a
+	// ProbeInterval under 4 ns (probeWait = ProbeInterval/4 = 0), a probe
+	// starts in the very tick whose latency check opened a window, and
+	// runs inside it.
 	cutAt     int64 // requests sent at or after cutAt are "post-cut"
 	winEnd    int64 // no other decrease before winEnd
-	measuring bool  // the window's end has not been judged yet
+	reacting  bool  // a reaction window is open: its end has not been judged yet
 	byLatency bool  // the window follows a latency decrease
 	okPost    int   // OK answers to post-cut requests
 	thrPost   int   // throttles and overloads among post-cut requests
@@ -363,24 +374,8 @@ func (c *Controller) tick(t int64) {
 	if c.pend.active && t >= c.pend.due {
 		c.bracket()
 	}
-	if c.measuring {
-		switch {
-		case t >= c.winEnd:
-			c.endWindow(t)
-		case c.thrPost >= plainThrottles && c.thrPost >= c.okPost &&
-			c.lastThr >= c.cutAt+straggle+c.lat.p95 &&
-			float64(c.okPost)+1.5 < 0.8*c.want*float64(max(t-c.lat.med-c.cutAt, straggle))/1e9:
-			// Past the stragglers, most requests sent after the decrease
-			// are throttled, and far fewer served than the rate sends: it
-			// was plainly not enough. Cut again now, to what was served
-			// since, give or take half an answer (too few to measure by:
-			// a rate a little under the capacity costs less than one
-			// over it, throttled the whole next window), and let the
-			// next window measure.
-			span := max(t-c.lat.med-c.cutAt, straggle)
-			c.want = max((float64(c.okPost)+0.5)*1e9/float64(span), c.cfg.Backoff*c.want)
-			c.decrease(t, t, false)
-		}
+	if c.reacting {
+		c.react(t)
 		return
 	}
 	if t >= c.winEnd {
@@ -392,24 +387,7 @@ func (c *Controller) tick(t int64) {
 			c.startProbe(t)
 		}
 	case probing:
-		if c.latencyHigh(t, 0.5) {
-			// Latency leads: the probe has met the knee. Nothing new; back
-			// under the capacity, a little lower for a window to drain
-			// the queue the probe left. What the host served meanwhile,
-			// with a queue in front of it, is its capacity, or under it.
-			if ok := c.meter.okRate(t); ok > c.capEst && !c.capLow {
-				c.capEst = ok
-			}
-			c.probeFailed()
-			c.settle(t)
-			c.want *= 1 - drainShare
-			c.decrease(t, t, true)
-			return
-		}
-		// The excess doubles every probeDouble: slow while the host's
-		// savings may still explain what it serves, fast once they cannot.
-		c.want = c.probeRate(t)
-		c.checkProbe(t)
+		c.advanceProbe(t)
 	}
 }
 

@@ -27,6 +27,29 @@ func (c *Controller) startProbe(t int64) {
 	}
 }
 
+// advanceProbe runs a probe at t: it ends it at the latency knee, and
+// otherwise raises its rate and checks whether it found room.
+func (c *Controller) advanceProbe(t int64) {
+	if c.latencyHigh(t, 0.5) {
+		// Latency leads: the probe has met the knee. Nothing new; back
+		// under the capacity, a little lower for a window to drain
+		// the queue the probe left. What the host served meanwhile,
+		// with a queue in front of it, is its capacity, or under it.
+		if ok := c.meter.okRate(t); ok > c.capEst && !c.capLow {
+			c.capEst = ok
+		}
+		c.probeFailed()
+		c.settle(t)
+		c.want *= 1 - drainShare
+		c.decrease(t, t, true)
+		return
+	}
+	// The excess doubles every probeDouble: slow while the host's
+	// savings may still explain what it serves, fast once they cannot.
+	c.want = c.probeRate(t)
+	c.checkProbe(t)
+}
+
 // checkProbe moves a probe to ramping once the host has served more than
 // its savings can explain.
 func (c *Controller) checkProbe(t int64) {

@@ -133,11 +133,33 @@ func (c *Controller) decrease(t, at int64, byLatency bool) {
 	c.settleAt = t
 	c.cutAt = at
 	c.winEnd = at + c.window()
-	c.measuring = true
+	c.reacting = true
 	c.byLatency = byLatency
 	c.okPost, c.thrPost, c.failPost, c.nPost, c.okAfter = 0, 0, 0, 0, 0
 	c.lastThr = math.MinInt64
 	c.decreases++
+}
+
+// react runs an open reaction window at t: it judges the decrease at the
+// window's end, or sooner when it was plainly not enough.
+func (c *Controller) react(t int64) {
+	switch {
+	case t >= c.winEnd:
+		c.endWindow(t)
+	case c.thrPost >= plainThrottles && c.thrPost >= c.okPost &&
+		c.lastThr >= c.cutAt+straggle+c.lat.p95 &&
+		float64(c.okPost)+1.5 < 0.8*c.want*float64(max(t-c.lat.med-c.cutAt, straggle))/1e9:
+		// Past the stragglers, most requests sent after the decrease
+		// are throttled, and far fewer served than the rate sends: it
+		// was plainly not enough. Cut again now, to what was served
+		// since, give or take half an answer (too few to measure by:
+		// a rate a little under the capacity costs less than one
+		// over it, throttled the whole next window), and let the
+		// next window measure.
+		span := max(t-c.lat.med-c.cutAt, straggle)
+		c.want = max((float64(c.okPost)+0.5)*1e9/float64(span), c.cfg.Backoff*c.want)
+		c.decrease(t, t, false)
+	}
 }
 
 // endWindow judges a reaction window at its end by the answers to requests
@@ -146,7 +168,7 @@ func (c *Controller) decrease(t, at int64, byLatency bool) {
 // capacity; settle under it. Not throttled: what was served is a lower bound
 // of the capacity.
 func (c *Controller) endWindow(t int64) {
-	c.measuring = false
+	c.reacting = false
 	backAt := t - c.lat.med // requests sent before backAt have their answers
 	if tracing {
 		c.trace(t, "endWindow ok=%d thr=%d n=%d okAfter=%d cutAt=%.3f firstThr=%.3f backAt=%.3f", c.okPost, c.thrPost, c.nPost, c.okAfter, float64(c.cutAt)/1e9, float64(c.firstThr)/1e9, float64(backAt)/1e9)
@@ -160,7 +182,7 @@ func (c *Controller) endWindow(t int64) {
 		c.okPost < minMeasure && c.winEnd-c.cutAt < 4*c.window():
 		// Still throttled, but too few answers served to measure the
 		// capacity by: keep the window open a while longer.
-		c.measuring = true
+		c.reacting = true
 		c.winEnd = t + c.window()
 	case late &&
 		c.okPost < minMeasure:
