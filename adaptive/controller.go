@@ -119,6 +119,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// phase is where a Controller is in its state machine; the package
+// documentation's Phases section tables the transitions. A decrease always
+// lands in settled with a reaction window open, the sub-state called
+// reacting (see the reacting field).
 type phase uint8
 
 const (
@@ -185,10 +189,17 @@ type Controller struct {
 	capLow  bool    // capEst is only a lower bound (served without congestion)
 	latHold bool    // latency is high without a queue growing: hold, no growth
 
-	// The reaction window after a decrease.
+	// The reaction window after a decrease. While it is open, the
+	// controller is reacting: the phase is settled, the rate stays at the
+	// decrease, throttles start no other decrease, and the answers to
+	// requests sent since cutAt are counted to judge it at winEnd. It is a
+	// flag, not a phase of its own, so that no decision changes: with a
+	// ProbeInterval under 4 ns (probeWait = ProbeInterval/4 = 0), a probe
+	// starts in the very tick whose latency check opened a window, and
+	// runs inside it.
 	cutAt     int64 // requests sent at or after cutAt are "post-cut"
 	winEnd    int64 // no other decrease before winEnd
-	measuring bool  // the window's end has not been judged yet
+	reacting  bool  // a reaction window is open: its end has not been judged yet
 	byLatency bool  // the window follows a latency decrease
 	okPost    int   // OK answers to post-cut requests
 	thrPost   int   // throttles and overloads among post-cut requests
@@ -356,315 +367,6 @@ func (c *Controller) Observe(now time.Time, s Signal) float64 {
 	return c.publish(t)
 }
 
-// clock converts now to ns since the origin, never going backwards.
-func (c *Controller) clock(now time.Time) int64 {
-	t := int64(now.Sub(c.origin))
-	if t < c.last {
-		return c.last
-	}
-	c.last = t
-	return t
-}
-
-// window is the reaction window: max(Window, p95 latency), and long enough
-// for about winAnswers answers at the rate.
-func (c *Controller) window() int64 {
-	return max(int64(c.cfg.Window), c.lat.p95, int64(winAnswers/c.want*1e9))
-}
-
-// latencyHigh reports whether the median latency is past share × the
-// tolerance above the baseline, noise allowed for.
-func (c *Controller) latencyHigh(t int64, share float64) bool {
-	if c.cfg.LatencyTolerance < 0 || c.lat.n < minLatN {
-		return false
-	}
-	b, spread := c.lat.baseline(t)
-	if b <= 0 {
-		return false
-	}
-	limit := float64(b)*(1+c.cfg.LatencyTolerance*share) + noiseSpreads*float64(spread)
-	return float64(c.lat.med) > limit
-}
-
-// empty records that the host's bucket was empty when a request sent at
-// sent was throttled. The OKs sent before it are counted once their answers
-// are back, a median latency later.
-func (c *Controller) empty(sent int64) {
-	c.emptyAt = max(c.emptyAt, sent)
-	if !c.pend.active {
-		c.pend.at, c.pend.due, c.pend.active = sent, sent+c.lat.med, true
-	}
-}
-
-// bracket closes a pending mark and measures the capacity between it and
-// the previous one.
-func (c *Controller) bracket() {
-	at, ok := c.pend.at, c.okCum
-	c.pend.active = false
-	c.markAt, c.markOK = at, ok
-	if !c.mark.valid || at-c.mark.at > maxSpan {
-		c.mark.at, c.mark.ok, c.mark.valid = at, ok, true
-		return
-	}
-	span := at - c.mark.at
-	if span < minSpan {
-		return // keep the older mark, for a longer span
-	}
-	// Between two empty instants the host served its capacity over the
-	// span, give or take a token (and less if its bucket filled up and
-	// overflowed meanwhile): a lower bound that only ever raises the estimate.
-	est := (float64(ok-c.mark.ok) - 0.5) * 1e9 / float64(span)
-	if tracing {
-		c.trace(c.last, "bracket span=%.2f est=%.2f", float64(span)/1e9, est)
-	}
-	c.mark.at, c.mark.ok = at, ok
-	err := 1e9 / float64(span)
-	switch {
-	case est > c.capEst:
-		if est > c.capEst*1.05 {
-			c.probeWait = int64(c.cfg.ProbeInterval)
-		}
-		c.capEst, c.capErr = est, err
-	case est >= c.capEst-c.capErr && err < c.capErr && !c.capLow:
-		// Within a coarse estimate's error, and finer: take it instead. (A
-		// long span can bias it low, if the host's bucket filled and
-		// overflowed meanwhile; a low estimate costs a little rate until a
-		// probe finds the room, a high one a throttle every settle.)
-		c.capEst, c.capErr = est, err
-	default:
-		return
-	}
-	if c.phase == settled {
-		c.want = max(c.want, c.cfg.Target*c.capEst)
-		if !c.measuring {
-			c.want = c.cfg.Target * c.capEst
-		}
-	}
-}
-
-// congested handles the first congestion signal outside a reaction window:
-// one decrease, then a window whose end judges whether it was enough.
-func (c *Controller) congested(t, sent int64, wait time.Duration) {
-	r := c.rate
-	probe := c.phase == probing // a probe's rate followed probeRate; a ramp's did not
-	if tracing {
-		c.trace(t, "congested wait=%v okRate=%.2f", wait, c.meter.okRate(t))
-	}
-	nearLow := c.capLow && r <= 1.25*c.capEst
-	if nearLow {
-		// Throttled just above a lower bound of the capacity: that bound
-		// is the capacity, near enough; brackets refine it.
-		c.capLow = false
-		if c.phase == ramping {
-			c.phase = probing
-		}
-	}
-	surprise, shallow := false, false
-	if c.phase == probing && !c.capLow {
-		// A probe is first served from what the host saved while the rate
-		// sat under its capacity. Throttled well before those savings (as
-		// far as earlier probes showed them) ran out, the capacity fell.
-		e := c.excess(t)
-		surprise = c.saved > 0 && e < 0.5*min(c.saved, c.stored)-1
-		seen := c.saved > 0
-		if !surprise {
-			c.saved = max(c.saved, e)
-		}
-		// A host whose probes were never served more than a sliver of
-		// what sitting under its capacity earns keeps no savings: either
-		// the rate sat at its capacity, or the host has no burst and
-		// refuses as soon as the rate passes its capacity. Only in the
-		// second case is a probe served far above the estimate; there, the
-		// rate the probe had when it sent the refused request bounds the
-		// capacity from above as closely as the estimate bounds it from
-		// below. A host with a deep bucket serves a probe far past its
-		// capacity from savings: its rate met bounds nothing. Nor do the
-		// savings of a host that says when to come back: it is paused
-		// for it, and refills meanwhile.
-		bare := probe && !surprise && seen && wait <= 0 && c.saved < min(0.5*c.stored, shallowSaved*c.capEst)
-		met := c.probeRate(sent)
-		if bare && met > c.capEst*(1+shallowFirst) {
-			// Twice running: once can be a host whose savings the rate,
-			// sitting at its capacity, never let build up.
-			c.bareProbes++
-			c.noBurst = c.noBurst || c.bareProbes >= 2
-		} else {
-			c.bareProbes = 0
-		}
-		shallow = c.noBurst && bare && met > c.capEst*(1+shallowGap)
-		if shallow {
-			r = met
-		}
-	}
-	switch {
-	case shallow:
-		// Between the two bounds: settle under the middle, as a lower
-		// bound that the next probe, soon, tests again.
-		if tracing {
-			c.trace(t, "shallow saved=%.2f stored=%.2f", c.saved, c.stored)
-		}
-		c.capEst, c.capErr, c.capLow = (c.capEst+r)/2, 0, true
-		c.want = c.cfg.Target * c.capEst
-		c.probeWait = int64(c.cfg.ProbeInterval)
-	case c.phase == probing && !c.capLow && !surprise:
-		// The probe met the known capacity: nothing new. Back under it, and
-		// probe less often.
-		c.want = c.cfg.Target * min(c.capEst, r)
-		c.probeFailed()
-	case nearLow && c.phase == settled:
-		// Settled at a lower bound of the capacity and throttled: the
-		// capacity lies between the bound and the rate. Settle under the
-		// bound, not under half the rate; the window's end measures it if
-		// the capacity fell instead.
-		c.want = c.cfg.Target * min(c.capEst, r)
-	case c.phase == settled || surprise:
-		c.noBurst = false
-		// Throttled while settled: the capacity is below the rate (it fell,
-		// or was overrated), by an unknown amount.
-		c.want = c.cfg.Backoff * r
-		if c.capEst > r {
-			c.capEst, c.capLow = r, false
-		}
-	default:
-		// Growing past an unknown capacity: what was served lately bounds
-		// it from above (though inflated by the host's burst); so does a
-		// Backoff cut of the rate that met it. With a lower bound of the
-		// capacity known, cut halfway between it and the rate that met
-		// the throttle: the window says which half the capacity is in.
-		c.want = c.cfg.Backoff * r
-		ok := c.meter.okRate(t)
-		if ok >= minServed {
-			c.want = min(c.want, c.cfg.Target*ok)
-		}
-		if c.capEst > 0 {
-			lo := c.cfg.Target * c.capEst
-			if c.capLow {
-				hi := ok
-				// A probe's rate at the refused request's send time is a
-				// closer upper bound than the last second's service, unless
-				// it ran far past the bound (on the host's savings).
-				if met := c.probeRate(sent); probe && wait <= 0 && met < lowProbeReach*c.capEst {
-					hi = max(hi, met)
-				}
-				lo = (c.capEst + min(r, max(hi, c.capEst))) / 2
-			}
-			c.want = max(c.want, min(lo, r*c.cfg.Target))
-		}
-	}
-	if wait > 0 {
-		c.probeWait = max(c.probeWait, min(20*int64(wait), int64(c.cfg.MaxProbeInterval)))
-	}
-	c.decrease(t, t+int64(max(wait, 0)), false)
-}
-
-// decrease opens a reaction window for requests sent from at on.
-func (c *Controller) decrease(t, at int64, byLatency bool) {
-	c.want = max(c.want, c.cfg.Min)
-	c.phase = settled
-	c.settleAt = t
-	c.cutAt = at
-	c.winEnd = at + c.window()
-	c.measuring = true
-	c.byLatency = byLatency
-	c.okPost, c.thrPost, c.failPost, c.nPost, c.okAfter = 0, 0, 0, 0, 0
-	c.lastThr = math.MinInt64
-	c.decreases++
-}
-
-// endWindow judges a reaction window at its end by the answers to requests
-// sent after the decrease. Still throttled (stragglers right after the
-// decrease aside): the host's bucket stayed empty, so what it served is its
-// capacity; settle under it. Not throttled: what was served is a lower bound
-// of the capacity.
-func (c *Controller) endWindow(t int64) {
-	c.measuring = false
-	backAt := t - c.lat.med // requests sent before backAt have their answers
-	if tracing {
-		c.trace(t, "endWindow ok=%d thr=%d n=%d okAfter=%d cutAt=%.3f firstThr=%.3f backAt=%.3f", c.okPost, c.thrPost, c.nPost, c.okAfter, float64(c.cutAt)/1e9, float64(c.firstThr)/1e9, float64(backAt)/1e9)
-	}
-	// Still throttled late in the window: a request sent after the
-	// decrease, past the wave's stragglers (or half the window, if that
-	// comes first), was throttled.
-	late := c.thrPost > 0 && c.lastThr >= c.cutAt+min((c.winEnd-c.cutAt)/2, straggle+c.lat.p95)
-	switch {
-	case late &&
-		c.okPost < minMeasure && c.winEnd-c.cutAt < 4*c.window():
-		// Still throttled, but too few answers served to measure the
-		// capacity by: keep the window open a while longer.
-		c.measuring = true
-		c.winEnd = t + c.window()
-	case late &&
-		c.okPost < minMeasure:
-		// Still throttled and, even after waiting, too few served to
-		// measure anything by (the host may have been paused): a plain
-		// multiplicative decrease, the estimate untouched.
-		c.want = c.cfg.Backoff * c.want
-		c.decrease(t, t, false)
-	case late:
-		// Still throttled late in the window. Measure from the first
-		// post-cut throttle when there is room: the bucket was empty then,
-		// even after a pause that let it refill.
-		ok, from := c.okPost, c.cutAt
-		// Only when enough were served after it: a client that pauses the
-		// whole host on a throttle (polite.Transport does) may have served
-		// none, and a capacity of zero measured over a pause is no capacity.
-		if backAt-c.firstThr >= int64(c.cfg.Window)/2 && c.okAfter >= minMeasure {
-			ok, from = c.okAfter, c.firstThr
-		}
-		span := max(backAt-from, int64(c.cfg.Window)/4)
-		m := float64(ok) * 1e9 / float64(span)
-		// A count of a few answers is coarse: keep an estimate it agrees
-		// with, within a token and a half over the span. And a single late
-		// throttle shows the rate a token or so over the capacity, not that
-		// the bucket stayed empty: the count is only a lower bound then,
-		// and a bracket's finer estimate nearby stands.
-		bracketed := c.thrPost == 1 && c.capEst > 0 && c.capErr <= coarse*c.capEst && m < c.capEst && m > nearBracket*c.capEst
-		if tol := 1.5e9 / float64(span); !bracketed && (c.capLow || m < c.capEst-tol || m > c.capEst+tol) {
-			c.capEst, c.capErr = m, tol
-			c.refine = tol > coarse*m
-		}
-		c.capLow = false
-		c.want = c.cfg.Target * c.capEst
-		c.probeWait = int64(c.cfg.ProbeInterval)
-		c.decrease(t, t, false)
-	case c.failPost*2 > c.nPost && c.nPost >= minLatN:
-		// Mostly failing: slow down without learning anything.
-		c.want = c.cfg.Backoff * c.want
-		c.decrease(t, t, false)
-	case c.byLatency:
-		c.settle(t)
-	default:
-		if c.capEst == 0 || c.capLow {
-			span := max(backAt-c.cutAt, int64(c.cfg.Window)/4)
-			if lo := float64(c.okPost) * 1e9 / float64(span); lo > c.capEst {
-				c.capEst, c.capLow, c.capErr = min(lo, c.want), true, 0
-			}
-		}
-		c.settle(t)
-	}
-}
-
-// settle holds the rate under the capacity (or at a lower bound of it) and
-// schedules the next probe.
-func (c *Controller) settle(t int64) {
-	c.phase = settled
-	c.settleAt = t
-	switch {
-	case c.capEst <= 0:
-	case c.capLow:
-		c.want = max(c.want, c.cfg.Target*c.capEst)
-		c.probeWait = min(c.probeWait, int64(c.cfg.ProbeInterval)/4)
-	default:
-		c.want = c.cfg.Target * c.capEst
-		if c.refine {
-			// Measured from a few answers only: probe soon, once, for a
-			// bracket that pins it down.
-			c.refine = false
-			c.probeWait = min(c.probeWait, int64(c.cfg.ProbeInterval)/4)
-		}
-	}
-}
-
 // tick runs what depends on time alone: brackets, window ends, latency and
 // probes.
 func (c *Controller) tick(t int64) {
@@ -672,24 +374,8 @@ func (c *Controller) tick(t int64) {
 	if c.pend.active && t >= c.pend.due {
 		c.bracket()
 	}
-	if c.measuring {
-		switch {
-		case t >= c.winEnd:
-			c.endWindow(t)
-		case c.thrPost >= plainThrottles && c.thrPost >= c.okPost &&
-			c.lastThr >= c.cutAt+straggle+c.lat.p95 &&
-			float64(c.okPost)+1.5 < 0.8*c.want*float64(max(t-c.lat.med-c.cutAt, straggle))/1e9:
-			// Past the stragglers, most requests sent after the decrease
-			// are throttled, and far fewer served than the rate sends: it
-			// was plainly not enough. Cut again now, to what was served
-			// since, give or take half an answer (too few to measure by:
-			// a rate a little under the capacity costs less than one
-			// over it, throttled the whole next window), and let the
-			// next window measure.
-			span := max(t-c.lat.med-c.cutAt, straggle)
-			c.want = max((float64(c.okPost)+0.5)*1e9/float64(span), c.cfg.Backoff*c.want)
-			c.decrease(t, t, false)
-		}
+	if c.reacting {
+		c.react(t)
 		return
 	}
 	if t >= c.winEnd {
@@ -701,119 +387,18 @@ func (c *Controller) tick(t int64) {
 			c.startProbe(t)
 		}
 	case probing:
-		if c.latencyHigh(t, 0.5) {
-			// Latency leads: the probe has met the knee. Nothing new; back
-			// under the capacity, a little lower for a window to drain
-			// the queue the probe left. What the host served meanwhile,
-			// with a queue in front of it, is its capacity, or under it.
-			if ok := c.meter.okRate(t); ok > c.capEst && !c.capLow {
-				c.capEst = ok
-			}
-			c.probeFailed()
-			c.settle(t)
-			c.want *= 1 - drainShare
-			c.decrease(t, t, true)
-			return
-		}
-		// The excess doubles every probeDouble: slow while the host's
-		// savings may still explain what it serves, fast once they cannot.
-		c.want = c.probeRate(t)
-		c.checkProbe(t)
+		c.advanceProbe(t)
 	}
 }
 
-// latencyCheck reads a queue from the latency. When the median climbs past
-// the tolerance and the host serves less than it is sent, a queue is
-// growing and what it serves is its capacity: settle under that, lower for
-// a window to drain the queue. When latency climbs without a queue growing,
-// hold: no growth, no probes.
-func (c *Controller) latencyCheck(t int64) {
-	if !c.latencyHigh(t, 1) {
-		c.latHold = false
-		return
+// clock converts now to ns since the origin, never going backwards.
+func (c *Controller) clock(now time.Time) int64 {
+	t := int64(now.Sub(c.origin))
+	if t < c.last {
+		return c.last
 	}
-	okRate := c.meter.okRate(t)
-	if okRate >= serverLimit*c.rate || t < int64(time.Second) {
-		c.latHold = true
-		return
-	}
-	c.latHold = false
-	if tracing {
-		c.trace(t, "latency med=%v okRate=%.2f", c.lat.med, okRate)
-	}
-	// Read while the rate grew, the served rate lags the capacity:
-	// probe again soon.
-	c.refine = c.phase == starting || c.phase == ramping
-	if c.refine {
-		okRate = max(okRate, min(c.meter.okRateOver(t, 4), c.rate))
-	}
-	c.capEst, c.capLow, c.capErr = okRate, false, 1.5
-	c.want = c.cfg.Target * okRate * (1 - drainShare)
-	c.decrease(t, t, true)
-}
-
-// startProbe begins reaching above the capacity. A host's bucket refills
-// while the rate sits under its capacity, so a probe is first served from
-// those savings; only service beyond them shows that the capacity grew.
-func (c *Controller) startProbe(t int64) {
-	c.phase = probing
-	c.probeAt = t
-	c.probeBase = c.capEst
-	c.probeOK = 0
-	c.stored = math.Inf(1)
-	if c.emptyAt >= 0 {
-		// What the host earned since its bucket was last seen empty, less
-		// what it served meanwhile; the capacity may be a little above its
-		// estimate: allow for it.
-		hi := c.capEst + max(c.capEst*storedSlack, c.capErr)
-		if !c.pend.active && c.markAt == c.emptyAt {
-			c.stored = max(hi*float64(t-c.lat.med-c.markAt)/1e9-float64(c.okCum-c.markOK), 0)
-		} else {
-			c.stored = max(hi-c.rate, 0) * float64(t-c.emptyAt) / 1e9
-		}
-	}
-	if tracing {
-		c.trace(t, "probe stored=%.2f wait=%.1f", c.stored, float64(c.probeWait)/1e9)
-	}
-}
-
-// checkProbe moves a probe to ramping once the host has served more than
-// its savings can explain.
-func (c *Controller) checkProbe(t int64) {
-	if excess := c.excess(t); excess > c.stored+max(2, 0.1*c.probeBase) {
-		if !c.capLow {
-			c.mark.valid = false // the capacity changed: no bracket across it
-		}
-		c.phase = ramping
-		c.capLow = true
-		if tracing {
-			c.trace(t, "ramp excess=%.1f stored=%.1f", excess, c.stored)
-		}
-	}
-}
-
-// probeFailed makes the next probe wait longer: 1.5 times the last wait,
-// and at least long enough that one throttle per probe stays within
-// probeCost requests at the capacity; never more than MaxProbeInterval.
-func (c *Controller) probeFailed() {
-	w := min(max(c.probeWait*3/2, int64(c.cfg.ProbeInterval)), int64(c.cfg.MaxProbeInterval))
-	if c.capEst > 0 {
-		w = max(w, int64(probeCost/c.capEst*1e9))
-	}
-	c.probeWait = w
-}
-
-// probeRate is the rate the current probe had at sent.
-func (c *Controller) probeRate(sent int64) float64 {
-	tau := float64(max(sent-c.probeAt, 0)) / float64(probeDouble)
-	return c.probeBase * (1 + probeStep*(math.Exp2(tau)-1))
-}
-
-// excess is what the current probe was served beyond the capacity it
-// started from, counting requests whose answers are back by t.
-func (c *Controller) excess(t int64) float64 {
-	back := float64(t-c.lat.med-c.probeAt) / 1e9
-	return float64(c.probeOK) - c.probeBase*max(back, 0)
+	c.last = t
+	return t
 }
 
 // publish moves the published rate to the wanted one: decreases at once,

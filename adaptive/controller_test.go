@@ -2,6 +2,7 @@ package adaptive
 
 import (
 	"math"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -345,6 +346,31 @@ func BenchmarkObserve(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// BenchmarkObserveJitter is BenchmarkObserve with latencies that vary as a
+// real host's do (80-120 ms, one in 50 at 300 ms): constant latencies keep
+// the latency history in order and hide the cost of its statistics. It runs
+// in one goroutine so that the fixed-seed sequence is the same every run.
+func BenchmarkObserveJitter(b *testing.B) {
+	c := New(Config{}, t0)
+	rng := rand.New(rand.NewPCG(1, 2))
+	at := t0
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		at = at.Add(ms)
+		lat := time.Duration(80+rng.IntN(41)) * ms
+		if rng.IntN(50) == 0 {
+			lat = 300 * ms
+		}
+		k := OK
+		if i%50 == 0 {
+			k = Throttle
+		}
+		c.Observe(at, Signal{Kind: k, Latency: lat})
+		i++
+	}
 }
 
 // A bracket (what the host served between two throttles) replaces a coarse

@@ -85,11 +85,93 @@
 // Config.Backoff) only when most answers in a window are failures; a circuit
 // breaker is the better tool for a host that is down.
 //
+// # Phases
+//
+// A Controller is in one of four phases, and in a sub-state of one of them:
+//
+//   - starting: slow start from Config.Initial, until the first congestion
+//     signal. It is never entered again.
+//   - settled: at Target × the capacity, or at a lower bound of it, until
+//     the next probe is due.
+//   - reacting: settled with a reaction window open, right after a
+//     decrease: the rate stays at the decrease, throttles to requests sent
+//     before it start no other decrease, and the answers to requests sent
+//     after it judge it when the window ends. Every decrease, whatever the
+//     phase before, lands here. (A sub-state rather than a phase: with a
+//     ProbeInterval under 4 ns, a probe can start within a window.)
+//   - probing: reaching above the capacity, its excess doubling every
+//     300 ms, to see whether the capacity grew.
+//   - ramping: the probe found room; the capacity is now a lower bound,
+//     and the rate grows as in slow start, at half the pace.
+//
+// Events are Observe's answer (OK, a throttle or overload, a failure) and,
+// before it is handled, what the time alone brings (a window's end, a
+// probe falling due, the latency). A throttle below means a Throttle or an
+// Overload answer while no reaction window is open; "served" is the OK
+// answers per second over the last second, and the latency is high when
+// the median of the newest 16 is past the baseline by more than
+// LatencyTolerance × the baseline (plus the unloaded noise), or by half as
+// much "at the knee". Rows of one phase and event are tried top to bottom:
+//
+//	from      event, condition                          to        effect
+//	starting  OK answer                                 starting  rate += Growth, unless latency holds
+//	starting  throttle                                  reacting  Backoff × rate, and no more than
+//	                                                              Target × served (from 4/s served)
+//	any but   latency high, served under 95 % of the    reacting  capacity := served; Target × it,
+//	reacting  rate, past the first second                         less 10 % to drain the queue
+//	any but   latency high, served at 95 % or more      same      latency holds: no growth, no probe
+//	reacting
+//	settled   probe due: settled for the probe wait,    probing   the host's savings are reckoned
+//	          a capacity known, latency not holding
+//	settled   throttle, rate within 1.25 × a lower      reacting  the bound becomes the capacity;
+//	          bound of the capacity                               Target × min(capacity, rate)
+//	settled   throttle, otherwise                       reacting  Backoff × rate; capacity ≤ rate
+//	reacting  throttle or overload                      reacting  counted, no decision: the wave the
+//	                                                              decrease answers
+//	reacting  early: 4+ post-cut throttles, at least   reacting  cut again to what was served since
+//	          as many as served, past stragglers,                 the decrease (no deeper than Backoff)
+//	          and served far under the rate
+//	reacting  window end: still throttled late, fewer   reacting  the same window, held open longer
+//	          than 6 served, under 4 windows long
+//	reacting  window end: still throttled late, fewer   reacting  Backoff × rate, a new window
+//	          than 6 served
+//	reacting  window end: still throttled late          reacting  capacity := what was served (unless
+//	                                                              the estimate agrees within the
+//	                                                              count's error); Target × it, a new
+//	                                                              window
+//	reacting  window end: most of 8+ post-cut           reacting  Backoff × rate, a new window
+//	          answers are failures
+//	reacting  window end, after a latency decrease      settled   Target × capacity
+//	reacting  window end, otherwise                     settled   with no capacity measured, what was
+//	                                                              served is a lower bound of it
+//	probing   served more than the host's savings       ramping   the capacity becomes a lower bound
+//	          explain
+//	probing   latency high at the knee                  reacting  probe failed; capacity ≥ served;
+//	                                                              10 % under Target × capacity
+//	probing   throttle, a host without savings (two     reacting  capacity := midway to the rate the
+//	          probes running refused far above it)                probe met, as a lower bound
+//	probing   throttle long before the savings earlier  reacting  the capacity fell: Backoff × rate;
+//	          probes were served ran out                          capacity ≤ rate
+//	probing   throttle, capacity measured, or the rate  reacting  probe failed, the next waits longer;
+//	          within 1.25 × a lower bound                         Target × min(capacity, rate)
+//	probing   throttle, otherwise (far above a bound)   reacting  as starting, but no lower than about
+//	                                                              midway from the bound to the rate
+//	ramping   OK answer                                 ramping   rate += Growth/2, unless latency holds
+//	ramping   throttle, rate within 1.25 × the bound    reacting  as probing from a measured capacity
+//	ramping   throttle, otherwise                       reacting  as starting, but no lower than about
+//	                                                              midway from the bound to the rate
+//
+// A Retry-After wait with a throttle opens the window after the wait. A
+// bracket (what was served between two throttles) raises the capacity, or
+// replaces a coarser estimate it agrees with, in any phase; settled, the
+// rate follows it (reacting, only up). Failures change nothing until a
+// window's end judges them.
+//
 // # Time and concurrency
 //
 // Every method takes the current time: a Controller reads no clock, starts no
 // goroutine and sets no timer, so tests drive it with explicit instants.
 // Rate changes are discrete: increases at most every 100 ms and only by at
 // least 1 %, decreases at once. A Controller is safe for concurrent use (one
-// mutex), Observe does not allocate, and its state is a few hundred bytes.
+// mutex), Observe does not allocate, and its state is about 1.5 KB.
 package adaptive

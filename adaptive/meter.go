@@ -67,7 +67,12 @@ const (
 // Comparing the median with the baseline reads a queue before the host sheds
 // load; the spread keeps noise from passing for one.
 type latencies struct {
-	ring   [latRing]int64
+	ring [latRing]int64
+	// The ring's latencies and its newest latRecent, each kept in order as
+	// answers come and go: one answer moves a few values, where sorting
+	// them afresh on every answer costs quadratic time once latencies vary.
+	all    [latRing]int64
+	recent [latRecent]int64
 	n      int // answers ever added
 	fresh  int // answers added since the last update
 	med    int64
@@ -79,6 +84,16 @@ type latencies struct {
 }
 
 func (l *latencies) add(d int64) {
+	if l.n < latRing {
+		insertSorted(l.all[:l.n+1], d)
+	} else {
+		replaceSorted(l.all[:], l.ring[l.n%latRing], d)
+	}
+	if l.n < latRecent {
+		insertSorted(l.recent[:l.n+1], d)
+	} else {
+		replaceSorted(l.recent[:], l.ring[(l.n-latRecent)%latRing], d)
+	}
 	l.ring[l.n%latRing] = d
 	l.n++
 	l.fresh++
@@ -90,19 +105,11 @@ func (l *latencies) update(t int64) {
 		return
 	}
 	l.fresh = 0
-	var buf [latRing]int64
 	k := min(l.n, latRing)
-	copy(buf[:], l.ring[:k])
-	sortInt64(buf[:k])
-	l.p95 = buf[(k*95-1)/100]
-	l.spread = buf[k*3/4] - buf[k/4]
+	l.p95 = l.all[(k*95-1)/100]
+	l.spread = l.all[k*3/4] - l.all[k/4]
 	r := min(l.n, latRecent)
-	var rec [latRecent]int64
-	for i := range r {
-		rec[i] = l.ring[(l.n-1-i)%latRing]
-	}
-	sortInt64(rec[:r])
-	l.med = rec[r/2]
+	l.med = l.recent[r/2]
 	if r < latRecent/2 {
 		return // too few to call it a baseline
 	}
@@ -131,16 +138,31 @@ func (l *latencies) baseline(t int64) (base, spread int64) {
 	return base, spread
 }
 
-// sortInt64 is an insertion sort: the slices are at most latRing long, and
-// it neither allocates nor needs an interface.
-func sortInt64(a []int64) {
-	for i := 1; i < len(a); i++ {
-		v := a[i]
-		j := i - 1
-		for j >= 0 && a[j] > v {
-			a[j+1] = a[j]
-			j--
-		}
-		a[j+1] = v
+// insertSorted puts v in order into a, sorted but for its last element,
+// which is free.
+func insertSorted(a []int64, v int64) {
+	i := len(a) - 1
+	for i > 0 && a[i-1] > v {
+		a[i] = a[i-1]
+		i--
 	}
+	a[i] = v
+}
+
+// replaceSorted replaces one element equal to old in the sorted a with v,
+// keeping a sorted. Only the values between old and v move.
+func replaceSorted(a []int64, old, v int64) {
+	i := 0
+	for a[i] != old {
+		i++
+	}
+	for i+1 < len(a) && a[i+1] < v {
+		a[i] = a[i+1]
+		i++
+	}
+	for i > 0 && a[i-1] > v {
+		a[i] = a[i-1]
+		i--
+	}
+	a[i] = v
 }

@@ -16,5 +16,13 @@ func (c *Controller) trace(t int64, format string, args ...any) {
 		return
 	}
 	Trace(fmt.Sprintf("%7.3f %-8s rate=%6.2f want=%6.2f cap=%6.2f±%.2f low=%v ",
-		float64(t)/1e9, c.phase, c.rate, c.want, c.capEst, c.capErr, c.capLow) + fmt.Sprintf(format, args...))
+		float64(t)/1e9, c.state(), c.rate, c.want, c.capEst, c.capErr, c.capLow) + fmt.Sprintf(format, args...))
+}
+
+// state names the phase for traces, reacting included.
+func (c *Controller) state() string {
+	if c.reacting && c.phase == settled {
+		return "reacting"
+	}
+	return c.phase.String()
 }

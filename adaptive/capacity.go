@@ -1,0 +1,103 @@
+package adaptive
+
+import "time"
+
+// empty records that the host's bucket was empty when a request sent at
+// sent was throttled. The OKs sent before it are counted once their answers
+// are back, a median latency later.
+func (c *Controller) empty(sent int64) {
+	c.emptyAt = max(c.emptyAt, sent)
+	if !c.pend.active {
+		c.pend.at, c.pend.due, c.pend.active = sent, sent+c.lat.med, true
+	}
+}
+
+// bracket closes a pending mark and measures the capacity between it and
+// the previous one.
+func (c *Controller) bracket() {
+	at, ok := c.pend.at, c.okCum
+	c.pend.active = false
+	c.markAt, c.markOK = at, ok
+	if !c.mark.valid || at-c.mark.at > maxSpan {
+		c.mark.at, c.mark.ok, c.mark.valid = at, ok, true
+		return
+	}
+	span := at - c.mark.at
+	if span < minSpan {
+		return // keep the older mark, for a longer span
+	}
+	// Between two empty instants the host served its capacity over the
+	// span, give or take a token (and less if its bucket filled up and
+	// overflowed meanwhile): a lower bound that only ever raises the estimate.
+	est := (float64(ok-c.mark.ok) - 0.5) * 1e9 / float64(span)
+	if tracing {
+		c.trace(c.last, "bracket span=%.2f est=%.2f", float64(span)/1e9, est)
+	}
+	c.mark.at, c.mark.ok = at, ok
+	err := 1e9 / float64(span)
+	switch {
+	case est > c.capEst:
+		if est > c.capEst*1.05 {
+			c.probeWait = int64(c.cfg.ProbeInterval)
+		}
+		c.capEst, c.capErr = est, err
+	case est >= c.capEst-c.capErr && err < c.capErr && !c.capLow:
+		// Within a coarse estimate's error, and finer: take it instead. (A
+		// long span can bias it low, if the host's bucket filled and
+		// overflowed meanwhile; a low estimate costs a little rate until a
+		// probe finds the room, a high one a throttle every settle.)
+		c.capEst, c.capErr = est, err
+	default:
+		return
+	}
+	if c.phase == settled {
+		c.want = max(c.want, c.cfg.Target*c.capEst)
+		if !c.reacting {
+			c.want = c.cfg.Target * c.capEst
+		}
+	}
+}
+
+// latencyHigh reports whether the median latency is past share × the
+// tolerance above the baseline, noise allowed for.
+func (c *Controller) latencyHigh(t int64, share float64) bool {
+	if c.cfg.LatencyTolerance < 0 || c.lat.n < minLatN {
+		return false
+	}
+	b, spread := c.lat.baseline(t)
+	if b <= 0 {
+		return false
+	}
+	limit := float64(b)*(1+c.cfg.LatencyTolerance*share) + noiseSpreads*float64(spread)
+	return float64(c.lat.med) > limit
+}
+
+// latencyCheck reads a queue from the latency. When the median climbs past
+// the tolerance and the host serves less than it is sent, a queue is
+// growing and what it serves is its capacity: settle under that, lower for
+// a window to drain the queue. When latency climbs without a queue growing,
+// hold: no growth, no probes.
+func (c *Controller) latencyCheck(t int64) {
+	if !c.latencyHigh(t, 1) {
+		c.latHold = false
+		return
+	}
+	okRate := c.meter.okRate(t)
+	if okRate >= serverLimit*c.rate || t < int64(time.Second) {
+		c.latHold = true
+		return
+	}
+	c.latHold = false
+	if tracing {
+		c.trace(t, "latency med=%v okRate=%.2f", c.lat.med, okRate)
+	}
+	// Read while the rate grew, the served rate lags the capacity:
+	// probe again soon.
+	c.refine = c.phase == starting || c.phase == ramping
+	if c.refine {
+		okRate = max(okRate, min(c.meter.okRateOver(t, 4), c.rate))
+	}
+	c.capEst, c.capLow, c.capErr = okRate, false, 1.5
+	c.want = c.cfg.Target * okRate * (1 - drainShare)
+	c.decrease(t, t, true)
+}

@@ -1,0 +1,90 @@
+package adaptive
+
+import "math"
+
+// startProbe begins reaching above the capacity. A host's bucket refills
+// while the rate sits under its capacity, so a probe is first served from
+// those savings; only service beyond them shows that the capacity grew.
+func (c *Controller) startProbe(t int64) {
+	c.phase = probing
+	c.probeAt = t
+	c.probeBase = c.capEst
+	c.probeOK = 0
+	c.stored = math.Inf(1)
+	if c.emptyAt >= 0 {
+		// What the host earned since its bucket was last seen empty, less
+		// what it served meanwhile; the capacity may be a little above its
+		// estimate: allow for it.
+		hi := c.capEst + max(c.capEst*storedSlack, c.capErr)
+		if !c.pend.active && c.markAt == c.emptyAt {
+			c.stored = max(hi*float64(t-c.lat.med-c.markAt)/1e9-float64(c.okCum-c.markOK), 0)
+		} else {
+			c.stored = max(hi-c.rate, 0) * float64(t-c.emptyAt) / 1e9
+		}
+	}
+	if tracing {
+		c.trace(t, "probe stored=%.2f wait=%.1f", c.stored, float64(c.probeWait)/1e9)
+	}
+}
+
+// advanceProbe runs a probe at t: it ends it at the latency knee, and
+// otherwise raises its rate and checks whether it found room.
+func (c *Controller) advanceProbe(t int64) {
+	if c.latencyHigh(t, 0.5) {
+		// Latency leads: the probe has met the knee. Nothing new; back
+		// under the capacity, a little lower for a window to drain
+		// the queue the probe left. What the host served meanwhile,
+		// with a queue in front of it, is its capacity, or under it.
+		if ok := c.meter.okRate(t); ok > c.capEst && !c.capLow {
+			c.capEst = ok
+		}
+		c.probeFailed()
+		c.settle(t)
+		c.want *= 1 - drainShare
+		c.decrease(t, t, true)
+		return
+	}
+	// The excess doubles every probeDouble: slow while the host's
+	// savings may still explain what it serves, fast once they cannot.
+	c.want = c.probeRate(t)
+	c.checkProbe(t)
+}
+
+// checkProbe moves a probe to ramping once the host has served more than
+// its savings can explain.
+func (c *Controller) checkProbe(t int64) {
+	if excess := c.excess(t); excess > c.stored+max(2, 0.1*c.probeBase) {
+		if !c.capLow {
+			c.mark.valid = false // the capacity changed: no bracket across it
+		}
+		c.phase = ramping
+		c.capLow = true
+		if tracing {
+			c.trace(t, "ramp excess=%.1f stored=%.1f", excess, c.stored)
+		}
+	}
+}
+
+// probeFailed makes the next probe wait longer: 1.5 times the last wait,
+// and at least long enough that one throttle per probe stays within
+// probeCost requests at the capacity; never more than MaxProbeInterval.
+func (c *Controller) probeFailed() {
+	w := min(max(c.probeWait*3/2, int64(c.cfg.ProbeInterval)), int64(c.cfg.MaxProbeInterval))
+	if c.capEst > 0 {
+		w = max(w, int64(probeCost/c.capEst*1e9))
+	}
+	c.probeWait = w
+}
+
+// probeRate is the rate the current probe had at sent.
+func (c *Controller) probeRate(sent int64) float64 {
+	tau := float64(max(sent-c.probeAt, 0)) / float64(probeDouble)
+	return c.probeBase * (1 + probeStep*(math.Exp2(tau)-1))
+}
+
+// excess is what the current probe was served beyond the capacity it
+// started from, counting requests whose answers are back by t.
+func (c *Controller) excess(t int64) float64 {
+	back := float64(t-c.lat.med-c.probeAt) / 1e9
+	return float64(c.probeOK) - c.probeBase*max(back, 0)
+}
