@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -166,6 +167,12 @@ type Breaker struct {
 	nfail  int           // consecutive failures while closed, up to Threshold
 	delay  time.Duration // the current open delay, before jitter
 	until  time.Time     // Open: when a probe may go; HalfOpen: when the probe is presumed lost
+
+	// notClosed mirrors state != Closed, written under mu, so that Allow and
+	// OpenUntil answer a closed breaker (nearly every call) without the
+	// lock. A request that reads it just before the breaker opens goes
+	// through, as it would had it come a moment sooner.
+	notClosed atomic.Bool
 }
 
 // New returns a Breaker configured by cfg.
@@ -189,6 +196,9 @@ func (b *Breaker) init() {
 // wrapping ErrOpen. Once the open delay has passed, the first caller gets
 // nil and is the probe; it must Record the outcome.
 func (b *Breaker) Allow(now time.Time) error {
+	if !b.notClosed.Load() {
+		return nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.init()
@@ -201,6 +211,7 @@ func (b *Breaker) Allow(now time.Time) error {
 	// Open and its delay is over, or half-open and the probe is presumed
 	// lost: this caller is the probe.
 	b.state = HalfOpen
+	b.notClosed.Store(true)
 	b.until = now.Add(b.jittered())
 	return nil
 }
@@ -229,6 +240,7 @@ func (b *Breaker) Record(now time.Time, ok bool) Transition {
 	case HalfOpen:
 		if ok {
 			b.state = Closed
+			b.notClosed.Store(false)
 			b.nfail = 0
 			b.delay = b.cfg.OpenDelay
 			return Transition{From: HalfOpen, To: Closed}
@@ -260,6 +272,9 @@ func (b *Breaker) State(now time.Time) State {
 // half-open probe is out, when it is presumed lost. It returns the zero
 // time when Allow would admit.
 func (b *Breaker) OpenUntil(now time.Time) time.Time {
+	if !b.notClosed.Load() {
+		return time.Time{}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.state != Closed && now.Before(b.until) {
@@ -270,6 +285,7 @@ func (b *Breaker) OpenUntil(now time.Time) time.Time {
 
 func (b *Breaker) open(now time.Time) {
 	b.state = Open
+	b.notClosed.Store(true)
 	b.nfail = 0
 	b.until = now.Add(b.jittered())
 }
