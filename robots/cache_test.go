@@ -19,7 +19,7 @@ import (
 
 const privateRobots = "User-agent: *\nDisallow: /private/\n"
 
-func mustURL(t *testing.T, s string) *url.URL {
+func mustURL(t testing.TB, s string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(s)
 	if err != nil {
@@ -597,4 +597,56 @@ func TestCacheSweep(t *testing.T) {
 			t.Errorf("after 2600 origins, 1500 long expired: %d entries, want at most 1100", n)
 		}
 	})
+}
+
+// BenchmarkCacheGetHit measures Get for an origin whose robots.txt is
+// cached: the cost the Transport pays on every request. "many" spreads the
+// calls over 1,000 cached origins, as a crawler does.
+func BenchmarkCacheGetHit(b *testing.B) {
+	c := &Cache{Client: handlerClient(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, privateRobots)
+	})}
+	one := []*url.URL{mustURL(b, "https://example.com/a/b?c=d")}
+	var many []*url.URL
+	for i := range 1000 {
+		many = append(many, mustURL(b, fmt.Sprintf("https://h%d.example.com/a/b?c=d", i)))
+	}
+	for _, u := range many {
+		if _, err := c.Get(b.Context(), u); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := c.Get(b.Context(), one[0]); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		urls []*url.URL
+	}{{"one", one}, {"many", many}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := b.Context()
+			i := 0
+			for b.Loop() {
+				if _, err := c.Get(ctx, bc.urls[i%len(bc.urls)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+		b.Run(bc.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := b.Context()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					if _, err := c.Get(ctx, bc.urls[i%len(bc.urls)]); err != nil {
+						b.Error(err)
+						return
+					}
+					i++
+				}
+			})
+		})
+	}
 }

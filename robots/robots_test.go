@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -775,6 +776,41 @@ func BenchmarkTest(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkTestRequest measures the check the Transport makes per request,
+// from a *url.URL: RequestURI builds the path-and-query string first.
+func BenchmarkTestRequest(b *testing.B) {
+	r := Parse(largeRobots())
+	var urls []*url.URL
+	for _, p := range benchPaths {
+		u, err := url.Parse("https://example.com" + p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		urls = append(urls, u)
+	}
+	const ua = "polite/1.0 (+https://example.com/bot)"
+	b.Run("RequestURI", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			u := urls[i%len(urls)]
+			r.Test(ua, u.RequestURI())
+			i++
+		}
+	})
+	b.Run("RequestURI/parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				u := urls[i%len(urls)]
+				r.Test(ua, u.RequestURI())
+				i++
+			}
+		})
+	})
 }
 
 func BenchmarkTestPath(b *testing.B) {
