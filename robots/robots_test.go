@@ -811,6 +811,24 @@ func BenchmarkTestRequest(b *testing.B) {
 			}
 		})
 	})
+	b.Run("TestURL", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			r.TestURL(ua, urls[i%len(urls)])
+			i++
+		}
+	})
+	b.Run("TestURL/parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := 0
+			for pb.Next() {
+				r.TestURL(ua, urls[i%len(urls)])
+				i++
+			}
+		})
+	})
 }
 
 func BenchmarkTestPath(b *testing.B) {
@@ -848,6 +866,11 @@ func FuzzParse(f *testing.F) {
 			}
 			if got := r.Allowed(agent, path); got != r.Test(agent, pathOf(path)).Allowed {
 				t.Errorf("Allowed(%q, %q) = %v, disagrees with Test", agent, path, got)
+			}
+			if u, err := url.Parse(path); err == nil {
+				if got, want := r.TestURL(agent, u), r.Test(agent, u.RequestURI()); got != want {
+					t.Errorf("TestURL(%q, %q) = %+v, Test(RequestURI) = %+v", agent, path, got, want)
+				}
 			}
 			DelayPolicy{}.Delay(g)
 			if g == nil {
