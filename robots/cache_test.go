@@ -748,7 +748,12 @@ func TestCacheHitRace(t *testing.T) {
 		}
 		fmt.Fprint(w, privateRobots)
 	})}
-	const origins, steps = 64, 200
+	const (
+		origins = 64
+		callers = 8
+		gets    = 1500 // per caller
+		perStep = 100  // Gets between clock steps
+	)
 	var urls []*url.URL
 	for i := range origins {
 		urls = append(urls, mustURL(t, fmt.Sprintf("https://h%d.example/x", i)),
@@ -757,17 +762,22 @@ func TestCacheHitRace(t *testing.T) {
 	var (
 		wg    sync.WaitGroup
 		phase atomic.Int32
-		stop  = make(chan struct{})
+		done  atomic.Int64
 	)
-	for g := range 8 {
+	for g := range callers {
 		wg.Go(func() {
-			for i := g; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
+			for i := range gets {
+				// The callers move the clock themselves, counted in
+				// Gets: a main loop stepping it would be starved by
+				// callers that never block.
+				if done.Add(1)%perStep == 0 {
+					clock.advance(700 * time.Millisecond)
+					phase.Add(1)
+					c.mu.Lock()
+					c.sweepAt = 0 // sweep on the next fetch
+					c.mu.Unlock()
 				}
-				u := urls[(int(phase.Load())*2+i%8)%len(urls)]
+				u := urls[(int(phase.Load())*2+(g+i)%8)%len(urls)]
 				r, err := c.Get(t.Context(), u)
 				if err != nil || r == nil {
 					t.Errorf("Get(%s) = %v, %v", u, r, err)
@@ -776,19 +786,10 @@ func TestCacheHitRace(t *testing.T) {
 			}
 		})
 	}
-	for range steps {
-		clock.advance(700 * time.Millisecond)
-		phase.Add(1)
-		c.mu.Lock()
-		c.sweepAt = 0 // sweep on every fetch
-		c.mu.Unlock()
-		time.Sleep(100 * time.Microsecond)
-	}
-	close(stop)
 	wg.Wait()
 	checkHits(t, c)
-	if n.Load() < steps {
-		t.Errorf("%d fetches in %d steps: the test did not exercise refetching", n.Load(), steps)
+	if steps := callers * gets / perStep; int(n.Load()) < steps {
+		t.Errorf("%d fetches in %d clock steps: the test did not exercise refetching", n.Load(), steps)
 	}
 }
 
