@@ -779,56 +779,49 @@ func BenchmarkTest(b *testing.B) {
 }
 
 // BenchmarkTestRequest measures the check the Transport makes per request,
-// from a *url.URL: RequestURI builds the path-and-query string first.
+// from a *url.URL: Test after RequestURI, which builds the path-and-query
+// string for a URL with a query, against TestURL. "query" gives every URL
+// of benchPaths a query.
 func BenchmarkTestRequest(b *testing.B) {
 	r := Parse(largeRobots())
-	var urls []*url.URL
-	for _, p := range benchPaths {
-		u, err := url.Parse("https://example.com" + p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		urls = append(urls, u)
-	}
 	const ua = "polite/1.0 (+https://example.com/bot)"
-	b.Run("RequestURI", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			u := urls[i%len(urls)]
-			r.Test(ua, u.RequestURI())
-			i++
-		}
-	})
-	b.Run("RequestURI/parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			i := 0
-			for pb.Next() {
-				u := urls[i%len(urls)]
-				r.Test(ua, u.RequestURI())
-				i++
+	for _, set := range []struct{ name, suffix string }{{"paths", ""}, {"query", "?id=7&page=2"}} {
+		var urls []*url.URL
+		for _, p := range benchPaths {
+			p, _, _ = strings.Cut(p, "?")
+			u, err := url.Parse("https://example.com" + p + set.suffix)
+			if err != nil {
+				b.Fatal(err)
 			}
-		})
-	})
-	b.Run("TestURL", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			r.TestURL(ua, urls[i%len(urls)])
-			i++
+			urls = append(urls, u)
 		}
-	})
-	b.Run("TestURL/parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			i := 0
-			for pb.Next() {
-				r.TestURL(ua, urls[i%len(urls)])
-				i++
-			}
-		})
-	})
+		for _, f := range []struct {
+			name string
+			test func(*url.URL) Verdict
+		}{
+			{"RequestURI", func(u *url.URL) Verdict { return r.Test(ua, u.RequestURI()) }},
+			{"TestURL", func(u *url.URL) Verdict { return r.TestURL(ua, u) }},
+		} {
+			b.Run(f.name+"/"+set.name, func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					f.test(urls[i%len(urls)])
+					i++
+				}
+			})
+			b.Run(f.name+"/"+set.name+"/parallel", func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					i := 0
+					for pb.Next() {
+						f.test(urls[i%len(urls)])
+						i++
+					}
+				})
+			})
+		}
+	}
 }
 
 func BenchmarkTestPath(b *testing.B) {
