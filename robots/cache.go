@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,6 +29,13 @@ const maxRedirects = 5
 // maxErrorTTL caps the growing retry interval after consecutive failures, so
 // a host that comes back is noticed within the hour.
 const maxErrorTTL = time.Hour
+
+// maxAliases bounds the spellings of one origin that get the lock-free
+// path. Most origins are requested under one (scheme, host) spelling, a few
+// under two or three ("Example.com", "example.com:443"); a site linking to
+// thousands of spellings must not grow the cache by as many entries, so
+// spellings past the cap take the locked path instead.
+const maxAliases = 8
 
 var errTooManyRedirects = errors.New("robots: more than 5 redirects")
 
@@ -52,7 +60,8 @@ var errTooManyRedirects = errors.New("robots: more than 5 redirects")
 // "disallow everything" for its own impatience.
 //
 // The zero value is ready to use. Fields must not be changed after the first
-// Get. A Cache is safe for concurrent use.
+// Get. A Cache is safe for concurrent use; a Get answered from the cache
+// takes no lock and does not allocate.
 type Cache struct {
 	// Client fetches robots.txt. If nil, http.DefaultClient is used. To
 	// count the fetch against the host's budget, use a client whose
@@ -83,14 +92,36 @@ type Cache struct {
 
 	now func() time.Time // for tests outside a synctest bubble; nil = time.Now
 
-	// mu guards entries, calls and sweepAt.
+	// mu guards entries, calls, sweepAt, the aliases of each slot, and
+	// writes to hits.
 	mu      sync.Mutex
-	entries map[string]*entry
-	calls   map[string]*call
+	entries map[string]*slot // by Origin
+	calls   map[string]*call // by Origin
 	sweepAt int
+
+	// hits maps a URL's scheme and host as written (a hostKey) to the
+	// slot of its origin, so that a Get for a cached origin neither builds
+	// the origin string nor takes mu: Transport calls Get on every
+	// request. A key is in hits only while its slot is in entries and
+	// lists it among its aliases.
+	hits sync.Map
 }
 
-// entry is the cached answer for one origin.
+// hostKey is the part of a URL its origin is a function of: Origin reads
+// nothing but Scheme and Host. Spellings of one origin ("HTTPS",
+// "example.com:443") are different keys of the same slot.
+type hostKey struct {
+	scheme, host string
+}
+
+// slot holds the current entry of one origin. The entry is replaced, not
+// changed, so a lock-free reader sees a whole one.
+type slot struct {
+	cur     atomic.Pointer[entry]
+	aliases []hostKey // keys of hits naming this slot; guarded by Cache.mu
+}
+
+// entry is the cached answer for one origin. It is immutable.
 type entry struct {
 	robots   *Robots
 	expires  time.Time
@@ -101,6 +132,7 @@ type entry struct {
 type call struct {
 	done   chan struct{}
 	robots *Robots
+	alias  hostKey // the spelling of the caller that started it
 }
 
 type fetchKey struct{}
@@ -149,18 +181,35 @@ func Origin(u *url.URL) (string, error) {
 // earlier good copy). Get fails only for a URL it cannot fetch robots.txt
 // for (see Origin) or when ctx is done first.
 func (c *Cache) Get(ctx context.Context, u *url.URL) (*Robots, error) {
+	// The key is boxed into an interface that sync.Map does not let
+	// escape, so this lookup allocates nothing (TestCacheSpellings checks).
+	if s, ok := c.hits.Load(hostKey{u.Scheme, u.Host}); ok {
+		if e := s.(*slot).cur.Load(); c.clock().Before(e.expires) {
+			return e.robots, nil
+		}
+	}
+	return c.get(ctx, u)
+}
+
+// get is Get for an origin not cached, expired, or not yet known under u's
+// spelling.
+func (c *Cache) get(ctx context.Context, u *url.URL) (*Robots, error) {
 	key, err := Origin(u)
 	if err != nil {
 		return nil, err
 	}
+	hk := hostKey{u.Scheme, u.Host}
 	c.mu.Lock()
-	if e := c.entries[key]; e != nil && c.clock().Before(e.expires) {
-		c.mu.Unlock()
-		return e.robots, nil
+	if s := c.entries[key]; s != nil {
+		c.alias(hk, s)
+		if e := s.cur.Load(); c.clock().Before(e.expires) {
+			c.mu.Unlock()
+			return e.robots, nil
+		}
 	}
 	cl := c.calls[key]
 	if cl == nil {
-		cl = &call{done: make(chan struct{})}
+		cl = &call{done: make(chan struct{}), alias: hk}
 		if c.calls == nil {
 			c.calls = make(map[string]*call)
 		}
@@ -184,7 +233,11 @@ func (c *Cache) run(ctx context.Context, key string, cl *call) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock()
-	prev := c.entries[key]
+	s := c.entries[key]
+	var prev *entry
+	if s != nil {
+		prev = s.cur.Load()
+	}
 	e := &entry{robots: r, expires: now.Add(c.ttl())}
 	if r.source == Unreachable {
 		e.failures = 1
@@ -200,10 +253,15 @@ func (c *Cache) run(ctx context.Context, key string, cl *call) {
 			slog.String("reason", r.err.Error()), slog.Duration("delay", wait),
 			slog.Bool("stale", e.robots != r))
 	}
-	if c.entries == nil {
-		c.entries = make(map[string]*entry)
+	if s == nil {
+		s = &slot{}
+		if c.entries == nil {
+			c.entries = make(map[string]*slot)
+		}
+		c.entries[key] = s
 	}
-	c.entries[key] = e
+	s.cur.Store(e)
+	c.alias(cl.alias, s)
 	delete(c.calls, key)
 	cl.robots = e.robots
 	close(cl.done)
@@ -219,12 +277,30 @@ func (c *Cache) sweep(now time.Time) {
 		return
 	}
 	cutoff := now.Add(-c.ttl())
-	for k, e := range c.entries {
-		if e.expires.Before(cutoff) {
+	for k, s := range c.entries {
+		if s.cur.Load().expires.Before(cutoff) {
 			delete(c.entries, k)
+			for _, hk := range s.aliases {
+				c.hits.Delete(hk)
+			}
 		}
 	}
 	c.sweepAt = max(2*len(c.entries), 1024)
+}
+
+// alias makes hk, a spelling of s's origin, a key of hits, unless it is one
+// already or s has maxAliases. c.mu must be held.
+func (c *Cache) alias(hk hostKey, s *slot) {
+	if len(s.aliases) >= maxAliases {
+		return
+	}
+	if _, ok := c.hits.Load(hk); ok {
+		return // s's, by the invariant on hits
+	}
+	// Copies, so the cache does not pin the URL strings hk was cut from.
+	hk = hostKey{strings.Clone(hk.scheme), strings.Clone(hk.host)}
+	s.aliases = append(s.aliases, hk)
+	c.hits.Store(hk, s)
 }
 
 // fetch gets key + "/robots.txt" and turns the outcome into a Robots.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +20,7 @@ import (
 
 const privateRobots = "User-agent: *\nDisallow: /private/\n"
 
-func mustURL(t *testing.T, s string) *url.URL {
+func mustURL(t testing.TB, s string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(s)
 	if err != nil {
@@ -597,4 +598,249 @@ func TestCacheSweep(t *testing.T) {
 			t.Errorf("after 2600 origins, 1500 long expired: %d entries, want at most 1100", n)
 		}
 	})
+}
+
+// checkHits checks the invariant on Cache.hits: a key is there only while
+// its slot is in entries and lists it, and it names that slot's origin.
+func checkHits(t *testing.T, c *Cache) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	live := make(map[*slot]string)
+	for k, s := range c.entries {
+		live[s] = k
+		if len(s.aliases) > maxAliases {
+			t.Errorf("slot of %s has %d aliases, want at most %d", k, len(s.aliases), maxAliases)
+		}
+	}
+	n := 0
+	c.hits.Range(func(k, v any) bool {
+		n++
+		hk, s := k.(hostKey), v.(*slot)
+		origin, ok := live[s]
+		if !ok {
+			t.Errorf("hits[%+v] names a slot not in entries", hk)
+			return true
+		}
+		if got, err := Origin(&url.URL{Scheme: hk.scheme, Host: hk.host}); got != origin || err != nil {
+			t.Errorf("hits[%+v] names the slot of %s, want %s (%v)", hk, origin, got, err)
+		}
+		if !slices.Contains(s.aliases, hk) {
+			t.Errorf("hits[%+v] is not among its slot's aliases %v", hk, s.aliases)
+		}
+		return true
+	})
+	want := 0
+	for s := range live {
+		want += len(s.aliases)
+	}
+	if n != want {
+		t.Errorf("hits has %d keys, the slots list %d aliases", n, want)
+	}
+}
+
+// Spellings of one origin share its fetch and entry; each is answered
+// without a lock or an allocation once seen, up to maxAliases of them.
+func TestCacheSpellings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		c := &Cache{Client: handlerClient(func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			fmt.Fprint(w, privateRobots)
+		})}
+		spellings := []string{
+			"https://example.com/a", "https://example.com:443/b", "HTTPS://example.com/c",
+			"https://Example.com/d", "https://EXAMPLE.COM:443/e", "https://user@example.com/f",
+			"https://exAmple.com/", "https://examPle.com/", "https://exaMple.com/",
+			"https://examplE.com/", "https://eXample.com/", "https://ExAmple.com/",
+		}
+		var first *Robots
+		for i, s := range spellings {
+			u := mustURL(t, s)
+			r, err := c.Get(t.Context(), u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = r
+			}
+			if r != first {
+				t.Errorf("Get(%s) = a different Robots from Get(%s)", s, spellings[0])
+			}
+			allocs := testing.AllocsPerRun(10, func() { c.Get(t.Context(), u) })
+			known := i < maxAliases || s == "https://user@example.com/f" // same host as /a
+			if known && allocs != 0 {
+				t.Errorf("Get(%s) after a first Get allocates %v times, want 0", s, allocs)
+			}
+		}
+		if got := n.Load(); got != 1 {
+			t.Errorf("fetches = %d, want 1", got)
+		}
+		c.mu.Lock()
+		if len(c.entries) != 1 {
+			t.Errorf("entries = %d, want 1", len(c.entries))
+		}
+		c.mu.Unlock()
+		checkHits(t, c)
+		// Expiry is seen through every spelling.
+		time.Sleep(DefaultTTL)
+		for _, s := range spellings {
+			if _, err := c.Get(t.Context(), mustURL(t, s)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := n.Load(); got != 2 {
+			t.Errorf("fetches after TTL = %d, want 2", got)
+		}
+		checkHits(t, c)
+	})
+}
+
+// The sweep drops the lock-free keys of the entries it drops, and an
+// origin swept and asked for again is fetched again.
+func TestCacheSweepHits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		c := &Cache{TTL: time.Minute, Client: handlerClient(func(w http.ResponseWriter, r *http.Request) {
+			n.Add(1)
+			fmt.Fprint(w, privateRobots)
+		})}
+		get := func(s string) {
+			t.Helper()
+			if _, err := c.Get(t.Context(), mustURL(t, s)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 1500 {
+			get(fmt.Sprintf("https://h%d.example/", i))
+			get(fmt.Sprintf("https://H%d.example:443/", i))
+		}
+		time.Sleep(3 * time.Minute)
+		for i := range 1100 {
+			get(fmt.Sprintf("https://new%d.example/", i))
+		}
+		checkHits(t, c)
+		c.mu.Lock()
+		_, kept := c.entries["https://h0.example"]
+		c.mu.Unlock()
+		if kept {
+			t.Fatalf("h0.example not swept")
+		}
+		before := n.Load()
+		get("https://H0.example:443/")
+		if got := n.Load(); got != before+1 {
+			t.Errorf("Get(swept origin) fetches %d times, want 1", got-before)
+		}
+		checkHits(t, c)
+	})
+}
+
+// TestCacheHitRace hammers the lock-free path while entries expire, are
+// refetched, fail and are swept; run it with -race. The origins in use move
+// on as the clock does, so old ones go stale and are swept.
+func TestCacheHitRace(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1e9, 0)}
+	var n atomic.Int32
+	c := &Cache{TTL: time.Second, now: clock.now, Client: handlerClient(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%3 == 0 {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, privateRobots)
+	})}
+	const (
+		origins = 64
+		callers = 8
+		gets    = 1500 // per caller
+		perStep = 100  // Gets between clock steps
+	)
+	var urls []*url.URL
+	for i := range origins {
+		urls = append(urls, mustURL(t, fmt.Sprintf("https://h%d.example/x", i)),
+			mustURL(t, fmt.Sprintf("https://H%d.EXAMPLE:443/x", i)))
+	}
+	var (
+		wg    sync.WaitGroup
+		phase atomic.Int32
+		done  atomic.Int64
+	)
+	for g := range callers {
+		wg.Go(func() {
+			for i := range gets {
+				// The callers move the clock themselves, counted in
+				// Gets: a main loop stepping it would be starved by
+				// callers that never block.
+				if done.Add(1)%perStep == 0 {
+					clock.advance(700 * time.Millisecond)
+					phase.Add(1)
+					c.mu.Lock()
+					c.sweepAt = 0 // sweep on the next fetch
+					c.mu.Unlock()
+				}
+				u := urls[(int(phase.Load())*2+(g+i)%8)%len(urls)]
+				r, err := c.Get(t.Context(), u)
+				if err != nil || r == nil {
+					t.Errorf("Get(%s) = %v, %v", u, r, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	checkHits(t, c)
+	if steps := callers * gets / perStep; int(n.Load()) < steps {
+		t.Errorf("%d fetches in %d clock steps: the test did not exercise refetching", n.Load(), steps)
+	}
+}
+
+// BenchmarkCacheGetHit measures Get for an origin whose robots.txt is
+// cached: the cost the Transport pays on every request. "many" spreads the
+// calls over 1,000 cached origins, as a crawler does.
+func BenchmarkCacheGetHit(b *testing.B) {
+	c := &Cache{Client: handlerClient(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, privateRobots)
+	})}
+	one := []*url.URL{mustURL(b, "https://example.com/a/b?c=d")}
+	var many []*url.URL
+	for i := range 1000 {
+		many = append(many, mustURL(b, fmt.Sprintf("https://h%d.example.com/a/b?c=d", i)))
+	}
+	for _, u := range many {
+		if _, err := c.Get(b.Context(), u); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := c.Get(b.Context(), one[0]); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		urls []*url.URL
+	}{{"one", one}, {"many", many}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := b.Context()
+			i := 0
+			for b.Loop() {
+				if _, err := c.Get(ctx, bc.urls[i%len(bc.urls)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+		b.Run(bc.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := b.Context()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					if _, err := c.Get(ctx, bc.urls[i%len(bc.urls)]); err != nil {
+						b.Error(err)
+						return
+					}
+					i++
+				}
+			})
+		})
+	}
 }

@@ -96,6 +96,9 @@
 // earlier good copy, if cached, stays in use. See Cache for the details.
 // Robots.Source tells the three outcomes apart.
 //
-// A disallowed request is reported with *DisallowedError, which wraps
-// ErrDisallowed.
+// A client checks each request with Cache.Get and Robots.TestURL. Get
+// answers for a cached origin without a lock or an allocation; TestURL
+// reads the request's *url.URL in place and does not allocate for a path
+// that needs no escaping. A disallowed request is reported with
+// *DisallowedError, which wraps ErrDisallowed.
 package robots

@@ -55,6 +55,16 @@ func ExampleRobots_Group() {
 	// false
 }
 
+func ExampleRobots_TestURL() {
+	r := robots.Parse([]byte(exampleRobots))
+	// A client's request URL, checked without building u.RequestURI().
+	u, _ := url.Parse("https://example.com/private/report.pdf?v=2#page=3")
+	v := r.TestURL("otherbot/2.0", u)
+	fmt.Println(v.Allowed, v.Rule)
+	// Output:
+	// false Disallow: /private/
+}
+
 func ExampleDelayPolicy() {
 	r := robots.Parse([]byte(exampleRobots))
 	policy := robots.DelayPolicy{Max: 30 * time.Second, Default: time.Second}

@@ -68,6 +68,9 @@ func isNormal(s string) bool {
 		if needsEscape(c) {
 			return false
 		}
+		if c != '%' {
+			continue // escapeAt is not inlined; most bytes are plain
+		}
 		if b, ok := escapeAt(s, i); ok {
 			if isUnreserved(b) || s[i+1] >= 'a' || s[i+2] >= 'a' {
 				return false

@@ -2,6 +2,7 @@ package robots
 
 import (
 	"math/rand/v2"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -184,6 +185,93 @@ func TestIndexMatchesScan(t *testing.T) {
 			if got != want || gotOK != wantOK {
 				t.Fatalf("round %d: indexed find(%q) = %+v, %v; scan = %+v, %v", round, path, got, gotOK, want, wantOK)
 			}
+		}
+	}
+}
+
+// TestTestURL checks that TestURL gives Test's verdict for RequestURI, on
+// every probe of the conformance table and every case of TestMatch (as a
+// one-rule file), plus URLs that exercise each branch of RequestURI.
+func TestTestURL(t *testing.T) {
+	type check struct {
+		r    *Robots
+		ua   string
+		urls []string
+	}
+	var checks []check
+	for _, tc := range conformance {
+		c := check{r: Parse([]byte(tc.robots))}
+		for _, p := range tc.probes {
+			c.ua = p.ua
+			c.urls = append(c.urls, p.url, "https://example.com"+p.url)
+		}
+		checks = append(checks, c)
+	}
+	for _, tt := range []struct{ pattern, path string }{
+		{"/", "/"}, {"/fish$", "/fish"}, {"$", ""}, {"/$", "/"}, {"*$", "/x"},
+		{"*.gif$", "/a/b.gif?x"}, {"*.gif", "/a/b.gif?x"}, {"/*.php$", "/a.php.php"},
+		{"/a*b$", "/ab-ab"}, {"/a$b", "/a$b"}, {"/*?", "/x?"}, {"/*?$", "/x?"},
+		{"/*a*a*a*a*b", "/" + strings.Repeat("a", 600) + "?b"},
+	} {
+		r := Parse([]byte("User-agent: *\nDisallow: " + tt.pattern + "\n"))
+		checks = append(checks, check{r: r, ua: "bot", urls: []string{"https://example.com" + tt.path}})
+	}
+	branches := []string{
+		"https://example.com", "https://example.com/", "https://example.com?", "https://example.com?q",
+		"https://example.com/a?", "https://example.com/a?b=c#frag", "https://example.com/a%2Fb?c",
+		"https://example.com/a b?c d", "https://example.com/ツ?ツ", "https://example.com/%7e?%7e",
+		"https://example.com/robots.txt?x", "https://example.com/private/x?" + strings.Repeat("q", 600),
+		"https:opaque?x", "https://example.com//private/x?y", "*", "/private/x?y", "//h/private/x?y",
+	}
+	small := Parse([]byte("User-agent: *\nDisallow: /private/\nAllow: /*?$\nDisallow: /*q\n"))
+	checks = append(checks, check{r: small, ua: "bot", urls: branches}, check{r: nil, ua: "bot", urls: branches})
+	withIndex(t, func(t *testing.T) {
+		n := 0
+		for _, c := range checks {
+			for _, s := range c.urls {
+				u, err := url.Parse(s)
+				if err != nil {
+					continue
+				}
+				n++
+				if got, want := c.r.TestURL(c.ua, u), c.r.Test(c.ua, u.RequestURI()); got != want {
+					t.Errorf("TestURL(%q, %q) = %+v, Test(%q, %q) = %+v", c.ua, s, got, c.ua, u.RequestURI(), want)
+				}
+			}
+		}
+		if n < 100 {
+			t.Errorf("only %d URLs compared", n)
+		}
+	})
+	// Fields url.Parse never sets but a caller may.
+	u := &url.URL{Scheme: "https", Host: "example.com", Path: "/private/x", ForceQuery: true}
+	if got, want := small.TestURL("bot", u), small.Test("bot", u.RequestURI()); got != want {
+		t.Errorf("TestURL(ForceQuery) = %+v, want %+v", got, want)
+	}
+}
+
+func TestTestURLAllocs(t *testing.T) {
+	r := Parse(largeRobots())
+	small := Parse([]byte("User-agent: *\nDisallow: /private/\nAllow: /private/ok\nDisallow: /*.pdf$\n"))
+	for _, tt := range []struct {
+		name string
+		r    *Robots
+		url  string
+	}{
+		{"small", small, "https://example.com/private/x/y"},
+		{"small query", small, "https://example.com/private/x/y?z=1"},
+		{"large", r, "https://example.com/section17/item/42"},
+		{"large query", r, "https://example.com/section17/item/42?ref=%2F&" + strings.Repeat("x", 400)},
+		{"large empty query", r, "https://example.com/a?"},
+	} {
+		u, err := url.Parse(tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An allocation here also means buf in testURL moved to the heap,
+		// that is, Test began keeping its argument: see testURL.
+		if n := testing.AllocsPerRun(100, func() { tt.r.TestURL("polite/1.0 (+https://x)", u) }); n != 0 {
+			t.Errorf("%s: TestURL(%q) allocates %v times, want 0", tt.name, tt.url, n)
 		}
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // MaxSize is the parse limit of RFC 9309 §2.5: Parse ignores everything after
@@ -506,6 +508,39 @@ func (r *Robots) Test(userAgent, pathAndQuery string) Verdict {
 	return r.Group(userAgent).Test(pathAndQuery)
 }
 
+// TestURL is Test for the request target of u, u.RequestURI(): the path and
+// query a request for u sends, whatever its host. It gives the same verdict
+// without building that string, so it does not allocate unless u's path
+// needs escaping or normalising, or its path and query exceed 512 bytes.
+func (r *Robots) TestURL(userAgent string, u *url.URL) Verdict {
+	return r.Group(userAgent).testURL(u)
+}
+
+// testURL is Group.Test(u.RequestURI()), for TestURL.
+func (g *Group) testURL(u *url.URL) Verdict {
+	if u.Opaque != "" {
+		return g.Test(u.RequestURI()) // rare; RequestURI's rules for it are its own
+	}
+	// From here on this is RequestURI without its concatenation.
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	if !u.ForceQuery && u.RawQuery == "" {
+		return g.Test(p)
+	}
+	var buf [512]byte
+	if len(p)+1+len(u.RawQuery) > len(buf) {
+		return g.Test(p + "?" + u.RawQuery)
+	}
+	b := append(append(append(buf[:0], p...), '?'), u.RawQuery...)
+	// Test keeps nothing of its argument (escape analysis says it does
+	// not escape, and TestTestURLAllocs fails if that changes, since buf
+	// would move to the heap), so a string over buf is safe here and
+	// spares the Transport an allocation per request with a query.
+	return g.Test(unsafe.String(&b[0], len(b)))
+}
+
 // Allowed reports whether userAgent may fetch urlOrPath, which is either an
 // absolute URL ("https://example.com/a?b") or a path and query ("/a?b").
 // As in Google's parser, "//host/a" and "host/a" are read as a host and the
@@ -586,6 +621,8 @@ func (g *Group) Rules() []Rule {
 // tie (RFC 9309 §2.2.2). No matching rule means allowed, and /robots.txt is
 // always allowed.
 func (g *Group) Test(pathAndQuery string) Verdict {
+	// Keep nothing of pathAndQuery past the call: testURL passes a string
+	// over a stack buffer.
 	p := pathAndQuery
 	if !strings.HasPrefix(p, "/") {
 		// An absolute URL passed by mistake must not be read as a path

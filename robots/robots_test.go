@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"reflect"
 	"slices"
 	"strings"
@@ -777,6 +778,52 @@ func BenchmarkTest(b *testing.B) {
 	}
 }
 
+// BenchmarkTestRequest measures the check the Transport makes per request,
+// from a *url.URL: Test after RequestURI, which builds the path-and-query
+// string for a URL with a query, against TestURL. "query" gives every URL
+// of benchPaths a query.
+func BenchmarkTestRequest(b *testing.B) {
+	r := Parse(largeRobots())
+	const ua = "polite/1.0 (+https://example.com/bot)"
+	for _, set := range []struct{ name, suffix string }{{"paths", ""}, {"query", "?id=7&page=2"}} {
+		var urls []*url.URL
+		for _, p := range benchPaths {
+			p, _, _ = strings.Cut(p, "?")
+			u, err := url.Parse("https://example.com" + p + set.suffix)
+			if err != nil {
+				b.Fatal(err)
+			}
+			urls = append(urls, u)
+		}
+		for _, f := range []struct {
+			name string
+			test func(*url.URL) Verdict
+		}{
+			{"RequestURI", func(u *url.URL) Verdict { return r.Test(ua, u.RequestURI()) }},
+			{"TestURL", func(u *url.URL) Verdict { return r.TestURL(ua, u) }},
+		} {
+			b.Run(f.name+"/"+set.name, func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					f.test(urls[i%len(urls)])
+					i++
+				}
+			})
+			b.Run(f.name+"/"+set.name+"/parallel", func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					i := 0
+					for pb.Next() {
+						f.test(urls[i%len(urls)])
+						i++
+					}
+				})
+			})
+		}
+	}
+}
+
 func BenchmarkTestPath(b *testing.B) {
 	r := Parse(largeRobots())
 	for _, p := range benchPaths {
@@ -812,6 +859,11 @@ func FuzzParse(f *testing.F) {
 			}
 			if got := r.Allowed(agent, path); got != r.Test(agent, pathOf(path)).Allowed {
 				t.Errorf("Allowed(%q, %q) = %v, disagrees with Test", agent, path, got)
+			}
+			if u, err := url.Parse(path); err == nil {
+				if got, want := r.TestURL(agent, u), r.Test(agent, u.RequestURI()); got != want {
+					t.Errorf("TestURL(%q, %q) = %+v, Test(RequestURI) = %+v", agent, path, got, want)
+				}
 			}
 			DelayPolicy{}.Delay(g)
 			if g == nil {
