@@ -19,7 +19,7 @@ func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host)
 	if h.robots.Swap(rb) != rb {
 		t.applyCrawlDelay(ctx, h, rb)
 	}
-	v := rb.Test(t.UserAgent, req.URL.RequestURI())
+	v := rb.TestURL(t.UserAgent, req.URL)
 	if v.Allowed {
 		return nil
 	}
