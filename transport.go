@@ -153,7 +153,8 @@ type Transport struct {
 	blocks   BlockDetector
 	robots   *robots.Cache // nil when robots.txt is off
 	store    Store
-	initErr  error // a malformed Rule: every request fails with it
+	agent    []string // UserAgent as a header value, shared by every request
+	initErr  error    // a malformed Rule: every request fails with it
 }
 
 func (t *Transport) init() {
@@ -183,6 +184,7 @@ func (t *Transport) init() {
 		if t.blocks == nil {
 			t.blocks = DefaultBlocks
 		}
+		t.agent = []string{t.UserAgent}
 		t.store = t.Store
 		if t.store == nil {
 			t.store = NewLocalStore(&t.reg, LocalOptions{Breaker: t.Breaker, Budget: t.Budget, Backoff: t.Backoff,

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/inflight"
 )
@@ -70,6 +71,29 @@ func BenchmarkOverhead(b *testing.B) {
 			resp.Body.Close()
 		}
 	})
+	// The configurations users run: with a UserAgent (so robots.txt is
+	// consulted, from the cache after the first request) and, as the CLI
+	// runs by default, adaptive as well (its ceiling far above the loop's
+	// pace, so no request waits).
+	for _, c := range []struct {
+		name     string
+		adaptive bool
+	}{{"polite-ua", false}, {"polite-ua-adaptive", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			t := &Transport{Base: nopBase{}, Limits: Limits{Rate: bucket.Inf, Concurrency: inflight.Max}, UserAgent: "bench/1.0"}
+			if c.adaptive {
+				t.Adaptive = &adaptive.Config{Initial: 1e9, Max: 1e9}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := t.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+		})
+	}
 	b.Run("polite-parallel", func(b *testing.B) {
 		t := &Transport{Base: nopBase{}, Limits: Limits{Rate: bucket.Inf, Concurrency: inflight.Max}}
 		b.ReportAllocs()
