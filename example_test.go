@@ -86,3 +86,34 @@ func ExampleTransport_observer() {
 	// attempt 1: 429 throttled
 	// attempt 2: 200 ok
 }
+
+// A scheduler with its own queue asks Ready whether a host could send, and
+// sends with Try, which never waits at a gate: a host that is not ready
+// comes back unsent, with when to try again.
+func ExampleTransport_Try() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	t := &polite.Transport{Limits: polite.Limits{Rate: 1, Burst: 1}}
+	for range 2 {
+		req, _ := http.NewRequest("GET", srv.URL, nil)
+		resp, tried, err := t.Try(req, polite.TryOptions{Attempt: 1})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if !tried.Sent {
+			fmt.Printf("not sent (%s), again in about %v\n", tried.Reason, time.Until(tried.At).Round(time.Second))
+			continue
+		}
+		resp.Body.Close()
+		fmt.Println("sent:", tried.Outcome)
+	}
+	req, _ := http.NewRequest("GET", srv.URL, nil)
+	key, _ := t.KeyOf(req)
+	_, why := t.Ready(key, time.Now())
+	fmt.Println("ready?", why)
+	// Output:
+	// sent: ok
+	// not sent (rate), again in about 1s
+	// ready? rate
+}

@@ -261,17 +261,10 @@ func (r *Registry) clock() time.Time {
 // reference to it until Put: a referenced Host is never evicted. Every Get
 // must be matched by exactly one Put.
 func (r *Registry) Get(key string) *Host {
-	r.init()
-	hash := maphash.String(r.seed, key) | 1
-	s := &r.shards[hash>>56%shardCount] // top bits pick the shard, low bits the slot
-	s.mu.RLock()
-	h := s.tab.get(key, hash)
+	h, hash, s := r.find(key)
 	if h != nil {
-		h.refs.Add(1)
-		s.mu.RUnlock()
 		return h
 	}
-	s.mu.RUnlock()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -299,6 +292,21 @@ func (r *Registry) Get(key string) *Host {
 	h.refs.Store(1)
 	s.tab.insert(h, hash)
 	return h
+}
+
+// find returns the Host for key holding a reference to it, or nil when the
+// registry holds none; with the key's hash and shard for Get to insert.
+func (r *Registry) find(key string) (*Host, uint64, *shard) {
+	r.init()
+	hash := maphash.String(r.seed, key) | 1
+	s := &r.shards[hash>>56%shardCount] // top bits pick the shard, low bits the slot
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	h := s.tab.get(key, hash)
+	if h != nil {
+		h.refs.Add(1)
+	}
+	return h, hash, s
 }
 
 // Put releases the reference Get took.

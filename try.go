@@ -38,8 +38,8 @@ func (t *Transport) Ready(key string, now time.Time) (time.Duration, Reason) {
 	return 0, ""
 }
 
-// KeyOf returns the key the Transport keeps u's host state under (see
-// Transport.Key).
+// KeyOf returns the key the Transport keeps req's host state under (see
+// Transport.Key): the key Ready and State take.
 func (t *Transport) KeyOf(req *http.Request) (string, error) {
 	t.init()
 	if req.URL == nil {
@@ -52,17 +52,12 @@ func (t *Transport) KeyOf(req *http.Request) (string, error) {
 // Transport holds no state for it (never used, or evicted when idle).
 func (t *Transport) State(key string) (HostState, bool) {
 	t.init()
-	var st HostState
-	ok := false
-	now := time.Now()
-	t.reg.Range(func(h *Host) bool {
-		if h.key != key {
-			return true
-		}
-		st, ok = t.store.State(h, now), true
-		return false
-	})
-	return st, ok
+	h, _, _ := t.reg.find(key)
+	if h == nil {
+		return HostState{}, false
+	}
+	defer t.reg.Put(h)
+	return t.store.State(h, time.Now()), true
 }
 
 // Hosts yields a snapshot of every host the Transport holds state for, in
