@@ -1,6 +1,9 @@
 # polite's checks. `make test` is what CI runs (see .ci/run).
 GO       ?= go
-PKGS     ?= ./...
+# Three modules, one workspace (go.work): the library (.), the crawl job
+# (./crawl, SQLite) and the CLI (./cmd/polite, cobra and bubbletea), so a
+# library user's go.mod never pulls the CLI's dependencies.
+PKGS     ?= ./... ./crawl/... ./cmd/polite/...
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 COUNT    ?= 6
@@ -26,7 +29,7 @@ bench:
 # Side by side with peer libraries; bench/ has its own go.mod so peers never
 # enter the library's dependencies.
 bench-peers:
-	cd bench && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...
+	cd bench && GOWORK=off $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...
 
 # Every fuzz target for FUZZTIME each (go test -fuzz takes one target at a time).
 fuzz:

@@ -8,7 +8,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/polite-go/polite/internal/cli"
+	"github.com/polite-go/polite/cmd/polite/internal/cli"
 )
 
 func main() {
