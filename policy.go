@@ -23,9 +23,9 @@ type hostPolicy struct {
 	pauseUntil atomic.Int64 // unix ns before which no request goes; 0 = none
 	pauseWhy   atomic.Value // Reason of the current pause
 	blocked    atomic.Pointer[string]
-	ceiling    atomic.Uint64 // float64 bits: the RateLimit ceiling; 0 = none
-	robotsCeil atomic.Uint64 // float64 bits: 1/Crawl-delay; 0 = none
-	breaker    *breaker.Breaker
+	ceiling    atomic.Uint64   // float64 bits: the RateLimit ceiling; 0 = none
+	robotsCeil atomic.Uint64   // float64 bits: 1/Crawl-delay; 0 = none
+	breaker    breaker.Breaker // reads the store's shared Config
 	budget     retry.Budget
 
 	lastThrottle atomic.Int64 // unix ns when the last throttle event was counted
@@ -105,7 +105,7 @@ func (p *hostPolicy) paused(now time.Time) (time.Duration, Reason) {
 // in the Host, the rest in its hostPolicy).
 type localStore struct {
 	reg         *Registry
-	breaker     breaker.Config
+	breaker     *breaker.Shared
 	budget      retry.BudgetConfig
 	backoff     retry.Backoff
 	maxAfter    time.Duration
@@ -137,7 +137,7 @@ func NewLocalStore(reg *Registry, o LocalOptions) Store {
 	if maxAfter <= 0 {
 		maxAfter = DefaultMaxRetryAfter
 	}
-	return &localStore{reg: reg, breaker: o.Breaker, budget: o.Budget, backoff: o.Backoff,
+	return &localStore{reg: reg, breaker: breaker.Share(o.Breaker), budget: o.Budget, backoff: o.Backoff,
 		maxAfter: maxAfter, keepBlocked: o.KeepBlocked, newRater: o.NewRater}
 }
 
@@ -146,7 +146,8 @@ func (s *localStore) policy(h *Host) *hostPolicy {
 	if p := h.pol.Load(); p != nil {
 		return p
 	}
-	p := &hostPolicy{breaker: breaker.New(s.breaker)}
+	p := &hostPolicy{}
+	p.breaker.Init(s.breaker)
 	p.budget = *retry.NewBudget(s.budget)
 	if s.newRater != nil {
 		p.rater = s.newRater(h.key, s.limits(h))

@@ -157,16 +157,15 @@ func (c Config) normalize() Config {
 // safe for concurrent use; Allow and Record do not allocate while it is
 // closed. It must not be copied after first use.
 type Breaker struct {
-	// mu guards every field below.
-	mu     sync.Mutex
-	cfg    Config // normalised by init
-	inited bool
-	state  State
-	fails  []time.Time   // ring: the last Threshold failure times while closed
-	next   int           // ring index of the next failure (and of the oldest)
-	nfail  int           // consecutive failures while closed, up to Threshold
-	delay  time.Duration // the current open delay, before jitter
-	until  time.Time     // Open: when a probe may go; HalfOpen: when the probe is presumed lost
+	// mu guards every field below but notClosed.
+	mu    sync.Mutex
+	cfg   *Shared // nil until first use, then the defaults unless Init set it
+	state State
+	next  int32         // ring index of the next failure (and of the oldest)
+	nfail int32         // consecutive failures while closed, up to Threshold
+	fails []int64       // ring: the last Threshold failure times (unix ns) while closed; made at the first failure
+	delay time.Duration // the current open delay, before jitter; 0 = cfg.OpenDelay
+	until time.Time     // Open: when a probe may go; HalfOpen: when the probe is presumed lost
 
 	// notClosed mirrors state != Closed, written under mu, so that Allow and
 	// OpenUntil answer a closed breaker (nearly every call) without the
@@ -175,21 +174,37 @@ type Breaker struct {
 	notClosed atomic.Bool
 }
 
-// New returns a Breaker configured by cfg.
-func New(cfg Config) *Breaker {
-	b := &Breaker{cfg: cfg}
-	b.init()
-	return b
+// Shared is a Config normalized once, for many Breakers to read: a
+// crawler's breaker per host then costs no copy of it. It is immutable.
+type Shared struct{ cfg Config }
+
+// Share normalizes cfg for Breakers to share through Init.
+func Share(cfg Config) *Shared { return &Shared{cfg: cfg.normalize()} }
+
+var defaults = Share(Config{})
+
+// Init makes b, which must be unused, read its configuration from s. It
+// lets a Breaker live inside another struct (no allocation of its own)
+// without a copy of its Config.
+func (b *Breaker) Init(s *Shared) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cfg = s
 }
 
+// New returns a Breaker configured by cfg.
+func New(cfg Config) *Breaker {
+	return &Breaker{cfg: Share(cfg)}
+}
+
+// init readies b's configuration; b.mu must be held.
 func (b *Breaker) init() {
-	if b.inited {
-		return
+	if b.cfg == nil {
+		b.cfg = defaults
 	}
-	b.inited = true
-	b.cfg = b.cfg.normalize()
-	b.fails = make([]time.Time, b.cfg.Threshold)
-	b.delay = b.cfg.OpenDelay
+	if b.delay == 0 {
+		b.delay = b.cfg.cfg.OpenDelay
+	}
 }
 
 // Allow reports whether a request may go now: nil, or an *OpenError
@@ -228,11 +243,14 @@ func (b *Breaker) Record(now time.Time, ok bool) Transition {
 			b.nfail = 0
 			return Transition{From: Closed, To: Closed}
 		}
-		b.fails[b.next] = now
-		b.next = (b.next + 1) % len(b.fails)
-		b.nfail = min(b.nfail+1, len(b.fails))
+		if b.fails == nil {
+			b.fails = make([]int64, b.cfg.cfg.Threshold)
+		}
+		b.fails[b.next] = now.UnixNano()
+		b.next = (b.next + 1) % int32(len(b.fails))
+		b.nfail = min(b.nfail+1, int32(len(b.fails)))
 		// b.next now indexes the oldest of the last Threshold failures.
-		if b.nfail == len(b.fails) && now.Sub(b.fails[b.next]) <= b.cfg.Window {
+		if int(b.nfail) == len(b.fails) && now.UnixNano()-b.fails[b.next] <= int64(b.cfg.cfg.Window) {
 			b.open(now)
 			return Transition{From: Closed, To: Open, Until: b.until}
 		}
@@ -242,11 +260,11 @@ func (b *Breaker) Record(now time.Time, ok bool) Transition {
 			b.state = Closed
 			b.notClosed.Store(false)
 			b.nfail = 0
-			b.delay = b.cfg.OpenDelay
+			b.delay = b.cfg.cfg.OpenDelay
 			return Transition{From: HalfOpen, To: Closed}
 		}
-		if b.delay > b.cfg.MaxOpenDelay/2 {
-			b.delay = b.cfg.MaxOpenDelay
+		if b.delay > b.cfg.cfg.MaxOpenDelay/2 {
+			b.delay = b.cfg.cfg.MaxOpenDelay
 		} else {
 			b.delay *= 2
 		}
@@ -292,11 +310,11 @@ func (b *Breaker) open(now time.Time) {
 
 // jittered returns the open delay shortened by up to Jitter of itself.
 func (b *Breaker) jittered() time.Duration {
-	r := b.cfg.Rand()
+	r := b.cfg.cfg.Rand()
 	if !(r >= 0) { // NaN too
 		r = 0
 	}
-	cut := float64(b.delay) * b.cfg.Jitter * min(r, 1)
+	cut := float64(b.delay) * b.cfg.cfg.Jitter * min(r, 1)
 	if cut >= float64(b.delay) { // also keeps the conversion in range
 		return 0
 	}

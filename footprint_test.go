@@ -1,0 +1,82 @@
+package polite
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/polite-go/polite/adaptive"
+)
+
+// footprint returns the live heap per host after n hosts with keys of
+// keyLen bytes have each had one request through a Transport built by mk.
+func footprint(t *testing.T, n, keyLen int, mk func() *Transport) float64 {
+	t.Helper()
+	pad := strings.Repeat("x", keyLen-len("h0000000.example"))
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("http://h%07d%s.example/", i, pad)
+	}
+	reqs := make([]*http.Request, n)
+	for i, u := range urls {
+		reqs[i], _ = http.NewRequest("GET", u, nil)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	tr := mk()
+	for _, req := range reqs {
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if got := tr.Registry().Len(); got != n {
+		t.Fatalf("registry holds %d hosts, want %d", got, n)
+	}
+	runtime.KeepAlive(tr)
+	runtime.KeepAlive(reqs)
+	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+}
+
+// TestTransportFootprint holds the heap per host once a Transport has sent
+// to it, keys included, in the configurations people run: bare, adaptive,
+// and the CLI's defaults (a User-Agent, robots.txt, adaptive). Run with -v
+// for the figures. The goals are 512 B plain and 1 KiB with the CLI's
+// defaults; the adaptive controller's history still holds the last two above
+// them, so their bounds here only catch regressions.
+func TestTransportFootprint(t *testing.T) {
+	n := 20_000
+	if testing.Short() {
+		n = 100
+	}
+	for _, c := range []struct {
+		name string
+		mk   func() *Transport
+		max  float64
+	}{
+		{"plain", func() *Transport { return &Transport{Base: nopBase{}, IgnoreRobots: true} }, 512},
+		{"adaptive", func() *Transport {
+			return &Transport{Base: nopBase{}, IgnoreRobots: true, Adaptive: &adaptive.Config{}}
+		}, 2048},
+		{"cli-defaults", func() *Transport {
+			// A burst of 4, so the robots.txt request does not make the
+			// page wait for the host's next token.
+			return &Transport{Base: nopBase{}, UserAgent: "polite-test/1", Limits: Limits{Rate: 200, Burst: 4},
+				Adaptive: &adaptive.Config{Max: 200}}
+		}, 2560},
+	} {
+		for _, keyLen := range []int{16, 64} {
+			per := footprint(t, n, keyLen, c.mk)
+			t.Logf("%-12s key %2d B: %6.0f bytes/host", c.name, keyLen, per)
+			if per > c.max {
+				t.Errorf("%s, %d-byte keys: %.0f bytes per host, want ≤ %.0f", c.name, keyLen, per, c.max)
+			}
+		}
+	}
+}
