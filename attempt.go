@@ -22,6 +22,18 @@ type attempt struct {
 	status int
 	block  string // the soft block's reason when out is Blocked
 	v      Verdict
+
+	first *firstSend // the first attempt's copy of req, when it needed one
+}
+
+// firstSend is what the first attempt of a request given a User-Agent
+// allocates beyond the header map: the shallow copy of the request, and the
+// body that will hold the host's slot, in one allocation. The response
+// points at the copy anyway (Response.Request), so the body keeps nothing
+// alive that the response would not.
+type firstSend struct {
+	req  http.Request
+	body slotBody
 }
 
 // do sends one admitted attempt, reads what it came to, and reports it to
@@ -32,7 +44,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 	r := req
 	if a.n > 1 || (t.UserAgent != "" && req.Header.Get("User-Agent") == "") {
 		var err error
-		if r, err = t.prepare(ctx, req, a.n); err != nil {
+		if r, err = t.prepare(ctx, a); err != nil {
 			return err
 		}
 	}
@@ -97,9 +109,12 @@ func (t *Transport) emitVerdict(ctx context.Context, a *attempt) {
 
 // prepare returns the request to send for this attempt: a clone with the
 // user agent set and, on a retry, the body rewound.
-func (t *Transport) prepare(ctx context.Context, req *http.Request, attempt int) (*http.Request, error) {
+func (t *Transport) prepare(ctx context.Context, a *attempt) (*http.Request, error) {
+	req, attempt := a.req, a.n
 	if attempt == 1 {
-		return t.withAgent(req), nil
+		a.first = new(firstSend)
+		t.withAgent(&a.first.req, req)
+		return &a.first.req, nil
 	}
 	r := req.Clone(ctx)
 	if t.UserAgent != "" && r.Header.Get("User-Agent") == "" {
@@ -115,20 +130,18 @@ func (t *Transport) prepare(ctx context.Context, req *http.Request, attempt int)
 	return r, nil
 }
 
-// withAgent returns a shallow copy of req (as Request.WithContext makes)
-// whose header map is a copy with the User-Agent added: two allocations
-// where Request.Clone makes five or more. The header's value slices are
+// withAgent makes r a shallow copy of req (as Request.WithContext makes)
+// whose header map is a copy with the User-Agent added: the map is the only
+// allocation, where Request.Clone makes five or more. The header's value slices are
 // shared with req's and the agent's with every request; nothing on the
 // send path writes to them.
-func (t *Transport) withAgent(req *http.Request) *http.Request {
-	r := new(http.Request)
+func (t *Transport) withAgent(r, req *http.Request) {
 	*r = *req
 	r.Header = make(http.Header, len(req.Header)+1)
 	for k, v := range req.Header {
 		r.Header[k] = v
 	}
 	r.Header["User-Agent"] = t.agent
-	return r
 }
 
 // replayable reports whether req may be sent again.

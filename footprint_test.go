@@ -80,3 +80,34 @@ func TestTransportFootprint(t *testing.T) {
 		}
 	}
 }
+
+// TestOverheadAllocs holds what a Transport allocates per request, beyond
+// what its Base does, to 3 in the configurations people run (BenchmarkOverhead
+// has the times).
+func TestOverheadAllocs(t *testing.T) {
+	req, _ := http.NewRequest("GET", "http://overhead.test/", nil)
+	roundTrip := func(rt http.RoundTripper) func() {
+		return func() {
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+	}
+	base := testing.AllocsPerRun(100, roundTrip(nopRT))
+	for _, c := range []struct {
+		name string
+		tr   *Transport
+	}{
+		{"plain", &Transport{Base: nopBase{}, Limits: Limits{Rate: 1e9, Burst: 1 << 20}}},
+		{"user-agent", &Transport{Base: nopBase{}, Limits: Limits{Rate: 1e9, Burst: 1 << 20}, UserAgent: "t/1"}},
+		{"user-agent+adaptive", &Transport{Base: nopBase{}, Limits: Limits{Rate: 1e9, Burst: 1 << 20}, UserAgent: "t/1",
+			Adaptive: &adaptive.Config{Initial: 1e9, Max: 1e9}}},
+	} {
+		roundTrip(c.tr)() // robots.txt and the host's state are made once
+		if added := testing.AllocsPerRun(100, roundTrip(c.tr)) - base; added > 3 {
+			t.Errorf("%s: %.1f allocations per request beyond the base's, want ≤ 3", c.name, added)
+		}
+	}
+}

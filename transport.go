@@ -304,15 +304,15 @@ func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 		}
 		now, out := a.now, a.out
 		if !out.retryable() || a.v.GiveUp || !replay {
-			return t.finish(h, a.resp, a.err, a.n)
+			return t.finish(&a)
 		}
 		if a.n > t.retries {
 			t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: h.key, Reason: ReasonAttempts, Status: a.status, Attempt: a.n})
-			return t.finish(h, a.resp, a.err, a.n)
+			return t.finish(&a)
 		}
 		if !a.v.Retry || !t.withdraw(now) {
 			t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: h.key, Reason: ReasonBudget, Status: a.status, Attempt: a.n})
-			return t.finish(h, a.resp, a.err, a.n)
+			return t.finish(&a)
 		}
 		if a.resp != nil {
 			drainClose(a.resp.Body)
@@ -346,15 +346,23 @@ func (t *Transport) flushDeposits(now time.Time) {
 
 // finish returns the attempt's result: a response whose body holds the
 // slots, or an error after releasing them.
-func (t *Transport) finish(h *Host, resp *http.Response, err error, attempts int) (*http.Response, error) {
-	if err != nil {
+func (t *Transport) finish(a *attempt) (*http.Response, error) {
+	h, resp := a.h, a.resp
+	if a.err != nil {
 		t.release(h)
-		return nil, &Error{Host: h.key, Attempts: attempts, Err: err}
+		return nil, &Error{Host: h.key, Attempts: a.n, Err: a.err}
 	}
 	if resp.Body == nil {
 		resp.Body = http.NoBody
 	}
-	resp.Body = &slotBody{ReadCloser: resp.Body, t: t, h: h}
+	var b *slotBody
+	if a.first != nil {
+		b = &a.first.body
+	} else {
+		b = new(slotBody)
+	}
+	b.ReadCloser, b.t, b.h = resp.Body, t, h
+	resp.Body = b
 	return resp, nil
 }
 

@@ -51,12 +51,17 @@ func (nopBase) RoundTrip(*http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}, nil
 }
 
+// nopRT is nopBase called as the Transport calls its Base: through the
+// interface, so its response and header escape (2 allocations) in the
+// "base" line as they do under polite, and the difference is polite's own.
+var nopRT http.RoundTripper = nopBase{}
+
 func BenchmarkOverhead(b *testing.B) {
 	req, _ := http.NewRequest("GET", "http://overhead.test/", nil)
 	b.Run("base", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			resp, _ := nopBase{}.RoundTrip(req)
+			resp, _ := nopRT.RoundTrip(req)
 			resp.Body.Close()
 		}
 	})

@@ -181,7 +181,7 @@ func (t *Transport) Try(req *http.Request, o TryOptions) (*http.Response, Tried,
 			tr.At = a.now.Add(t.Backoff.Next(a.n, 0))
 		}
 	}
-	resp, err := t.finish(h, a.resp, a.err, a.n)
+	resp, err := t.finish(&a)
 	if err != nil {
 		t.reg.Put(h)
 	}
