@@ -12,11 +12,13 @@ import (
 	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/breaker"
 	"github.com/polite-go/polite/retry"
+	"github.com/polite-go/polite/robots"
 )
 
 // hostPolicy is the local store's state of one host beyond its bucket and
 // gate: the pause, the block mark, the breaker, the retry budget, the rate
-// ceilings and the rater. A Registry used on its own never creates one,
+// ceilings and the rater (and the Transport's robots.txt copy in force). A
+// Registry used on its own never creates one,
 // which keeps an idle Host small. Its fields are atomics or safe for
 // concurrent use themselves, so a hostPolicy needs no lock.
 type hostPolicy struct {
@@ -32,6 +34,11 @@ type hostPolicy struct {
 
 	rater   adaptive.Rater // nil unless the Transport is adaptive
 	lastMax atomic.Uint64  // float64 bits: the ceiling last told to rater
+
+	// The Transport's, whatever its Store: the robots.txt copy whose
+	// Crawl-delay is in force. Kept here, not in the Host, so that a
+	// Registry used without a Transport pays nothing for it.
+	robots atomic.Pointer[robots.Robots]
 }
 
 // throttleWave reports whether a throttle answering a request sent at sent

@@ -13,7 +13,6 @@ import (
 
 	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/inflight"
-	"github.com/polite-go/polite/robots"
 )
 
 // Defaults for Limits fields left zero.
@@ -71,20 +70,52 @@ type Rule struct {
 // Registry.Get and give it back with Registry.Put; read its state with a
 // Store's State, or Transport.Hosts.
 type Host struct {
-	key    string // points into keyBuf when it fits, so a lookup's key check needs no other cache line
-	keyBuf [inlineKey]byte
+	key    string // in the Host's own allocation when it fits (see newHost)
 	bucket bucket.Bucket
 	refs   atomic.Int32 // Get without Put yet; a Host with refs is never evicted
 	rule   int32        // index into the registry's rules; -1 = defaults
 	gate   inflight.Gate
-	pol    atomic.Pointer[hostPolicy]    // the local store's state, once a Transport sends to the host
-	robots atomic.Pointer[robots.Robots] // the robots.txt copy whose Crawl-delay is in force
+	pol    atomic.Pointer[hostPolicy] // the rest of its state, once a Transport sends to the host
 }
 
-// inlineKey is the longest key kept inside the Host; longer keys get an
-// allocation of their own. 24 bytes covers most hostnames and keeps a Host
-// at 96 bytes (a size class of its own).
-const inlineKey = 24
+// withKey is a Host followed by room for its key, in one allocation.
+type withKey[B any] struct {
+	h   Host
+	buf B
+}
+
+// newHost returns a Host for a copy of key, with rule ri. A key of up to 64
+// bytes is kept right after the Host, in the smallest size class that fits
+// both (a 64-byte Host with a 16-byte key takes 80 bytes, with a 64-byte key
+// 128): no second allocation, and a lookup's key check reads the bytes next
+// to the Host. A longer key gets an allocation of its own. The copy matters:
+// a key is often a substring of a request's URL, and the registry must not
+// pin a whole URL for as long as the host lives.
+func newHost(key string, ri int32) *Host {
+	var h *Host
+	switch n := len(key); {
+	case n <= 16:
+		h = keyed[[16]byte](key)
+	case n <= 32:
+		h = keyed[[32]byte](key)
+	case n <= 48:
+		h = keyed[[48]byte](key)
+	case n <= 64:
+		h = keyed[[64]byte](key)
+	default:
+		h = &Host{key: strings.Clone(key)}
+	}
+	h.rule = ri
+	return h
+}
+
+func keyed[B any](key string) *Host {
+	w := new(withKey[B])
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&w.buf)), unsafe.Sizeof(w.buf))
+	n := copy(buf, key)
+	w.h.key = unsafe.String(&buf[0], n) // buf is never written again
+	return &w.h
+}
 
 // Key returns the host's key.
 func (h *Host) Key() string { return h.key }
@@ -278,15 +309,7 @@ func (r *Registry) Get(key string) *Host {
 	}
 	ri := r.ruleFor(key)
 	rs := r.rule(ri)
-	h = &Host{rule: ri}
-	// Copy the key: it is often a substring of a request's URL, and the
-	// registry must not pin a whole URL for as long as the host lives.
-	if len(key) <= inlineKey {
-		n := copy(h.keyBuf[:], key)
-		h.key = unsafe.String(&h.keyBuf[0], n) // keyBuf is never written again
-	} else {
-		h.key = strings.Clone(key)
-	}
+	h = newHost(key, ri)
 	h.bucket.Init(rs.settings)
 	h.gate.Init(rs.limits.Concurrency)
 	h.refs.Store(1)

@@ -16,7 +16,7 @@ func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host)
 	if err != nil {
 		return fmt.Errorf("polite: robots.txt for %q: %w", h.key, err)
 	}
-	if h.robots.Swap(rb) != rb {
+	if t.ext(h).robots.Swap(rb) != rb {
 		t.applyCrawlDelay(ctx, h, rb)
 	}
 	v := rb.TestURL(t.UserAgent, req.URL)
@@ -28,6 +28,23 @@ func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host)
 	t.emit(ctx, Event{Kind: EventRobots, Time: time.Now(), Host: h.key, Reason: ReasonRobots,
 		Detail: fmt.Sprintf("%s (line %d, %s)", v.Rule, v.Rule.Line, rb.Source())})
 	return &robots.DisallowedError{URL: u.String(), Rule: v.Rule}
+}
+
+// ext returns h's hostPolicy, for the per-host state the Transport keeps
+// itself whatever its Store: the local store's, or behind another Store one
+// that holds only that.
+func (t *Transport) ext(h *Host) *hostPolicy {
+	if p := h.pol.Load(); p != nil {
+		return p
+	}
+	if ls, ok := t.store.(*localStore); ok {
+		return ls.policy(h)
+	}
+	p := new(hostPolicy)
+	if !h.pol.CompareAndSwap(nil, p) {
+		return h.pol.Load()
+	}
+	return p
 }
 
 // applyCrawlDelay makes the robots.txt delay the host's ceiling: rate
