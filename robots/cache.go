@@ -201,7 +201,7 @@ func (c *Cache) get(ctx context.Context, u *url.URL) (*Robots, error) {
 	hk := hostKey{u.Scheme, u.Host}
 	c.mu.Lock()
 	if s := c.entries[key]; s != nil {
-		c.alias(hk, s)
+		c.alias(hk, key, s)
 		if e := s.cur.Load(); c.clock().Before(e.expires) {
 			c.mu.Unlock()
 			return e.robots, nil
@@ -261,7 +261,7 @@ func (c *Cache) run(ctx context.Context, key string, cl *call) {
 		c.entries[key] = s
 	}
 	s.cur.Store(e)
-	c.alias(cl.alias, s)
+	c.alias(cl.alias, key, s)
 	delete(c.calls, key)
 	cl.robots = e.robots
 	close(cl.done)
@@ -288,19 +288,35 @@ func (c *Cache) sweep(now time.Time) {
 	c.sweepAt = max(2*len(c.entries), 1024)
 }
 
-// alias makes hk, a spelling of s's origin, a key of hits, unless it is one
-// already or s has maxAliases. c.mu must be held.
-func (c *Cache) alias(hk hostKey, s *slot) {
+// alias makes hk, a spelling of s's origin (key), a key of hits, unless it
+// is one already or s has maxAliases. c.mu must be held.
+func (c *Cache) alias(hk hostKey, key string, s *slot) {
 	if len(s.aliases) >= maxAliases {
 		return
 	}
 	if _, ok := c.hits.Load(hk); ok {
 		return // s's, by the invariant on hits
 	}
-	// Copies, so the cache does not pin the URL strings hk was cut from.
-	hk = hostKey{strings.Clone(hk.scheme), strings.Clone(hk.host)}
+	// Copies, so the cache does not pin the URL strings hk was cut from;
+	// for the usual spelling, the origin's own bytes and no allocation.
+	hk = hostKey{internScheme(hk.scheme), hk.host}
+	if n := len(key) - len(hk.host); n > 0 && key[n:] == hk.host {
+		hk.host = key[n:]
+	} else {
+		hk.host = strings.Clone(hk.host)
+	}
 	s.aliases = append(s.aliases, hk)
 	c.hits.Store(hk, s)
+}
+
+func internScheme(s string) string {
+	switch s {
+	case "http":
+		return "http"
+	case "https":
+		return "https"
+	}
+	return strings.Clone(s)
 }
 
 // fetch gets key + "/robots.txt" and turns the outcome into a Robots.
@@ -330,6 +346,9 @@ func (c *Cache) fetch(ctx context.Context, key string) *Robots {
 			return disallowAll(code, fmt.Errorf("robots: reading body: %w", err))
 		}
 		r := parse(data, limit)
+		if r.groups == nil && r.star == nil && r.sitemaps == nil {
+			return shared(&emptyParsed, code, func() *Robots { return &Robots{status: code} })
+		}
 		r.status = code
 		return r
 	case code == http.StatusTooManyRequests:
@@ -338,9 +357,26 @@ func (c *Cache) fetch(ctx context.Context, key string) *Robots {
 		// answer to a host asking for less.
 		return disallowAll(code, fmt.Errorf("robots: status %d", code))
 	case code >= 400 && code <= 499:
-		return allowAll(code)
+		return shared(&unavailable, code, func() *Robots { return allowAll(code) })
 	}
 	return disallowAll(code, fmt.Errorf("robots: status %d", code))
+}
+
+// The answers that carry nothing but their status, one per status, shared by
+// every origin that gives them: most hosts answer robots.txt with a 404 or
+// an empty file, and a crawl of a million hosts should not hold a million
+// copies of "allow everything".
+var emptyParsed, unavailable [100]atomic.Pointer[Robots]
+
+// shared returns the copy for code (in a block of 100 starting at a multiple
+// of 100) in set, made by mk the first time.
+func shared(set *[100]atomic.Pointer[Robots], code int, mk func() *Robots) *Robots {
+	p := &set[code%100]
+	if r := p.Load(); r != nil {
+		return r
+	}
+	p.CompareAndSwap(nil, mk())
+	return p.Load()
 }
 
 // client returns a copy of the configured client that stops after

@@ -844,3 +844,34 @@ func BenchmarkCacheGetHit(b *testing.B) {
 		})
 	}
 }
+
+// Answers that carry nothing but their status are one shared copy, not one
+// per origin: a crawl of many hosts mostly meets 404s and empty files.
+func TestCacheSharesEmptyAnswers(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		body   string
+		source Source
+	}{{404, "", Unavailable}, {200, "", Parsed}, {200, "# only a comment\n", Parsed}} {
+		srv1, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(c.status)
+			fmt.Fprint(w, c.body)
+		})
+		srv2, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(c.status)
+			fmt.Fprint(w, c.body)
+		})
+		var cache Cache
+		r1, err1 := cache.Get(context.Background(), mustURL(t, srv1.URL+"/a"))
+		r2, err2 := cache.Get(context.Background(), mustURL(t, srv2.URL+"/a"))
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if r1 != r2 {
+			t.Errorf("%d %q: two origins hold two copies of the same empty answer", c.status, c.body)
+		}
+		if r1.Source() != c.source || r1.status != c.status || !r1.Test("x", "/private/").Allowed {
+			t.Errorf("%d %q: shared copy is source %v status %d", c.status, c.body, r1.Source(), r1.status)
+		}
+	}
+}
