@@ -278,86 +278,52 @@ func (s *localStore) Keep(h *Host, now, reserved time.Time) bool {
 // Cancel implements Store.
 func (s *localStore) Cancel(h *Host, now time.Time) { h.bucket.Forgive(now, 1) }
 
-// throttledAgain marks, inside Report, a throttle that belongs to a wave
-// already counted.
-const throttledAgain Outcome = -1
-
 // Report implements Store.
 func (s *localStore) Report(h *Host, rep Report) Verdict {
 	r := &rep
 	p := s.policy(h)
 	now := r.Now
-	out := r.Outcome
-	var v Verdict
-	switch out {
-	case Throttled:
+	rd := ReadReport(rep, ReadOptions{Backoff: s.backoff, MaxRetryAfter: s.maxAfter, Adaptive: p.rater != nil})
+	v := Verdict{Advertised: rd.Advertised, GiveUp: rd.GiveUp}
+	if rd.Throttle {
 		// Answers to requests sent before the last throttle was heard are
 		// the same congestion event (a wave of in-flight requests meeting
 		// one overshoot): they may lengthen the pause, never shorten it, but
 		// they count once against the breaker, not once each.
-		if p.throttleWave(r.Sent, now) {
-			out = throttledAgain
+		rd.Failure = !p.throttleWave(r.Sent, now)
+		if p.pause(now.Add(rd.Pause), rd.PauseWhy) {
+			v.Pause, v.PauseWhy = rd.Pause, rd.PauseWhy
 		}
-		s.throttled(h, p, r, &v)
-	case Blocked:
-		b := r.Block
+		h.bucket.Drain(now)
+	}
+	if rd.Block != "" {
+		b := rd.Block
 		if p.blocked.CompareAndSwap(nil, &b) {
 			v.Blocked = true
 		}
-		v.GiveUp = true
 	}
-	if r.Header != nil && out != Blocked {
-		s.readQuota(h, p, r, &v)
+	if rd.QuotaPause > 0 && p.pause(now.Add(rd.QuotaPause), ReasonRateLimit) {
+		v.QuotaPause = rd.QuotaPause
+	}
+	if rd.Ceiling > 0 {
+		p.ceiling.Store(math.Float64bits(rd.Ceiling))
+		if rate, changed := s.followCeiling(now, h, p); changed {
+			v.QuotaRate = rate
+		}
 	}
 	switch {
-	case out == throttledAgain:
-	case out.failure():
+	case rd.Failure:
 		v.Breaker = p.breaker.Record(now, false)
-	case out == OK || out == ClientError:
+	case rd.Success:
 		v.Breaker = p.breaker.Record(now, true)
 	}
 	if p.rater != nil {
 		v.Rate = s.adapt(h, p, r, v.Advertised)
 	}
-	if r.Retry && !v.GiveUp && r.Outcome.retryable() {
+	if rd.Retry {
 		v.Retry = p.budget.Withdraw(now)
 	}
 	return v
-}
-
-// throttled pauses the host on a throttle: for its Retry-After, else (with
-// no Rater) for the backoff, and drains its bucket.
-func (s *localStore) throttled(h *Host, p *hostPolicy, r *Report, v *Verdict) {
-	now := r.Now
-	d, ok := retry.ParseAfter(r.Header, now)
-	why := ReasonRetryAfter
-	if ok {
-		v.Advertised = d
-	} else {
-		why = ReasonBackoff
-		if p.rater != nil {
-			// Adaptive: the Rater cuts the rate on this very answer and
-			// the bucket is drained below, so the host already waits
-			// 1/rate at the cut rate; a guessed backoff on top would
-			// idle it for nothing (measured: 5-10 % of its capacity).
-			d = 0
-		} else {
-			// Unlike other failures, a throttle pauses the whole host for
-			// the backoff delay: every request to it waits, not just
-			// this one.
-			d = s.backoff.Next(r.Attempt, 0)
-		}
-		if cur, _ := p.paused(now); cur > 0 {
-			d = max(d, cur)
-		}
-	}
-	if ok && d > s.maxAfter {
-		v.GiveUp = true
-	}
-	if p.pause(now.Add(d), why) {
-		v.Pause, v.PauseWhy = d, why
-	}
-	h.bucket.Drain(now)
 }
 
 // kinds maps outcomes to what a rate controller hears.
@@ -389,49 +355,6 @@ func (s *localStore) adapt(h *Host, p *hostPolicy, r *Report, advertised time.Du
 	}
 	h.bucket.SetRate(r.Now, rate)
 	return rate
-}
-
-// quotaPaceMin is the least time to a quota's reset over which readQuota
-// spreads what is left of it.
-const quotaPaceMin = 10 * time.Second
-
-// readQuota paces the host from RateLimit / X-RateLimit fields: with no
-// quota left it pauses the host until the reset, before a 429 comes; a
-// stated limit per window caps the host's rate; without one, what is left of
-// a long window's quota is spread over the time to its reset.
-func (s *localStore) readQuota(h *Host, p *hostPolicy, r *Report, v *Verdict) {
-	if !hasQuotaFields(r.Header) {
-		return
-	}
-	now := r.Now
-	q, ok := retry.ParseRateLimit(r.Header, now)
-	if !ok {
-		return
-	}
-	if q.Remaining == 0 && q.Reset > 0 {
-		if p.pause(now.Add(q.Reset), ReasonRateLimit) {
-			v.QuotaPause = q.Reset
-		}
-		return
-	}
-	// A stated policy (Limit per Window) is the host's sustainable rate.
-	// Without one, a quota that resets only after a long wait (an hourly API
-	// quota, say) is spread over the time to the reset. Remaining/Reset of
-	// a short window is no ceiling: the quota comes back within seconds,
-	// and a token-bucket server run near its capacity shows little left
-	// nearly always, so reading it as one would pin the host far under
-	// what it serves.
-	ceiling, _ := q.Rate()
-	if ceiling <= 0 && q.Remaining > 0 && q.Reset >= quotaPaceMin {
-		ceiling = float64(q.Remaining) / q.Reset.Seconds()
-	}
-	if ceiling <= 0 {
-		return
-	}
-	p.ceiling.Store(math.Float64bits(ceiling))
-	if rate, changed := s.followCeiling(now, h, p); changed {
-		v.QuotaRate = rate
-	}
 }
 
 // followCeiling keeps the host's rate under its ceilings (robots.txt's
