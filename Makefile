@@ -1,16 +1,25 @@
 # polite's checks. `make test` is what CI runs (see .ci/run).
 GO       ?= go
-# Three modules, one workspace (go.work): the library (.), the crawl job
-# (./crawl, SQLite) and the CLI (./cmd/polite, cobra and bubbletea), so a
-# library user's go.mod never pulls the CLI's dependencies.
-PKGS     ?= ./... ./crawl/... ./cmd/polite/...
+# Four modules, one workspace (go.work): the library (.), the crawl job
+# (./crawl, SQLite), the Redis store (./redisstore, go-redis) and the CLI
+# (./cmd/polite, cobra and bubbletea), so a library user's go.mod never
+# pulls the others' dependencies.
+PKGS     ?= ./... ./crawl/... ./redisstore/... ./cmd/polite/...
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 COUNT    ?= 6
 
-.PHONY: test fmt-check vet unit bench bench-peers fuzz politeness politeness-avg throughput
+.PHONY: test deps fmt-check vet unit bench bench-peers fuzz politeness politeness-avg throughput
 
-test: fmt-check vet unit
+test: deps fmt-check vet unit
+
+# Tests start their own redis-server on loopback; under CI=true a missing one
+# fails them, so install it when it is missing (Debian/Ubuntu, as root).
+deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "installing redis-server"; \
+	  apt-get install -y -qq redis-server >/dev/null 2>&1 || \
+	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq redis-server >/dev/null; }; }
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

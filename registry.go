@@ -126,6 +126,10 @@ func (h *Host) Key() string { return h.key }
 // Store instead (see Transport.Ready and Transport.State).
 func (h *Host) AllowN(now time.Time, n int) bool { return h.bucket.AllowN(now, n) }
 
+// InFlight returns the requests in flight to the host and their cap (the
+// host's gate): what a Store other than the local one reports in HostState.
+func (h *Host) InFlight() (n, limit int) { return h.gate.InFlight(), h.gate.Limit() }
+
 // idleSince reports whether the host holds nothing a new Host would not: no
 // request in flight or waiting, no reference, a bucket full since since, and
 // nothing pending in its extended state.

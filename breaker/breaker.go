@@ -181,6 +181,10 @@ type Shared struct{ cfg Config }
 // Share normalizes cfg for Breakers to share through Init.
 func Share(cfg Config) *Shared { return &Shared{cfg: cfg.normalize()} }
 
+// Config returns the normalized configuration (defaults filled in), for a
+// breaker kept elsewhere (a shared store) to follow the same rules.
+func (s *Shared) Config() Config { return s.cfg }
+
 var defaults = Share(Config{})
 
 // Init makes b, which must be unused, read its configuration from s. It

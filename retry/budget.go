@@ -146,6 +146,10 @@ func (b *Budget) reserve() float64 {
 	return max(0, b.cfg.MinPerSecond) * b.cfg.Window.Seconds()
 }
 
+// WithDefaults returns c with the defaults filled in, as a Budget uses it:
+// for a budget kept elsewhere (a shared store) to follow the same rules.
+func (c BudgetConfig) WithDefaults() BudgetConfig { return c.normalize() }
+
 func (c BudgetConfig) normalize() BudgetConfig {
 	if c.Ratio == 0 || math.IsNaN(c.Ratio) {
 		c.Ratio = DefaultBudgetRatio

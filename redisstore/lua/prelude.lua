@@ -1,0 +1,170 @@
+-- Shared by every script of polite's Redis store (prepended to each).
+--
+-- KEYS[1] is the host's hash, KEYS[2] its list of recent breaker failure
+-- times; both carry the host key as their hash tag, so one host's keys share
+-- a Cluster slot. ARGV[1..4] are the same for every script: the caller's
+-- clock in microseconds (0: Redis's TIME, as in production), the host's
+-- configured rate (-1: unlimited), its burst, and how long an idle host's
+-- keys live (microseconds).
+--
+-- Times are integer microseconds since the Unix epoch, exact in Lua's
+-- doubles until about 2255; they are written with %.0f, never tostring
+-- (which keeps 14 digits). Rates are requests per second, written with
+-- %.17g. The host's state (the hash):
+--   f   when the token bucket is full again (absent: full)
+--   r   the host's own rate (absent: ARGV[2]); c, rc the RateLimit and
+--       robots.txt ceilings (0: none; rc also makes the burst 1)
+--   pu, pw   the pause's end and reason
+--   blk      the soft block's reason
+--   cbs, cbu, cbd   breaker state (0 closed, 1 open, 2 half-open), when it
+--            lets the next probe through, its open delay
+--   lt       when the last counted throttle was heard
+--   bf, be, bt   the retry budget: floor tokens, earned tokens, last update
+--   ln       the latest instant seen, so Redis's clock never runs backwards here
+local H, F = KEYS[1], KEYS[2]
+
+local function num(v, d)
+  local n = tonumber(v)
+  if n == nil then return d end
+  return n
+end
+
+local function int(x) return string.format('%.0f', x) end
+local function flt(x) return string.format('%.17g', x) end
+
+local st = {}
+do
+  local v = redis.call('HMGET', H, 'f', 'r', 'c', 'rc', 'pu', 'pw', 'blk', 'cbs', 'cbu', 'cbd', 'lt', 'bf', 'be', 'bt', 'ln')
+  st.f, st.r, st.c, st.rc = num(v[1], nil), num(v[2], nil), num(v[3], 0), num(v[4], 0)
+  st.pu, st.pw, st.blk = num(v[5], 0), v[6] or '', v[7] or ''
+  st.cbs, st.cbu, st.cbd, st.lt = num(v[8], 0), num(v[9], 0), num(v[10], 0), num(v[11], 0)
+  st.bf, st.be, st.bt, st.ln = num(v[12], nil), num(v[13], 0), num(v[14], 0), num(v[15], 0)
+end
+
+local now = num(ARGV[1], 0)
+if now <= 0 then
+  local t = redis.call('TIME')
+  -- After a failover to a replica whose clock is behind, time still
+  -- only moves forward for the host. (A caller's clock, in tests, is
+  -- taken as it is.)
+  now = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), st.ln)
+end
+st.ln = math.max(now, st.ln)
+
+local baseRate, baseBurst, idle = num(ARGV[2], -1), math.max(num(ARGV[3], 1), 1), num(ARGV[4], 0)
+
+-- inforce returns the rate in force (-1: unlimited) and the burst.
+local function inforce()
+  local r = st.r or baseRate
+  local b = baseBurst
+  if st.c > 0 and (r < 0 or st.c < r) then r = st.c end
+  if st.rc > 0 then
+    if r < 0 or st.rc < r then r = st.rc end
+    b = 1
+  end
+  return r, b
+end
+
+-- interval is the microseconds per token at rate, rounded up (so rounding
+-- can only under-admit); 0 when unlimited.
+local function interval(r)
+  if r < 0 then return 0 end
+  if r == 0 then return 1e15 end
+  return math.ceil(1e6 / r)
+end
+
+-- tokens is what the bucket holds at now, negative when reserved ahead.
+local function tokens(r, b)
+  local ei = interval(r)
+  if ei == 0 or st.f == nil or st.f <= now then return b end
+  return b - (st.f - now) / ei
+end
+
+-- retime keeps the tokens across a change of rate or burst: neither lost
+-- nor invented (a debt is kept too).
+local function retime(r0, b0, r1, b1)
+  if r0 == r1 and b0 == b1 then return end
+  local ei = interval(r1)
+  if ei == 0 then st.f = nil return end
+  local t = math.min(tokens(r0, b0), b1)
+  st.f = now + math.ceil((b1 - t) * ei)
+end
+
+-- take takes a token at now, or reserves the next one if it comes within
+-- maxWait; it returns whether it did and the wait (until the reserved
+-- token, or until one would come).
+local function take(maxWait)
+  local r, b = inforce()
+  local ei = interval(r)
+  if ei == 0 then return true, 0 end
+  local f = st.f or now
+  if f < now then f = now end
+  local slot = f + ei - b * ei
+  if slot <= now then st.f = f + ei return true, 0 end
+  if slot - now <= maxWait then st.f = f + ei return true, slot - now end
+  return false, slot - now
+end
+
+-- drain empties the bucket at now; a debt is kept.
+local function drain()
+  local r, b = inforce()
+  local ei = interval(r)
+  if ei == 0 then return end
+  st.f = math.max(st.f or now, now + b * ei)
+end
+
+-- forgive gives back a token as far as the bucket is in debt.
+local function forgive()
+  local r, b = inforce()
+  local ei = interval(r)
+  if ei == 0 or st.f == nil then return end
+  local empty = now + b * ei
+  if st.f > empty then st.f = math.max(st.f - ei, empty) end
+end
+
+-- pause extends the pause to u (never shortens it); true if it moved.
+local function pause(u, why)
+  if u <= st.pu then return false end
+  st.pu, st.pw = u, why
+  return true
+end
+
+-- jittered is the open delay d shortened by the fraction cut (0..1) the
+-- caller drew.
+local function jittered(d, cut)
+  return d - math.floor(d * math.min(math.max(cut, 0), 1))
+end
+
+-- The retry budget (retry.Budget's arithmetic): ratio per first attempt,
+-- a floor of minps per second up to window seconds' worth, earned tokens
+-- fading with time constant window.
+local function advance(ratio, minps, window)
+  if st.bf == nil then
+    st.bf, st.bt = math.max(minps, 0) * window, now
+    return
+  end
+  local dt = now - st.bt
+  if dt <= 0 then return end
+  st.bt = now
+  local sec = dt / 1e6
+  if minps > 0 then st.bf = math.min(math.max(minps, 0) * window, st.bf + minps * sec) end
+  if st.be > 0 then st.be = st.be * math.exp(-sec / window) end
+end
+
+local function save()
+  local kv = {'pu', int(st.pu), 'pw', st.pw, 'cbs', int(st.cbs), 'cbu', int(st.cbu), 'cbd', int(st.cbd),
+    'lt', int(st.lt), 'c', flt(st.c), 'rc', flt(st.rc), 'be', flt(st.be), 'bt', int(st.bt), 'ln', int(st.ln)}
+  if st.f ~= nil then kv[#kv + 1] = 'f' kv[#kv + 1] = int(st.f) end
+  if st.r ~= nil then kv[#kv + 1] = 'r' kv[#kv + 1] = flt(st.r) end
+  if st.bf ~= nil then kv[#kv + 1] = 'bf' kv[#kv + 1] = flt(st.bf) end
+  if st.blk ~= '' then kv[#kv + 1] = 'blk' kv[#kv + 1] = st.blk end
+  redis.call('HSET', H, unpack(kv))
+  if st.f == nil then redis.call('HDEL', H, 'f') end
+  -- Kept while anything in it matters, then as long as an idle host is;
+  -- a block or a breaker that is not closed is kept a day more.
+  local keep = math.max((st.f or now) - now, st.pu - now, st.cbu - now, 0) + idle
+  if st.blk ~= '' or st.cbs ~= 0 then keep = keep + 86400000000 end
+  local ms = math.ceil(keep / 1000)
+  redis.call('PEXPIRE', H, ms)
+  redis.call('PEXPIRE', F, ms)
+end

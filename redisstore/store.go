@@ -1,0 +1,394 @@
+// Package redisstore keeps polite's per-host admission state in Redis, so
+// that a fleet of workers (processes, machines) treats each host as one
+// polite client would: one token bucket, one pause, one block mark, one
+// breaker and one retry budget per host, shared.
+//
+// Every decision is one Lua script run atomically on the host's keys: Admit
+// and Report cost one round trip each. Time comes from Redis's TIME, in
+// integer microseconds, never from a worker's clock; a worker converts its
+// own instants (a request's send time) with the offset it measures on every
+// reply. The host's keys are "<prefix>{<host key>}:…", so in a Redis Cluster
+// one host's keys share a slot.
+//
+// Token bucket arithmetic is GCRA in microseconds, the interval rounded up,
+// so rounding can only under-admit. A host's keys expire once it has been
+// idle (bucket full, no pause, breaker closed) for IdleTimeout, and a host
+// whose keys are gone starts with a full bucket, as in the local store.
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/breaker"
+	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/retry"
+)
+
+var (
+	//go:embed lua/prelude.lua
+	prelude string
+	//go:embed lua/admit.lua
+	admitLua string
+	//go:embed lua/report.lua
+	reportLua string
+	//go:embed lua/keep.lua
+	keepLua string
+	//go:embed lua/cancel.lua
+	cancelLua string
+	//go:embed lua/setrate.lua
+	setRateLua string
+	//go:embed lua/setceiling.lua
+	setCeilingLua string
+	//go:embed lua/state.lua
+	stateLua string
+)
+
+// Each script is the shared prelude followed by its own body. go-redis runs
+// them with EVALSHA, and with EVAL when Redis does not have them yet.
+var (
+	admitScript      = redis.NewScript(prelude + admitLua)
+	reportScript     = redis.NewScript(prelude + reportLua)
+	keepScript       = redis.NewScript(prelude + keepLua)
+	cancelScript     = redis.NewScript(prelude + cancelLua)
+	setRateScript    = redis.NewScript(prelude + setRateLua)
+	setCeilingScript = redis.NewScript(prelude + setCeilingLua)
+	stateScript      = redis.NewScript(prelude + stateLua)
+)
+
+// Options configure a Store. Each field but Prefix, Timeout and CallerClock
+// means what the polite.Transport field of the same name does, zero values
+// included; every worker of a fleet must use the same.
+type Options struct {
+	// Prefix starts every key, "polite:" if empty: name the fleet with it
+	// when several share one Redis.
+	Prefix string
+	// Timeout bounds one call to Redis; 250 ms if zero.
+	Timeout time.Duration
+
+	Breaker       breaker.Config
+	Budget        retry.BudgetConfig
+	Backoff       retry.Backoff
+	MaxRetryAfter time.Duration
+	KeepBlocked   bool
+	// IdleTimeout is how long an idle host's keys live; the registry's
+	// default (polite.DefaultIdleTimeout) if zero.
+	IdleTimeout time.Duration
+
+	// CallerClock makes the scripts use the instants the caller passes
+	// (Query.Now, Report.Now) instead of Redis's TIME: for tests and
+	// simulations under a fake clock only. A fleet must never use it.
+	CallerClock bool
+}
+
+// Store is a polite.Store kept in Redis. It is safe for concurrent use.
+type Store struct {
+	c      redis.Scripter
+	reg    *polite.Registry
+	o      Options
+	br     breaker.Config
+	budget retry.BudgetConfig
+	idle   int64 // µs
+
+	// offset is Redis's clock minus ours, in µs, as last measured: the
+	// send time of a request is ours, the throttle wave it is compared
+	// with is Redis's.
+	offset atomic.Int64
+}
+
+var _ polite.Store = (*Store)(nil)
+
+// ErrRetries is returned by New for a client that retries commands on its
+// own: a script whose reply was lost would run twice (two tokens taken for
+// one request). Set MaxRetries to -1 on the client given to the store.
+var ErrRetries = errors.New("redisstore: the Redis client retries commands on its own; set MaxRetries: -1")
+
+// New returns a Store on c, for the hosts of reg (whose rules give each
+// host its Limits).
+func New(c redis.Scripter, reg *polite.Registry, o Options) (*Store, error) {
+	if retries(c) > 0 {
+		return nil, ErrRetries
+	}
+	if o.Prefix == "" {
+		o.Prefix = "polite:"
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 250 * time.Millisecond
+	}
+	if o.MaxRetryAfter <= 0 {
+		o.MaxRetryAfter = polite.DefaultMaxRetryAfter
+	}
+	idle := o.IdleTimeout
+	if idle <= 0 {
+		idle = polite.DefaultIdleTimeout
+	}
+	return &Store{c: c, reg: reg, o: o, br: breaker.Share(o.Breaker).Config(),
+		budget: o.Budget.WithDefaults(), idle: idle.Microseconds()}, nil
+}
+
+// retries returns how often the client retries a command on its own
+// (go-redis turns MaxRetries -1 into 0 and 0 into the default, 3), or 0 for
+// a client it cannot tell.
+func retries(c redis.Scripter) int {
+	var n int
+	switch c := c.(type) {
+	case *redis.Client:
+		n = c.Options().MaxRetries
+	case *redis.ClusterClient:
+		n = c.Options().MaxRetries
+	case *redis.Ring:
+		n = c.Options().MaxRetries
+	default:
+		return 0
+	}
+	return n
+}
+
+// Admit implements polite.Store.
+func (s *Store) Admit(h *polite.Host, q polite.Query) polite.Admission {
+	key := h.Key()
+	l := s.reg.LimitsFor(key)
+	poll := maxHold
+	if l.Rate > 0 && !math.IsInf(l.Rate, 1) {
+		poll = max(time.Duration(min(1e9/l.Rate, float64(maxHold))), minPoll)
+	}
+	args := s.common(q.Now, l,
+		min(poll, q.MaxWait).Microseconds(), flag(q.First), flag(s.o.KeepBlocked),
+		s.br.OpenDelay.Microseconds(), s.cut(),
+		s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds())
+	res, err := s.run(admitScript, key, args)
+	if err != nil {
+		return polite.Admission{Reason: polite.ReasonRate, Err: fmt.Errorf("polite: host %q: %w", key, err)}
+	}
+	code, us, why := integer(res, 0), micros(integer(res, 1)), str(res, 3)
+	switch code {
+	case 0:
+		return polite.Admission{Granted: true, At: q.Now.Add(us)}
+	case 1:
+		return polite.Admission{Err: &polite.BlockedError{Host: key, Reason: why}}
+	case 2:
+		return polite.Admission{Wait: us, Poll: us, Reason: polite.Reason(why)}
+	case 3:
+		err := &breaker.OpenError{Until: q.Now.Add(us)}
+		return polite.Admission{Reason: polite.ReasonBreaker, Wait: us, Poll: us, Err: fmt.Errorf("polite: host %q: %w", key, err)}
+	}
+	return polite.Admission{Wait: us, Poll: min(max(us-poll, minPoll), maxHold), Reason: polite.ReasonRate}
+}
+
+// The local store's pacing of a bucket's waiters: a token due within about
+// one interval (at least minPoll, at most maxHold) is reserved and waited
+// for; a later one is asked for again about one interval before it is due.
+const (
+	minPoll = 10 * time.Millisecond
+	maxHold = 250 * time.Millisecond
+)
+
+// Keep implements polite.Store.
+func (s *Store) Keep(h *polite.Host, now, reserved time.Time) bool {
+	key := h.Key()
+	res, err := s.run(keepScript, key, s.common(now, s.reg.LimitsFor(key), s.theirs(reserved)))
+	return err == nil && integer([]any{res}, 0) == 1
+}
+
+// Cancel implements polite.Store.
+func (s *Store) Cancel(h *polite.Host, now time.Time) {
+	key := h.Key()
+	s.run(cancelScript, key, s.common(now, s.reg.LimitsFor(key)))
+}
+
+// Report implements polite.Store.
+func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
+	key := h.Key()
+	rd := polite.ReadReport(r, polite.ReadOptions{Backoff: s.o.Backoff, MaxRetryAfter: s.o.MaxRetryAfter})
+	v := polite.Verdict{Advertised: rd.Advertised, GiveUp: rd.GiveUp}
+	args := s.common(r.Now, s.reg.LimitsFor(key),
+		s.theirs(r.Sent), flag(rd.Throttle), rd.Pause.Microseconds(), string(rd.PauseWhy),
+		flag(rd.Failure), flag(rd.Success), rd.Block, rd.QuotaPause.Microseconds(), rd.Ceiling, flag(rd.Retry),
+		s.br.Threshold, s.br.Window.Microseconds(), s.br.OpenDelay.Microseconds(), s.br.MaxOpenDelay.Microseconds(), s.cut(),
+		s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds(), 0)
+	res, err := s.run(reportScript, key, args)
+	if err != nil {
+		return v
+	}
+	if d := integer(res, 0); d >= 0 {
+		v.Pause, v.PauseWhy = micros(d), rd.PauseWhy
+	}
+	if integer(res, 1) == 1 {
+		v.QuotaPause = rd.QuotaPause
+	}
+	v.Blocked = integer(res, 2) == 1
+	v.Breaker = breaker.Transition{From: breaker.State(integer(res, 3)), To: breaker.State(integer(res, 4))}
+	if v.Breaker.To == breaker.Open && v.Breaker.From != breaker.Open {
+		v.Breaker.Until = r.Now.Add(micros(integer(res, 5) - integer(res, 9)))
+	}
+	v.QuotaRate = float(res, 6)
+	v.Rate = float(res, 7)
+	v.Retry = integer(res, 8) == 1
+	return v
+}
+
+// SetRate implements polite.Store.
+func (s *Store) SetRate(h *polite.Host, now time.Time, rate float64) float64 {
+	key := h.Key()
+	l := s.reg.LimitsFor(key)
+	res, err := s.run(setRateScript, key, s.common(now, l, rate))
+	if err != nil {
+		return l.Rate
+	}
+	return rateOf(float([]any{res}, 0))
+}
+
+// SetCeiling implements polite.Store.
+func (s *Store) SetCeiling(h *polite.Host, now time.Time, why polite.Reason, rate float64) (float64, bool) {
+	key := h.Key()
+	l := s.reg.LimitsFor(key)
+	res, err := s.run(setCeilingScript, key, s.common(now, l, string(why), max(rate, 0)))
+	if err != nil {
+		return l.Rate, false
+	}
+	return rateOf(float(res, 0)), integer(res, 1) == 1
+}
+
+// State implements polite.Store.
+func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
+	key := h.Key()
+	st := polite.HostState{Key: key}
+	st.InFlight, st.Concurrency = h.InFlight()
+	res, err := s.run(stateScript, key, s.common(now, s.reg.LimitsFor(key)))
+	if err != nil {
+		return st
+	}
+	rnow := integer(res, 8)
+	at := func(us int64) time.Time { return now.Add(micros(us - rnow)) }
+	st.Rate, st.Tokens, st.Ceiling = rateOf(float(res, 0)), float(res, 1), float(res, 2)
+	if st.Tokens < 1 && st.Rate > 0 {
+		st.NextToken = now.Add(time.Duration((1 - st.Tokens) / st.Rate * float64(time.Second)))
+	}
+	if pu := integer(res, 3); pu > rnow {
+		st.PausedUntil, st.PauseWhy = at(pu), polite.Reason(str(res, 4))
+	}
+	cbs, cbu := breaker.State(integer(res, 5)), integer(res, 6)
+	switch {
+	case cbs == breaker.Open && cbu <= rnow:
+		st.Breaker = breaker.HalfOpen
+	default:
+		st.Breaker = cbs
+	}
+	if cbs != breaker.Closed && cbu > rnow {
+		st.BreakerUntil = at(cbu)
+	}
+	st.Blocked = str(res, 7)
+	return st
+}
+
+// common builds a script's arguments: the four every script takes (the
+// clock, the host's rate and burst, the idle lifetime), then rest.
+func (s *Store) common(now time.Time, l polite.Limits, rest ...any) []any {
+	var clock int64
+	if s.o.CallerClock {
+		clock = now.UnixMicro()
+	}
+	rate := l.Rate
+	if math.IsInf(rate, 1) || rate == bucket.Inf {
+		rate = -1
+	}
+	return append([]any{clock, rate, max(l.Burst, 1), s.idle}, rest...)
+}
+
+// theirs converts an instant of ours to Redis's clock, in µs.
+func (s *Store) theirs(t time.Time) int64 {
+	if s.o.CallerClock {
+		return t.UnixMicro()
+	}
+	return t.UnixMicro() + s.offset.Load()
+}
+
+// cut draws the fraction of the open delay its jitter removes.
+func (s *Store) cut() float64 {
+	if s.br.Jitter <= 0 {
+		return 0
+	}
+	return s.br.Jitter * s.br.Rand()
+}
+
+// run runs script on key's keys and measures the clock offset from the
+// reply's "now" when the script returns one.
+func (s *Store) run(script *redis.Script, key string, args []any) (any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
+	defer cancel()
+	base := s.o.Prefix + "{" + key + "}:"
+	sent := time.Now()
+	res, err := script.Run(ctx, s.c, []string{base + "h", base + "f"}, args...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	if !s.o.CallerClock {
+		if a, ok := res.([]any); ok && script == admitScript && len(a) > 2 {
+			// Our clock at the reply's midpoint against Redis's.
+			mid := sent.Add(time.Since(sent) / 2)
+			s.offset.Store(integer(a, 2) - mid.UnixMicro())
+		}
+	}
+	return res, nil
+}
+
+func flag(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
+// integer, str and float read element i of a script's reply, zero when it
+// is missing or of another type: a malformed reply refuses nothing and
+// invents nothing.
+func integer(res any, i int) int64 {
+	a, ok := res.([]any)
+	if !ok || i >= len(a) {
+		return 0
+	}
+	switch v := a[i].(type) {
+	case int64:
+		return v
+	case string:
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func str(res any, i int) string {
+	a, ok := res.([]any)
+	if !ok || i >= len(a) {
+		return ""
+	}
+	v, _ := a[i].(string)
+	return v
+}
+
+func float(res any, i int) float64 {
+	f, err := strconv.ParseFloat(str(res, i), 64)
+	if err != nil || math.IsNaN(f) {
+		return 0
+	}
+	return f
+}
+
+// rateOf turns a script's rate (-1: unlimited) into polite's.
+func rateOf(r float64) float64 {
+	if r < 0 {
+		return bucket.Inf
+	}
+	return r
+}
