@@ -142,6 +142,8 @@ type Transport struct {
 	Observer Observer
 
 	once     sync.Once
+	regOnce  sync.Once
+	regErr   error
 	base     http.RoundTripper
 	reg      Registry
 	keyer    Keyer
@@ -157,16 +159,27 @@ type Transport struct {
 	initErr  error    // a malformed Rule: every request fails with it
 }
 
+// initRegistry sets up the registry from the Transport's fields. It is
+// apart from init so that Registry, which a Store kept elsewhere needs to
+// be built, does not fix the rest (the Store among it) before the caller
+// has set it.
+func (t *Transport) initRegistry() {
+	t.regOnce.Do(func() {
+		t.reg.Limits = t.Limits
+		t.reg.Rules = t.Rules
+		t.reg.IdleTimeout = t.IdleTimeout
+		t.regErr = t.reg.Check()
+	})
+}
+
 func (t *Transport) init() {
 	t.once.Do(func() {
 		t.base = t.Base
 		if t.base == nil {
 			t.base = http.DefaultTransport
 		}
-		t.reg.Limits = t.Limits
-		t.reg.Rules = t.Rules
-		t.reg.IdleTimeout = t.IdleTimeout
-		t.initErr = t.reg.Check()
+		t.initRegistry()
+		t.initErr = t.regErr
 		t.keyer.By = t.Key
 		if t.MaxInFlight > 0 {
 			t.global = inflight.New(t.MaxInFlight)
@@ -226,7 +239,7 @@ func (t *Transport) rater() func(key string, l Limits) adaptive.Rater {
 
 // Registry returns the Transport's per-host entries, for inspection.
 func (t *Transport) Registry() *Registry {
-	t.init()
+	t.initRegistry()
 	return &t.reg
 }
 
