@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/internal/redistest"
 	"github.com/polite-go/polite/redisstore"
-	"github.com/polite-go/polite/redisstore/internal/redistest"
 )
 
 // TestWorkersShareOneRate: two Transports (two workers, each with its own

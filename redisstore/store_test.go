@@ -9,7 +9,7 @@ import (
 
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/breaker"
-	"github.com/polite-go/polite/redisstore/internal/redistest"
+	"github.com/polite-go/polite/internal/redistest"
 	"github.com/polite-go/polite/storetest"
 )
 

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polite-go/polite/internal/redistest"
 	"github.com/polite-go/polite/testbed"
 )
 
@@ -458,4 +459,45 @@ func TestInterruptAndExitCodes(t *testing.T) {
 	if r := polite(t, "fetch", "--out", "/proc/polite-cannot-be-here", list); r.code != 1 {
 		t.Errorf("unwritable --out: exit %d, want 1 (%s)", r.code, r.stderr)
 	}
+}
+
+// TestFleetSharesRate: eight workers, each its own process with its own URL
+// list and job folder, share one Redis: the host sees one rate, not eight.
+func TestFleetSharesRate(t *testing.T) {
+	t.Parallel()
+	addr := redistest.Start(t)
+	const rate, burst, workers, each = 40.0, 2, 8, 25
+	s := startSite(t, testbed.HostConfig{Name: "fleet", Latency: 5 * time.Millisecond})
+	var wg sync.WaitGroup
+	outs := make([]string, workers)
+	codes := make([]run, workers)
+	start := time.Now()
+	for w := range workers {
+		list := urls(t, "", 0)
+		var b strings.Builder
+		for i := range each {
+			fmt.Fprintf(&b, "%s/w%d/%d\n", s.url, w, i)
+		}
+		os.WriteFile(list, []byte(b.String()), 0o644)
+		outs[w] = t.TempDir()
+		wg.Go(func() {
+			codes[w] = polite(t, "fetch", "--out", outs[w], "--rate", fmt.Sprint(rate), "--burst", fmt.Sprint(burst),
+				"--adaptive=false", "--progress", "none", "--redis", "redis://"+addr+"/0", "--fleet", "e2e", list)
+		})
+	}
+	wg.Wait()
+	for w, r := range codes {
+		if r.code != 0 {
+			t.Fatalf("worker %d: exit %d\n%s", w, r.code, r.stderr)
+		}
+		if n := len(results(t, outs[w], false)); n != each {
+			t.Errorf("worker %d: %d results, want %d", w, n, each)
+		}
+	}
+	hits := s.log()
+	if want := workers*each + workers; len(hits) != want { // pages, and each worker's robots.txt
+		t.Errorf("the host saw %d requests, want %d", len(hits), want)
+	}
+	checkRate(t, s.url, hits, rate, burst)
+	t.Logf("%d requests from %d workers in %v (one host at %v/s)", len(hits), workers, time.Since(start).Round(time.Millisecond), rate)
 }

@@ -8,8 +8,14 @@ require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/polite-go/polite v0.0.0
 	github.com/polite-go/polite/crawl v0.0.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 )
 
 require (
@@ -29,6 +35,7 @@ require (
 	github.com/mattn/go-runewidth v0.0.24 // indirect
 	github.com/muesli/cancelreader v0.2.2 // indirect
 	github.com/ncruces/go-strftime v1.0.0 // indirect
+	github.com/polite-go/polite/redisstore v0.0.0
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/xo/terminfo v0.0.0-20220910002029-abceb7e1c41e // indirect
@@ -42,10 +49,11 @@ require (
 	modernc.org/sqlite v1.60.1 // indirect
 )
 
-// The CLI lives in its own module so that cobra, bubbletea and SQLite stay
-// out of the library's dependencies; it is developed against the library
-// and the crawl job beside it.
+// The CLI lives in its own module so that cobra, bubbletea, SQLite and
+// go-redis stay out of the library's dependencies; it is developed against
+// the library, the crawl job and the Redis store beside it.
 replace (
 	github.com/polite-go/polite => ../../
 	github.com/polite-go/polite/crawl => ../../crawl
+	github.com/polite-go/polite/redisstore => ../../redisstore
 )

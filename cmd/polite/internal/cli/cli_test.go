@@ -41,7 +41,7 @@ func TestFetchDefaults(t *testing.T) {
 		Concurrency: polite.DefaultConcurrency, Workers: crawl.DefaultWorkers, Adaptive: true, Robots: true,
 		Retries: 5, MaxDelay: 60 * time.Second, MaxRetryAfter: 10 * time.Minute, Timeout: 30 * time.Second,
 		Grace: 10 * time.Second, UserAgent: defaultUserAgent(), Key: polite.KeyHost, Bodies: crawl.BodiesWARC,
-		MaxBody: 10 << 20, MaxURLLen: 8 << 10, Progress: "auto",
+		MaxBody: 10 << 20, MaxURLLen: 8 << 10, Progress: "auto", Fleet: "default",
 	}
 	if !reflect.DeepEqual(*o, want) {
 		t.Errorf("fetch urls.txt =\n%+v, want\n%+v", *o, want)
@@ -95,7 +95,7 @@ func TestFetchUsageErrors(t *testing.T) {
 }
 
 func TestFetchNotSupportedYet(t *testing.T) {
-	for _, flag := range []string{"--redis=redis://127.0.0.1:6379", "--metrics=127.0.0.1:9090"} {
+	for _, flag := range []string{"--metrics=127.0.0.1:9090"} {
 		var out, errb bytes.Buffer
 		code := Main(context.Background(), []string{"fetch", flag, "--out", t.TempDir(), "-"}, strings.NewReader(""), &out, &errb)
 		if code != ExitUsage || !strings.Contains(errb.String(), "not supported yet") {
@@ -221,6 +221,23 @@ func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"10MiB": 10 << 20, "512KiB": 512 << 10, "1000": 1000, "2MB": 2e6, "1 GiB": 1 << 30} {
 		if got, err := parseSize(in); err != nil || got != want {
 			t.Errorf("parseSize(%q) = %d, %v, want %d", in, got, err, want)
+		}
+	}
+}
+
+func TestFetchBadRedis(t *testing.T) {
+	for _, c := range []struct {
+		flag string
+		code int
+		want string
+	}{
+		{"--redis=http://127.0.0.1:6379", ExitUsage, "want redis://HOST:PORT/DB"},
+		{"--redis=redis://:secret@127.0.0.1:1/0", ExitFatal, "--redis redis://:xxxxx@127.0.0.1:1/0"},
+	} {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), []string{"fetch", c.flag, "--out", t.TempDir(), "-"}, strings.NewReader(""), &out, &errb)
+		if code != c.code || !strings.Contains(errb.String(), c.want) || strings.Contains(errb.String(), "secret") {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d naming %q, no password", c.flag, code, errb.String(), c.code, c.want)
 		}
 	}
 }

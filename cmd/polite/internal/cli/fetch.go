@@ -46,6 +46,7 @@ type fetchOptions struct {
 	Config        string  // path of the per-host rules file
 	Rules         *config // its contents
 	Redis         string
+	Fleet         string
 	Metrics       string
 	Bodies        crawl.Bodies
 	MaxBody       int64
@@ -147,7 +148,8 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.DurationVar(&o.Timeout, "timeout", crawl.DefaultTimeout, "time limit of one request, body included")
 	f.DurationVar(&o.Grace, "grace", crawl.DefaultGrace, "after Ctrl-C, how long requests in flight may finish")
 	f.StringVar(&o.Config, "config", "", "TOML `FILE` of per-host rules (see below)")
-	f.StringVar(&o.Redis, "redis", "", "Redis `URL` to share per-host budgets with a fleet (not supported yet)")
+	f.StringVar(&o.Redis, "redis", "", "Redis `URL` (redis://HOST:PORT/DB) through which a fleet of workers shares each host's rate, pause, breaker and retry budget")
+	f.StringVar(&o.Fleet, "fleet", "default", "the fleet's `NAME` in Redis: workers with the same --redis and --fleet share budgets")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR` (not supported yet)")
 	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc), files (DIR/bodies/) or none")
 	f.StringVar(&maxBody, "max-body", "10MiB", "bytes of a body kept; the rest is not downloaded and the result says truncated")
@@ -284,9 +286,6 @@ func (o *fetchOptions) transport() *polite.Transport {
 }
 
 func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
-	if o.Redis != "" {
-		return usageErr("--redis: fleet mode is not supported yet (a later version shares budgets through Redis)")
-	}
 	if o.Metrics != "" {
 		return usageErr("--metrics: metrics are not supported yet (a later version serves them for Prometheus)")
 	}
@@ -329,6 +328,17 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	}()
 
 	tr := o.transport()
+	if o.Redis != "" {
+		closeRedis, err := o.fleetStore(ctx, tr)
+		if err != nil {
+			return err
+		}
+		defer closeRedis()
+		if tr.Adaptive != nil || tr.NewRater != nil {
+			fmt.Fprintln(e.stderr, "polite: --redis: the fleet shares each host's configured rate; adaptive rates are not shared yet, so --adaptive is off")
+			tr.Adaptive, tr.NewRater = nil, nil
+		}
+	}
 	opts := crawl.Options{
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
 		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
