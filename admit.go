@@ -38,6 +38,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 		}
 		adm := t.store.Admit(h, q)
 		a.grant = a.grant || adm.Granted
+		a.lease = adm.Lease
 		if !adm.Granted {
 			if global {
 				t.global.Release()
@@ -62,13 +63,13 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 			t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonRate, Delay: d})
 			if err := sleep(ctx, d); err != nil {
 				t.store.Cancel(h, time.Now())
-				t.releaseHeld(h, global)
+				t.releaseHeld(a, global)
 				return err
 			}
 			reserved := a.now
 			a.now = time.Now()
 			if !t.store.Keep(h, a.now, reserved) {
-				t.releaseHeld(h, global)
+				t.releaseHeld(a, global)
 				slot, global = false, false
 				continue
 			}
@@ -79,6 +80,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 				// one again: taken apart in time from their sending,
 				// tokens would all be spent at once when slots free up.
 				t.store.Cancel(h, a.now)
+				t.releaseLease(a)
 				t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonSlot})
 				if err := t.global.Acquire(ctx); err != nil {
 					h.gate.Release()
@@ -95,6 +97,14 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 
 // refused handles an admission the store refused: it fails the request, or
 // waits as long as the store says to.
+// releaseLease gives back the attempt's in-flight lease, if it holds one.
+func (t *Transport) releaseLease(a *attempt) {
+	if a.lease != 0 {
+		t.store.Release(a.h, a.lease)
+		a.lease = 0
+	}
+}
+
 func (t *Transport) refused(ctx context.Context, a *attempt, adm Admission) error {
 	h := a.h
 	switch {
@@ -116,9 +126,11 @@ func (t *Transport) refused(ctx context.Context, a *attempt, adm Admission) erro
 	return sleep(ctx, adm.Poll)
 }
 
-// releaseHeld gives back the host's slot and, when held, the global one.
-func (t *Transport) releaseHeld(h *Host, global bool) {
-	h.gate.Release()
+// releaseHeld gives back the host's slot and lease and, when held, the
+// global slot.
+func (t *Transport) releaseHeld(a *attempt, global bool) {
+	a.h.gate.Release()
+	t.releaseLease(a)
 	if global {
 		t.global.Release()
 	}

@@ -15,6 +15,7 @@ type attempt struct {
 	now   time.Time // the last clock reading
 	retry bool      // a failure may be retried: ask the host's budget
 	grant bool      // a token was granted once: the budget has its share
+	lease uint64    // the in-flight lease the store granted, 0 for none
 
 	resp   *http.Response
 	err    error

@@ -68,9 +68,10 @@ func (p *peekedBody) Close() error { return p.rest.Close() }
 // closes the body (or reads it to the end).
 type slotBody struct {
 	io.ReadCloser
-	t    *Transport
-	h    *Host
-	once sync.Once
+	t     *Transport
+	h     *Host
+	lease uint64 // the store's in-flight lease, 0 for none
+	once  sync.Once
 }
 
 func (b *slotBody) Read(p []byte) (int, error) {
@@ -89,7 +90,7 @@ func (b *slotBody) Close() error {
 
 func (b *slotBody) done() {
 	b.once.Do(func() {
-		b.t.release(b.h)
+		b.t.releaseSlots(b.h, b.lease)
 		b.t.reg.Put(b.h)
 	})
 }

@@ -275,6 +275,9 @@ func (s *localStore) Keep(h *Host, now, reserved time.Time) bool {
 	return true
 }
 
+// Release implements Store: the local store leases nothing.
+func (s *localStore) Release(*Host, uint64) {}
+
 // Cancel implements Store.
 func (s *localStore) Cancel(h *Host, now time.Time) { h.bucket.Forgive(now, 1) }
 

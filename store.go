@@ -14,7 +14,8 @@ import (
 // and Report after (pause, block, breaker, throttle wave, quota, rate). A
 // store kept elsewhere (Redis, for a fleet of workers) therefore costs two
 // round trips per attempt, and a third (Keep, Cancel) only when a token was
-// reserved ahead of time or must wait for the global cap.
+// reserved ahead of time or must wait for the global cap. (Release, when a
+// store leases in-flight slots, need not be waited for.)
 //
 // Every method gets the Host entry the Transport's registry holds for the
 // destination: its Key names the host, and a store may keep local state in
@@ -55,6 +56,13 @@ type Store interface {
 	SetCeiling(h *Host, now time.Time, why Reason, rate float64) (float64, bool)
 	// State returns a snapshot of the host's state.
 	State(h *Host, now time.Time) HostState
+	// Release gives back the in-flight lease an admission took
+	// (Admission.Lease), once the request is done with: its response body
+	// closed, or it failed. A store shared by a fleet caps the requests in
+	// flight to a host fleet-wide with leases that expire, so a worker
+	// killed mid-request holds its slots no longer than the lease time; the
+	// local store takes none (the Host's gate is its cap).
+	Release(h *Host, lease uint64)
 }
 
 // Query is one admission question.
@@ -82,6 +90,9 @@ type Admission struct {
 	Wait   time.Duration
 	Poll   time.Duration
 	Reason Reason
+	// Lease, when not 0, is the in-flight lease the grant took, for
+	// Release.
+	Lease uint64
 	// Err refuses the request: *BlockedError, or the breaker's
 	// *breaker.OpenError (Wait says until when it lets a probe through).
 	Err error

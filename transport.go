@@ -312,7 +312,7 @@ func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 		}
 		a.retry = replay && a.n <= t.retries
 		if err := t.do(ctx, &a); err != nil {
-			t.release(h)
+			t.release(&a)
 			return nil, err
 		}
 		now, out := a.now, a.out
@@ -330,7 +330,7 @@ func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 		if a.resp != nil {
 			drainClose(a.resp.Body)
 		}
-		t.release(h)
+		t.release(&a)
 		// A throttle paused the whole host in Report: admit waits that out
 		// with every other request to it. Other failures back off this
 		// request alone.
@@ -362,7 +362,7 @@ func (t *Transport) flushDeposits(now time.Time) {
 func (t *Transport) finish(a *attempt) (*http.Response, error) {
 	h, resp := a.h, a.resp
 	if a.err != nil {
-		t.release(h)
+		t.release(a)
 		return nil, &Error{Host: h.key, Attempts: a.n, Err: a.err}
 	}
 	if resp.Body == nil {
@@ -374,14 +374,24 @@ func (t *Transport) finish(a *attempt) (*http.Response, error) {
 	} else {
 		b = new(slotBody)
 	}
-	b.ReadCloser, b.t, b.h = resp.Body, t, h
+	b.ReadCloser, b.t, b.h, b.lease = resp.Body, t, h, a.lease
 	resp.Body = b
 	return resp, nil
 }
 
-// release gives back the slots an attempt held.
-func (t *Transport) release(h *Host) {
+// release gives back the slots and lease an attempt held.
+func (t *Transport) release(a *attempt) {
+	t.releaseSlots(a.h, a.lease)
+	a.lease = 0
+}
+
+// releaseSlots gives back a host's slot, the store's lease (0: none) and
+// the global slot.
+func (t *Transport) releaseSlots(h *Host, lease uint64) {
 	h.gate.Release()
+	if lease != 0 {
+		t.store.Release(h, lease)
+	}
 	if t.global != nil {
 		t.global.Release()
 	}

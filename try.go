@@ -159,7 +159,7 @@ func (t *Transport) Try(req *http.Request, o TryOptions) (*http.Response, Tried,
 	a.retry = replay && a.n <= o.Retries
 	sent := a.now
 	if err := t.do(ctx, &a); err != nil {
-		t.release(h)
+		t.release(&a)
 		t.reg.Put(h)
 		return nil, Tried{}, err
 	}
@@ -200,8 +200,10 @@ func (t *Transport) tryAdmit(a *attempt) (Admission, bool) {
 		h.gate.Release()
 		return adm, false
 	}
+	a.lease = adm.Lease
 	if t.global != nil && !t.global.TryAcquire() {
 		t.store.Cancel(h, a.now)
+		t.releaseLease(a)
 		h.gate.Release()
 		return Admission{Reason: ReasonSlot}, false
 	}

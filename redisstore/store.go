@@ -18,7 +18,9 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -31,6 +33,7 @@ import (
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/breaker"
 	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/inflight"
 	"github.com/polite-go/polite/retry"
 )
 
@@ -51,6 +54,8 @@ var (
 	setCeilingLua string
 	//go:embed lua/state.lua
 	stateLua string
+	//go:embed lua/release.lua
+	releaseLua string
 )
 
 // Each script is the shared prelude followed by its own body. go-redis runs
@@ -63,6 +68,7 @@ var (
 	setRateScript    = redis.NewScript(prelude + setRateLua)
 	setCeilingScript = redis.NewScript(prelude + setCeilingLua)
 	stateScript      = redis.NewScript(prelude + stateLua)
+	releaseScript    = redis.NewScript(prelude + releaseLua)
 )
 
 // Options configure a Store. Each field but Prefix, Timeout and CallerClock
@@ -83,6 +89,10 @@ type Options struct {
 	// IdleTimeout is how long an idle host's keys live; the registry's
 	// default (polite.DefaultIdleTimeout) if zero.
 	IdleTimeout time.Duration
+	// LeaseTTL is how long an in-flight slot stays leased to a request that
+	// never gives it back (its worker was killed): longer than a request
+	// may take, body included. One minute if zero.
+	LeaseTTL time.Duration
 
 	// CallerClock makes the scripts use the instants the caller passes
 	// (Query.Now, Report.Now) instead of Redis's TIME: for tests and
@@ -98,6 +108,11 @@ type Store struct {
 	br     breaker.Config
 	budget retry.BudgetConfig
 	idle   int64 // µs
+	lease  int64 // µs
+
+	// worker names this Store's leases, seq numbers them.
+	worker string
+	seq    atomic.Uint64
 
 	// offset is Redis's clock minus ours, in µs, as last measured: the
 	// send time of a request is ours, the throttle wave it is compared
@@ -131,8 +146,14 @@ func New(c redis.Scripter, reg *polite.Registry, o Options) (*Store, error) {
 	if idle <= 0 {
 		idle = polite.DefaultIdleTimeout
 	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = time.Minute
+	}
+	var id [8]byte
+	rand.Read(id[:])
 	return &Store{c: c, reg: reg, o: o, br: breaker.Share(o.Breaker).Config(),
-		budget: o.Budget.WithDefaults(), idle: idle.Microseconds()}, nil
+		budget: o.Budget.WithDefaults(), idle: idle.Microseconds(), lease: o.LeaseTTL.Microseconds(),
+		worker: hex.EncodeToString(id[:])}, nil
 }
 
 // retries returns how often the client retries a command on its own
@@ -161,10 +182,16 @@ func (s *Store) Admit(h *polite.Host, q polite.Query) polite.Admission {
 	if l.Rate > 0 && !math.IsInf(l.Rate, 1) {
 		poll = max(time.Duration(min(1e9/l.Rate, float64(maxHold))), minPoll)
 	}
+	var fleetCap int
+	var seq uint64
+	if l.Concurrency > 0 && l.Concurrency < inflight.Max {
+		fleetCap, seq = l.Concurrency, s.seq.Add(1)
+	}
 	args := s.common(q.Now, l,
 		min(poll, q.MaxWait).Microseconds(), flag(q.First), flag(s.o.KeepBlocked),
 		s.br.OpenDelay.Microseconds(), s.cut(),
-		s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds())
+		s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds(),
+		fleetCap, s.lease, s.leaseID(seq))
 	res, err := s.run(admitScript, key, args)
 	if err != nil {
 		return polite.Admission{Reason: polite.ReasonRate, Err: fmt.Errorf("polite: host %q: %w", key, err)}
@@ -172,7 +199,7 @@ func (s *Store) Admit(h *polite.Host, q polite.Query) polite.Admission {
 	code, us, why := integer(res, 0), micros(integer(res, 1)), str(res, 3)
 	switch code {
 	case 0:
-		return polite.Admission{Granted: true, At: q.Now.Add(us)}
+		return polite.Admission{Granted: true, At: q.Now.Add(us), Lease: seq}
 	case 1:
 		return polite.Admission{Err: &polite.BlockedError{Host: key, Reason: why}}
 	case 2:
@@ -180,8 +207,29 @@ func (s *Store) Admit(h *polite.Host, q polite.Query) polite.Admission {
 	case 3:
 		err := &breaker.OpenError{Until: q.Now.Add(us)}
 		return polite.Admission{Reason: polite.ReasonBreaker, Wait: us, Poll: us, Err: fmt.Errorf("polite: host %q: %w", key, err)}
+	case 5:
+		return polite.Admission{Wait: slotPoll, Poll: slotPoll, Reason: polite.ReasonSlot}
 	}
 	return polite.Admission{Wait: us, Poll: min(max(us-poll, minPoll), maxHold), Reason: polite.ReasonRate}
+}
+
+// slotPoll is how soon a request refused an in-flight slot asks again:
+// slots come back when other workers' requests end, which no one can
+// announce without a round trip of its own.
+const slotPoll = 25 * time.Millisecond
+
+// leaseID names lease seq of this Store.
+func (s *Store) leaseID(seq uint64) string {
+	return s.worker + ":" + strconv.FormatUint(seq, 10)
+}
+
+// Release implements polite.Store.
+func (s *Store) Release(h *polite.Host, lease uint64) {
+	if lease == 0 {
+		return
+	}
+	key := h.Key()
+	s.run(releaseScript, key, s.common(time.Now(), s.reg.LimitsFor(key), s.leaseID(lease)))
 }
 
 // The local store's pacing of a bucket's waiters: a token due within about
@@ -263,9 +311,13 @@ func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 	key := h.Key()
 	st := polite.HostState{Key: key}
 	st.InFlight, st.Concurrency = h.InFlight()
-	res, err := s.run(stateScript, key, s.common(now, s.reg.LimitsFor(key)))
+	l := s.reg.LimitsFor(key)
+	res, err := s.run(stateScript, key, s.common(now, l))
 	if err != nil {
 		return st
+	}
+	if l.Concurrency > 0 && l.Concurrency < inflight.Max {
+		st.InFlight, st.Concurrency = int(integer(res, 10)), l.Concurrency // the fleet's
 	}
 	rnow := integer(res, 8)
 	at := func(us int64) time.Time { return now.Add(micros(us - rnow)) }
@@ -327,7 +379,7 @@ func (s *Store) run(script *redis.Script, key string, args []any) (any, error) {
 	defer cancel()
 	base := s.o.Prefix + "{" + key + "}:"
 	sent := time.Now()
-	res, err := script.Run(ctx, s.c, []string{base + "h", base + "f"}, args...).Result()
+	res, err := script.Run(ctx, s.c, []string{base + "h", base + "f", base + "l"}, args...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}

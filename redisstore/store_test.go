@@ -30,6 +30,7 @@ func TestConformance(t *testing.T) {
 			Prefix:      fmt.Sprintf("t%d:", caseN.Add(1)),
 			Breaker:     breaker.Config{Threshold: c.BreakerThreshold, OpenDelay: c.BreakerOpen, Jitter: -1},
 			IdleTimeout: c.IdleTimeout,
+			LeaseTTL:    c.LeaseTTL,
 			CallerClock: true,
 		})
 		if err != nil {

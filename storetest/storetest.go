@@ -30,6 +30,9 @@ type Config struct {
 	BreakerThreshold int
 	BreakerOpen      time.Duration
 	IdleTimeout      time.Duration
+	// LeaseTTL is how long an in-flight lease lives, for a store that
+	// leases slots (Admission.Lease); the others ignore it.
+	LeaseTTL time.Duration
 }
 
 // New makes the store under test for one case.
@@ -49,6 +52,7 @@ func Run(t *testing.T, newStore New) {
 		{"EvictionGrantsOneBucket", evictionGrantsOneBucket},
 		{"ConcurrentAdmitsKeepTheBucket", concurrentAdmits},
 		{"ReservationStandsDown", reservationStandsDown},
+		{"LeasesKeepTheCap", leasesKeepTheCap},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -57,8 +61,11 @@ func Run(t *testing.T, newStore New) {
 	}
 }
 
+// defaults leave the in-flight cap out of the way: only leasesKeepTheCap
+// asks a store about it.
 func defaults() Config {
-	return Config{Limits: polite.Limits{Rate: 1, Burst: 1, Concurrency: 4}, BreakerThreshold: 3, BreakerOpen: 10 * time.Second}
+	return Config{Limits: polite.Limits{Rate: 1, Burst: 1, Concurrency: 1000}, BreakerThreshold: 3, BreakerOpen: 10 * time.Second,
+		LeaseTTL: time.Minute}
 }
 
 // host gets key's entry and puts it back when the case ends.
@@ -319,5 +326,59 @@ func reservationStandsDown(t *testing.T, newStore New) {
 	}
 	if !s.Keep(h, b.At, after) {
 		t.Errorf("Keep of a token reserved after the throttle = false, want true")
+	}
+}
+
+// leasesKeepTheCap: a store that leases in-flight slots (a fleet's) grants
+// racing admissions no more slots than the cap, a released slot comes back,
+// and so does one whose holder never gave it back (a worker killed
+// mid-request) once its lease expires. A store that leases nothing (the
+// local one: the Transport's gate is its cap) skips this case.
+func leasesKeepTheCap(t *testing.T, newStore New) {
+	c := defaults()
+	c.Limits.Rate, c.Limits.Burst, c.Limits.Concurrency = 1000, 100, 3
+	s, reg := newStore(t, c)
+	h := host(t, reg, "a.test")
+	now := time.Now()
+	first := s.Admit(h, polite.Query{Now: now})
+	if !first.Granted {
+		t.Fatalf("first Admit refused: %+v", first)
+	}
+	if first.Lease == 0 {
+		s.Release(h, 0)
+		t.Skip("the store leases no in-flight slots (its cap is the Transport's gate)")
+	}
+	var mu sync.Mutex
+	leases := []uint64{first.Lease}
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			if a := s.Admit(h, polite.Query{Now: now}); a.Granted {
+				mu.Lock()
+				leases = append(leases, a.Lease)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(leases) != c.Limits.Concurrency {
+		t.Fatalf("65 Admits racing for %d slots granted %d", c.Limits.Concurrency, len(leases))
+	}
+	if a := s.Admit(h, polite.Query{Now: now}); a.Granted || a.Reason != polite.ReasonSlot {
+		t.Errorf("Admit with every slot leased = %+v, want refused (%s)", a, polite.ReasonSlot)
+	}
+	if st := s.State(h, now); st.InFlight != c.Limits.Concurrency {
+		t.Errorf("State.InFlight = %d with every slot leased, want %d", st.InFlight, c.Limits.Concurrency)
+	}
+	s.Release(h, leases[0])
+	if a := s.Admit(h, polite.Query{Now: now}); !a.Granted {
+		t.Errorf("Admit after a Release = %+v, want granted", a)
+	}
+	// Nobody gives the others back: they expire.
+	later := now.Add(c.LeaseTTL + time.Millisecond)
+	for i := range c.Limits.Concurrency {
+		if a := s.Admit(h, polite.Query{Now: later}); !a.Granted {
+			t.Errorf("Admit %d after the leases expired = %+v, want granted", i, a)
+		}
 	}
 }

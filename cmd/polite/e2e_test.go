@@ -451,10 +451,13 @@ func TestInterruptAndExitCodes(t *testing.T) {
 		t.Errorf("404 page fetched %d times, want 1 (no retry)", c["/status/404"])
 	}
 
-	for _, argv := range [][]string{{"fetch"}, {"fetch", "--rate", "x", list}, {"fetch", "--redis", "redis://127.0.0.1:1", list}} {
+	for _, argv := range [][]string{{"fetch"}, {"fetch", "--rate", "x", list}, {"fetch", "--redis", "http://127.0.0.1:1", list}} {
 		if r := polite(t, argv...); r.code != 2 {
 			t.Errorf("%q: exit %d, want 2 (%s)", argv, r.code, r.stderr)
 		}
+	}
+	if r := polite(t, "fetch", "--out", t.TempDir(), "--redis", "redis://127.0.0.1:1/0", list); r.code != 1 || strings.Contains(r.stderr, "pool.go") {
+		t.Errorf("unreachable --redis: exit %d, want 1 and polite's own message (%s)", r.code, r.stderr)
 	}
 	if r := polite(t, "fetch", "--out", "/proc/polite-cannot-be-here", list); r.code != 1 {
 		t.Errorf("unwritable --out: exit %d, want 1 (%s)", r.code, r.stderr)
@@ -462,12 +465,15 @@ func TestInterruptAndExitCodes(t *testing.T) {
 }
 
 // TestFleetSharesRate: eight workers, each its own process with its own URL
-// list and job folder, share one Redis: the host sees one rate, not eight.
+// list and job folder, share one Redis: the host sees one rate and one cap
+// on requests in flight, not eight.
 func TestFleetSharesRate(t *testing.T) {
 	t.Parallel()
 	addr := redistest.Start(t)
-	const rate, burst, workers, each = 40.0, 2, 8, 25
-	s := startSite(t, testbed.HostConfig{Name: "fleet", Latency: 5 * time.Millisecond})
+	// At 60 ms a request, 40 req/s would keep 2.4 in flight: the cap of 2
+	// binds too.
+	const rate, burst, conc, workers, each = 40.0, 2, 2, 8, 20
+	s := startSite(t, testbed.HostConfig{Name: "fleet", Latency: 60 * time.Millisecond})
 	var wg sync.WaitGroup
 	outs := make([]string, workers)
 	codes := make([]run, workers)
@@ -482,7 +488,7 @@ func TestFleetSharesRate(t *testing.T) {
 		outs[w] = t.TempDir()
 		wg.Go(func() {
 			codes[w] = polite(t, "fetch", "--out", outs[w], "--rate", fmt.Sprint(rate), "--burst", fmt.Sprint(burst),
-				"--adaptive=false", "--progress", "none", "--redis", "redis://"+addr+"/0", "--fleet", "e2e", list)
+				"--concurrency", fmt.Sprint(conc), "--adaptive=false", "--progress", "none", "--redis", "redis://"+addr+"/0", "--fleet", "e2e", list)
 		})
 	}
 	wg.Wait()
@@ -499,5 +505,8 @@ func TestFleetSharesRate(t *testing.T) {
 		t.Errorf("the host saw %d requests, want %d", len(hits), want)
 	}
 	checkRate(t, s.url, hits, rate, burst)
+	if st := s.host.Stats(); st.MaxInFlight > conc {
+		t.Errorf("the host had %d requests in flight at once, want at most %d", st.MaxInFlight, conc)
+	}
 	t.Logf("%d requests from %d workers in %v (one host at %v/s)", len(hits), workers, time.Since(start).Round(time.Millisecond), rate)
 }

@@ -1,8 +1,9 @@
 -- Shared by every script of polite's Redis store (prepended to each).
 --
 -- KEYS[1] is the host's hash, KEYS[2] its list of recent breaker failure
--- times; both carry the host key as their hash tag, so one host's keys share
--- a Cluster slot. ARGV[1..4] are the same for every script: the caller's
+-- times, KEYS[3] its in-flight leases (a sorted set: member a worker's
+-- lease id, score when the lease expires); all carry the host key as their
+-- hash tag, so one host's keys share a Cluster slot. ARGV[1..4] are the same for every script: the caller's
 -- clock in microseconds (0: Redis's TIME, as in production), the host's
 -- configured rate (-1: unlimited), its burst, and how long an idle host's
 -- keys live (microseconds).
@@ -21,7 +22,7 @@
 --   lt       when the last counted throttle was heard
 --   bf, be, bt   the retry budget: floor tokens, earned tokens, last update
 --   ln       the latest instant seen, so Redis's clock never runs backwards here
-local H, F = KEYS[1], KEYS[2]
+local H, F, L = KEYS[1], KEYS[2], KEYS[3]
 
 local function num(v, d)
   local n = tonumber(v)
@@ -151,6 +152,12 @@ local function advance(ratio, minps, window)
   if st.be > 0 then st.be = st.be * math.exp(-sec / window) end
 end
 
+-- inflight drops expired leases and returns how many are live.
+local function inflight()
+  redis.call('ZREMRANGEBYSCORE', L, '-inf', now)
+  return redis.call('ZCARD', L)
+end
+
 local function save()
   local kv = {'pu', int(st.pu), 'pw', st.pw, 'cbs', int(st.cbs), 'cbu', int(st.cbu), 'cbd', int(st.cbd),
     'lt', int(st.lt), 'c', flt(st.c), 'rc', flt(st.rc), 'be', flt(st.be), 'bt', int(st.bt), 'ln', int(st.ln)}
@@ -164,7 +171,10 @@ local function save()
   -- a block or a breaker that is not closed is kept a day more.
   local keep = math.max((st.f or now) - now, st.pu - now, st.cbu - now, 0) + idle
   if st.blk ~= '' or st.cbs ~= 0 then keep = keep + 86400000000 end
+  local last = redis.call('ZRANGE', L, -1, -1, 'WITHSCORES')
+  if last[2] then keep = math.max(keep, tonumber(last[2]) - now) end
   local ms = math.ceil(keep / 1000)
   redis.call('PEXPIRE', H, ms)
   redis.call('PEXPIRE', F, ms)
+  redis.call('PEXPIRE', L, ms)
 end

@@ -1,8 +1,9 @@
 -- state: a snapshot, changing nothing. Returns {rate in force, tokens,
 -- ceiling, pause end, pause reason, breaker state, breaker until, block,
--- now, burst}.
+-- now, burst, live leases}.
 local r, b = inforce()
 local c = 0
 if st.c > 0 then c = st.c end
 if st.rc > 0 and (c == 0 or st.rc < c) then c = st.rc end
-return {flt(r), flt(tokens(r, b)), flt(c), st.pu, st.pw, st.cbs, st.cbu, st.blk, now, b}
+return {flt(r), flt(tokens(r, b)), flt(c), st.pu, st.pw, st.cbs, st.cbu, st.blk, now, b,
+  redis.call('ZCOUNT', L, '(' .. int(now), '+inf')}

@@ -16,6 +16,14 @@ import (
 // within it, and no request waits longer on one.
 const redisTimeout = 250 * time.Millisecond
 
+// quiet drops go-redis's own log lines (a failed dial is logged per
+// attempt): polite says what went wrong once, in its own words.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quiet{}) }
+
 // redisClient connects to the fleet's Redis: redis://[user:pass@]host:port/db
 // (rediss:// for TLS), or a Cluster with ?addr=host:port for each further
 // node. Commands are never retried by the client: a script whose reply was
@@ -68,6 +76,9 @@ func (o *fetchOptions) fleetStore(ctx context.Context, tr *polite.Transport) (cl
 		Timeout:       redisTimeout,
 		Backoff:       tr.Backoff,
 		MaxRetryAfter: tr.MaxRetryAfter,
+		// A request takes at most --timeout, body included: a slot leased
+		// by a worker killed mid-request comes back soon after.
+		LeaseTTL: o.Timeout + 10*time.Second,
 	})
 	if err != nil {
 		c.Close()
