@@ -23,6 +23,7 @@ const (
 	ReasonAdaptive   Reason = "adaptive"    // the adaptive controller moved the rate
 	ReasonRobots     Reason = "robots"      // robots.txt disallows the URL
 	ReasonAttempts   Reason = "attempts"    // no retries left
+	ReasonStore      Reason = "store"       // a shared Store is unreachable and sends nothing meanwhile
 )
 
 // EventKind says what an Event reports.

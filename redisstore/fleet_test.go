@@ -43,6 +43,7 @@ func TestWorkersShareOneRate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer s.Close()
 		tr.Store = s
 		c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 		for g := range 4 { // four goroutines per worker

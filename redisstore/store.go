@@ -23,8 +23,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,6 +96,14 @@ type Options struct {
 	// may take, body included. One minute if zero.
 	LeaseTTL time.Duration
 
+	// Outage is what the store does while Redis does not answer (Local
+	// by default), and MaxDegraded how long Local lasts before it turns
+	// Closed (5 minutes if zero). Logger, if set, says when the store
+	// degrades and recovers, in which mode and why.
+	Outage      Outage
+	MaxDegraded time.Duration
+	Logger      *slog.Logger
+
 	// CallerClock makes the scripts use the instants the caller passes
 	// (Query.Now, Report.Now) instead of Redis's TIME: for tests and
 	// simulations under a fake clock only. A fleet must never use it.
@@ -102,7 +112,7 @@ type Options struct {
 
 // Store is a polite.Store kept in Redis. It is safe for concurrent use.
 type Store struct {
-	c      redis.Scripter
+	c      redis.UniversalClient
 	reg    *polite.Registry
 	o      Options
 	br     breaker.Config
@@ -113,6 +123,10 @@ type Store struct {
 	// worker names this Store's leases, seq numbers them.
 	worker string
 	seq    atomic.Uint64
+
+	health    health
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
 
 	// offset is Redis's clock minus ours, in µs, as last measured: the
 	// send time of a request is ours, the throttle wave it is compared
@@ -128,8 +142,9 @@ var _ polite.Store = (*Store)(nil)
 var ErrRetries = errors.New("redisstore: the Redis client retries commands on its own; set MaxRetries: -1")
 
 // New returns a Store on c, for the hosts of reg (whose rules give each
-// host its Limits).
-func New(c redis.Scripter, reg *polite.Registry, o Options) (*Store, error) {
+// host its Limits). c may be a Client, a ClusterClient or a Ring. Close
+// stops the store's heartbeat.
+func New(c redis.UniversalClient, reg *polite.Registry, o Options) (*Store, error) {
 	if retries(c) > 0 {
 		return nil, ErrRetries
 	}
@@ -149,11 +164,30 @@ func New(c redis.Scripter, reg *polite.Registry, o Options) (*Store, error) {
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = time.Minute
 	}
+	if o.MaxDegraded <= 0 {
+		o.MaxDegraded = 5 * time.Minute
+	}
 	var id [8]byte
 	rand.Read(id[:])
-	return &Store{c: c, reg: reg, o: o, br: breaker.Share(o.Breaker).Config(),
+	s := &Store{c: c, reg: reg, o: o, br: breaker.Share(o.Breaker).Config(),
 		budget: o.Budget.WithDefaults(), idle: idle.Microseconds(), lease: o.LeaseTTL.Microseconds(),
-		worker: hex.EncodeToString(id[:])}, nil
+		worker: hex.EncodeToString(id[:]), done: make(chan struct{})}
+	s.health.local = polite.NewLocalStore(reg, polite.LocalOptions{Breaker: o.Breaker, Budget: o.Budget,
+		Backoff: o.Backoff, MaxRetryAfter: o.MaxRetryAfter, KeepBlocked: o.KeepBlocked})
+	go s.beat()
+	return s, nil
+}
+
+// Close stops the store's heartbeat and prober; it does not close the
+// client.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { close(s.done) })
+	return nil
+}
+
+// Degraded reports whether Redis is unreachable, and the mode in force.
+func (s *Store) Degraded() (bool, Outage) {
+	return s.health.degraded.Load(), s.mode()
 }
 
 // retries returns how often the client retries a command on its own
@@ -176,6 +210,9 @@ func retries(c redis.Scripter) int {
 
 // Admit implements polite.Store.
 func (s *Store) Admit(h *polite.Host, q polite.Query) polite.Admission {
+	if s.health.degraded.Load() {
+		return s.degradedAdmit(h, q)
+	}
 	key := h.Key()
 	l := s.reg.LimitsFor(key)
 	poll := maxHold
@@ -194,7 +231,7 @@ func (s *Store) Admit(h *polite.Host, q polite.Query) polite.Admission {
 		fleetCap, s.lease, s.leaseID(seq))
 	res, err := s.run(admitScript, key, args)
 	if err != nil {
-		return polite.Admission{Reason: polite.ReasonRate, Err: fmt.Errorf("polite: host %q: %w", key, err)}
+		return s.degradedAdmit(h, q)
 	}
 	code, us, why := integer(res, 0), micros(integer(res, 1)), str(res, 3)
 	switch code {
@@ -225,8 +262,8 @@ func (s *Store) leaseID(seq uint64) string {
 
 // Release implements polite.Store.
 func (s *Store) Release(h *polite.Host, lease uint64) {
-	if lease == 0 {
-		return
+	if lease == 0 || s.health.degraded.Load() {
+		return // a lease Redis cannot hear of expires there
 	}
 	key := h.Key()
 	s.run(releaseScript, key, s.common(time.Now(), s.reg.LimitsFor(key), s.leaseID(lease)))
@@ -242,6 +279,9 @@ const (
 
 // Keep implements polite.Store.
 func (s *Store) Keep(h *polite.Host, now, reserved time.Time) bool {
+	if s.health.degraded.Load() {
+		return s.health.local.Keep(h, now, reserved)
+	}
 	key := h.Key()
 	res, err := s.run(keepScript, key, s.common(now, s.reg.LimitsFor(key), s.theirs(reserved)))
 	return err == nil && integer([]any{res}, 0) == 1
@@ -249,12 +289,19 @@ func (s *Store) Keep(h *polite.Host, now, reserved time.Time) bool {
 
 // Cancel implements polite.Store.
 func (s *Store) Cancel(h *polite.Host, now time.Time) {
+	if s.health.degraded.Load() {
+		s.health.local.Cancel(h, now)
+		return
+	}
 	key := h.Key()
 	s.run(cancelScript, key, s.common(now, s.reg.LimitsFor(key)))
 }
 
 // Report implements polite.Store.
 func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
+	if s.health.degraded.Load() {
+		return s.health.local.Report(h, r)
+	}
 	key := h.Key()
 	rd := polite.ReadReport(r, polite.ReadOptions{Backoff: s.o.Backoff, MaxRetryAfter: s.o.MaxRetryAfter})
 	v := polite.Verdict{Advertised: rd.Advertised, GiveUp: rd.GiveUp}
@@ -265,7 +312,7 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 		s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds(), 0)
 	res, err := s.run(reportScript, key, args)
 	if err != nil {
-		return v
+		return s.health.local.Report(h, r)
 	}
 	if d := integer(res, 0); d >= 0 {
 		v.Pause, v.PauseWhy = micros(d), rd.PauseWhy
@@ -286,35 +333,44 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 
 // SetRate implements polite.Store.
 func (s *Store) SetRate(h *polite.Host, now time.Time, rate float64) float64 {
+	if s.health.degraded.Load() {
+		return s.health.local.SetRate(h, now, rate)
+	}
 	key := h.Key()
 	l := s.reg.LimitsFor(key)
 	res, err := s.run(setRateScript, key, s.common(now, l, rate))
 	if err != nil {
-		return l.Rate
+		return s.health.local.SetRate(h, now, rate)
 	}
 	return rateOf(float([]any{res}, 0))
 }
 
 // SetCeiling implements polite.Store.
 func (s *Store) SetCeiling(h *polite.Host, now time.Time, why polite.Reason, rate float64) (float64, bool) {
+	if s.health.degraded.Load() {
+		return s.health.local.SetCeiling(h, now, why, rate)
+	}
 	key := h.Key()
 	l := s.reg.LimitsFor(key)
 	res, err := s.run(setCeilingScript, key, s.common(now, l, string(why), max(rate, 0)))
 	if err != nil {
-		return l.Rate, false
+		return s.health.local.SetCeiling(h, now, why, rate)
 	}
 	return rateOf(float(res, 0)), integer(res, 1) == 1
 }
 
 // State implements polite.Store.
 func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
+	if s.health.degraded.Load() {
+		return s.health.local.State(h, now)
+	}
 	key := h.Key()
 	st := polite.HostState{Key: key}
 	st.InFlight, st.Concurrency = h.InFlight()
 	l := s.reg.LimitsFor(key)
 	res, err := s.run(stateScript, key, s.common(now, l))
 	if err != nil {
-		return st
+		return s.health.local.State(h, now)
 	}
 	if l.Concurrency > 0 && l.Concurrency < inflight.Max {
 		st.InFlight, st.Concurrency = int(integer(res, 10)), l.Concurrency // the fleet's
@@ -381,7 +437,9 @@ func (s *Store) run(script *redis.Script, key string, args []any) (any, error) {
 	sent := time.Now()
 	res, err := script.Run(ctx, s.c, []string{base + "h", base + "f", base + "l"}, args...).Result()
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: %w", err)
+		err = fmt.Errorf("redisstore: %w", err)
+		s.failed(err)
+		return nil, err
 	}
 	if !s.o.CallerClock {
 		if a, ok := res.([]any); ok && script == admitScript && len(a) > 2 {

@@ -464,6 +464,42 @@ func TestInterruptAndExitCodes(t *testing.T) {
 	}
 }
 
+// fleet runs workers polite fetch processes with args, each with its own
+// list of each pages of s and its own job folder, waits for them all (after
+// meanwhile, run as they go) and checks each exited 0 with a result per URL.
+func fleet(t *testing.T, s *site, workers, each int, meanwhile func(), args ...string) []run {
+	t.Helper()
+	var wg sync.WaitGroup
+	outs := make([]string, workers)
+	runs := make([]run, workers)
+	for w := range workers {
+		var b strings.Builder
+		for i := range each {
+			fmt.Fprintf(&b, "%s/w%d/%d\n", s.url, w, i)
+		}
+		list := filepath.Join(t.TempDir(), "urls.txt")
+		if err := os.WriteFile(list, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		outs[w] = t.TempDir()
+		argv := append([]string{"fetch", "--out", outs[w], "--progress", "none"}, args...)
+		wg.Go(func() { runs[w] = polite(t, append(argv, list)...) })
+	}
+	if meanwhile != nil {
+		meanwhile()
+	}
+	wg.Wait()
+	for w, r := range runs {
+		if r.code != 0 {
+			t.Fatalf("worker %d: exit %d\n%s", w, r.code, r.stderr)
+		}
+		if n := len(results(t, outs[w], false)); n != each {
+			t.Errorf("worker %d: %d results, want %d", w, n, each)
+		}
+	}
+	return runs
+}
+
 // TestFleetSharesRate: eight workers, each its own process with its own URL
 // list and job folder, share one Redis: the host sees one rate and one cap
 // on requests in flight, not eight.
@@ -474,32 +510,9 @@ func TestFleetSharesRate(t *testing.T) {
 	// binds too.
 	const rate, burst, conc, workers, each = 40.0, 2, 2, 8, 20
 	s := startSite(t, testbed.HostConfig{Name: "fleet", Latency: 60 * time.Millisecond})
-	var wg sync.WaitGroup
-	outs := make([]string, workers)
-	codes := make([]run, workers)
 	start := time.Now()
-	for w := range workers {
-		list := urls(t, "", 0)
-		var b strings.Builder
-		for i := range each {
-			fmt.Fprintf(&b, "%s/w%d/%d\n", s.url, w, i)
-		}
-		os.WriteFile(list, []byte(b.String()), 0o644)
-		outs[w] = t.TempDir()
-		wg.Go(func() {
-			codes[w] = polite(t, "fetch", "--out", outs[w], "--rate", fmt.Sprint(rate), "--burst", fmt.Sprint(burst),
-				"--concurrency", fmt.Sprint(conc), "--adaptive=false", "--progress", "none", "--redis", "redis://"+addr+"/0", "--fleet", "e2e", list)
-		})
-	}
-	wg.Wait()
-	for w, r := range codes {
-		if r.code != 0 {
-			t.Fatalf("worker %d: exit %d\n%s", w, r.code, r.stderr)
-		}
-		if n := len(results(t, outs[w], false)); n != each {
-			t.Errorf("worker %d: %d results, want %d", w, n, each)
-		}
-	}
+	fleet(t, s, workers, each, nil, "--rate", fmt.Sprint(rate), "--burst", fmt.Sprint(burst),
+		"--concurrency", fmt.Sprint(conc), "--adaptive=false", "--redis", "redis://"+addr+"/0", "--fleet", "e2e")
 	hits := s.log()
 	if want := workers*each + workers; len(hits) != want { // pages, and each worker's robots.txt
 		t.Errorf("the host saw %d requests, want %d", len(hits), want)
@@ -509,4 +522,33 @@ func TestFleetSharesRate(t *testing.T) {
 		t.Errorf("the host had %d requests in flight at once, want at most %d", st.MaxInFlight, conc)
 	}
 	t.Logf("%d requests from %d workers in %v (one host at %v/s)", len(hits), workers, time.Since(start).Round(time.Millisecond), rate)
+}
+
+// TestFleetRedisOutage: Redis is killed under two workers mid-run and
+// started again. The workers say so, keep the host near its rate meanwhile
+// (--outage local: each at half), and finish: every URL fetched once.
+func TestFleetRedisOutage(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	const rate, workers, each = 20.0, 2, 40
+	s := startSite(t, testbed.HostConfig{Name: "outage", Latency: 5 * time.Millisecond})
+	runs := fleet(t, s, workers, each, func() {
+		time.Sleep(1500 * time.Millisecond)
+		srv.Kill()
+		time.Sleep(time.Second)
+		srv.Restart(t)
+	}, "--rate", fmt.Sprint(rate), "--burst", "1", "--adaptive=false", "--redis", "redis://"+srv.Addr+"/0", "--fleet", "outage")
+	for w, r := range runs {
+		if !strings.Contains(r.stderr, "degraded") || !strings.Contains(r.stderr, "mode=local") || !strings.Contains(r.stderr, "answers again") {
+			t.Errorf("worker %d did not say Redis went away and came back:\n%s", w, r.stderr)
+		}
+	}
+	for p, n := range s.counts() {
+		if n != 1 && p != "/robots.txt" {
+			t.Errorf("%s requested %d times, want once", p, n)
+		}
+	}
+	// Each worker alone at rate/2 with a burst of its own while Redis is
+	// away: the host sees the rate, and a burst of one per worker.
+	checkRate(t, s.url, s.log(), rate, workers)
 }

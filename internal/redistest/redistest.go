@@ -10,14 +10,33 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
+
+// Server is a redis-server a test started.
+type Server struct {
+	Addr string
+
+	bin  string
+	args []string
+
+	mu  sync.Mutex // guards cmd
+	cmd *exec.Cmd
+}
 
 // Start runs redis-server on 127.0.0.1 with nothing persisted and returns
 // its address. Without a redis-server binary the test is skipped, or fails
 // under CI=true (where `make test` has installed it).
 func Start(t testing.TB, args ...string) string {
+	t.Helper()
+	return StartServer(t, args...).Addr
+}
+
+// StartServer is Start, returning the server so the test can kill it and
+// start it again.
+func StartServer(t testing.TB, args ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -26,27 +45,57 @@ func Start(t testing.TB, args ...string) string {
 		}
 		t.Skipf("redis-server not found: %v (apt-get install redis-server)", err)
 	}
+	s := &Server{bin: bin}
 	for range 5 {
 		port := freePort(t)
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		cmd := exec.Command(bin, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-			"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--dir", t.TempDir()}, args...)...)
-		cmd.Stdout, cmd.Stderr = nil, nil
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting redis-server: %v", err)
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		s.args = append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)
+		if s.start() == nil {
+			t.Cleanup(s.Kill)
+			return s
 		}
-		if ready(addr, 5*time.Second) {
-			t.Cleanup(func() {
-				cmd.Process.Kill()
-				cmd.Wait()
-			})
-			return addr
-		}
-		cmd.Process.Kill()
-		cmd.Wait() // the port was taken meanwhile: try another
 	}
 	t.Fatal("redis-server did not start")
-	return ""
+	return nil
+}
+
+// start runs the server and waits until it answers.
+func (s *Server) start() error {
+	cmd := exec.Command(s.bin, s.args...)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if !ready(s.Addr, 5*time.Second) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return fmt.Errorf("redis-server on %s did not answer", s.Addr)
+	}
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	return nil
+}
+
+// Kill stops the server at once (SIGKILL); its data is gone.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+}
+
+// Restart starts the server again on the same port, empty.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Kill()
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func freePort(t testing.TB) int {

@@ -47,6 +47,7 @@ type fetchOptions struct {
 	Rules         *config // its contents
 	Redis         string
 	Fleet         string
+	Outage        string
 	Metrics       string
 	Bodies        crawl.Bodies
 	MaxBody       int64
@@ -150,6 +151,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&o.Config, "config", "", "TOML `FILE` of per-host rules (see below)")
 	f.StringVar(&o.Redis, "redis", "", "Redis `URL` (redis://HOST:PORT/DB) through which a fleet of workers shares each host's rate, pause, breaker and retry budget")
 	f.StringVar(&o.Fleet, "fleet", "default", "the fleet's `NAME` in Redis: workers with the same --redis and --fleet share budgets")
+	f.StringVar(&o.Outage, "outage", "local", "while Redis does not answer: local (each host's rate divided by the live workers, for 5 minutes, then closed), closed (send nothing) or open (full rate per worker)")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR` (not supported yet)")
 	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc), files (DIR/bodies/) or none")
 	f.StringVar(&maxBody, "max-body", "10MiB", "bytes of a body kept; the rest is not downloaded and the result says truncated")
@@ -329,7 +331,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 
 	tr := o.transport()
 	if o.Redis != "" {
-		closeRedis, err := o.fleetStore(ctx, tr)
+		closeRedis, err := o.fleetStore(ctx, e, tr)
 		if err != nil {
 			return err
 		}

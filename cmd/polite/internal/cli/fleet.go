@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"time"
 
@@ -60,7 +61,11 @@ func redact(raw string) string {
 
 // fleetStore makes tr share its per-host state with the fleet through the
 // Redis at o.Redis, under the fleet's name. It checks that Redis answers.
-func (o *fetchOptions) fleetStore(ctx context.Context, tr *polite.Transport) (close func() error, err error) {
+func (o *fetchOptions) fleetStore(ctx context.Context, e *env, tr *polite.Transport) (close func() error, err error) {
+	outage, ok := redisstore.ParseOutage(o.Outage)
+	if !ok {
+		return nil, usageErr("--outage %q: want local, closed or open", o.Outage)
+	}
 	c, err := redisClient(o.Redis)
 	if err != nil {
 		return nil, usageErr("%v", err)
@@ -79,11 +84,16 @@ func (o *fetchOptions) fleetStore(ctx context.Context, tr *polite.Transport) (cl
 		// A request takes at most --timeout, body included: a slot leased
 		// by a worker killed mid-request comes back soon after.
 		LeaseTTL: o.Timeout + 10*time.Second,
+		Outage:   outage,
+		Logger:   slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	if err != nil {
 		c.Close()
 		return nil, &exitError{code: ExitFatal, err: err}
 	}
 	tr.Store = s
-	return c.Close, nil
+	return func() error {
+		s.Close()
+		return c.Close()
+	}, nil
 }

@@ -1,0 +1,205 @@
+package redisstore
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/polite-go/polite"
+)
+
+// Outage says what a worker does while Redis does not answer. Whatever the
+// mode, no request waits on a dead Redis longer than Options.Timeout, and
+// the store goes back to Redis within a second of it answering again.
+type Outage int
+
+const (
+	// Local (the default): each host's rate is divided by the number of
+	// live workers this one last saw, so the fleet stays near the host's
+	// rate, for Options.MaxDegraded at most; Closed after that. Pauses,
+	// blocks and breakers are this worker's own meanwhile.
+	Local Outage = iota
+	// Closed sends nothing until Redis is back: requests wait (with
+	// ReasonStore) rather than fail.
+	Closed
+	// Open runs each worker at each host's full rate: up to the worker
+	// count times the rate in all. Only for uses where politeness is not
+	// the point.
+	Open
+)
+
+func (o Outage) String() string {
+	switch o {
+	case Local:
+		return "local"
+	case Closed:
+		return "closed"
+	case Open:
+		return "open"
+	}
+	return "unknown"
+}
+
+// ParseOutage reads "local", "closed" or "open".
+func ParseOutage(s string) (Outage, bool) {
+	for _, o := range []Outage{Local, Closed, Open} {
+		if o.String() == s {
+			return o, true
+		}
+	}
+	return 0, false
+}
+
+// Outage timing.
+const (
+	// heartbeat is how often a worker says it is alive; a worker silent for
+	// workerTTL is no longer counted.
+	heartbeat = time.Second
+	workerTTL = 5 * time.Second
+	// probeEvery is how often a degraded store asks Redis whether it is
+	// back: recovery within a second of it answering.
+	probeEvery = 500 * time.Millisecond
+	// closedPoll is how soon a request refused in Closed mode asks again.
+	closedPoll = 250 * time.Millisecond
+)
+
+// health is the store's view of Redis: healthy, or degraded since when and
+// why, with the live worker count last seen.
+type health struct {
+	degraded atomic.Bool
+	workers  atomic.Int64 // live workers last seen, this one included; 0 before any count
+
+	mu    sync.Mutex // guards since, why and probing
+	since time.Time
+	why   error
+	probe bool // a prober runs
+
+	local polite.Store // the local store used while degraded (Local, Open)
+}
+
+// failed records a failed call: the store is degraded from now on.
+func (s *Store) failed(err error) {
+	h := &s.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.degraded.Load() {
+		h.degraded.Store(true)
+		h.since, h.why = time.Now(), err
+		s.log(slog.LevelWarn, "redis unreachable: degraded", slog.String("mode", s.modeLocked().String()),
+			slog.Int64("workers", h.workers.Load()), slog.String("reason", err.Error()))
+	}
+	if !h.probe {
+		h.probe = true
+		go s.probe()
+	}
+}
+
+// mode returns the outage mode in force: Local turns Closed once the store
+// has been degraded for MaxDegraded.
+func (s *Store) mode() Outage {
+	s.health.mu.Lock()
+	defer s.health.mu.Unlock()
+	return s.modeLocked()
+}
+
+// modeLocked is mode with health.mu held.
+func (s *Store) modeLocked() Outage {
+	if s.o.Outage == Local && !s.health.since.IsZero() && time.Since(s.health.since) > s.o.MaxDegraded {
+		return Closed
+	}
+	return s.o.Outage
+}
+
+// probe asks Redis every probeEvery until it answers, then makes the store
+// healthy again.
+func (s *Store) probe() {
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
+		err := s.ping(ctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		h := &s.health
+		h.mu.Lock()
+		d := time.Since(h.since)
+		h.degraded.Store(false)
+		h.since, h.why, h.probe = time.Time{}, nil, false
+		h.mu.Unlock()
+		s.log(slog.LevelInfo, "redis answers again: shared limits back", slog.Duration("degraded", d.Round(time.Millisecond)))
+		return
+	}
+}
+
+// ping checks Redis through the script path: a state read of a canary key.
+func (s *Store) ping(ctx context.Context) error {
+	base := s.o.Prefix + "{polite-canary}:"
+	return stateScript.Run(ctx, s.c, []string{base + "h", base + "f", base + "l"}, 0, -1, 1, 1000).Err()
+}
+
+// beat keeps this worker counted among the live ones and reads the count,
+// every heartbeat until Close.
+func (s *Store) beat() {
+	t := time.NewTicker(heartbeat)
+	defer t.Stop()
+	key := s.o.Prefix + "workers"
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
+		now := time.Now()
+		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.ZAdd(ctx, key, redis.Z{Score: float64(now.Add(workerTTL).UnixMilli()), Member: s.worker})
+			p.ZRemRangeByScore(ctx, key, "-inf", "("+itoa(now.UnixMilli()))
+			p.PExpire(ctx, key, 2*workerTTL)
+			return nil
+		})
+		if err == nil {
+			if n, err := s.c.ZCard(ctx, key).Result(); err == nil && n > 0 {
+				s.health.workers.Store(n)
+			}
+		}
+		cancel()
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// degradedAdmit answers an admission while Redis does not.
+func (s *Store) degradedAdmit(h *polite.Host, q polite.Query) polite.Admission {
+	switch s.mode() {
+	case Closed:
+		return polite.Admission{Wait: closedPoll, Poll: closedPoll, Reason: polite.ReasonStore}
+	case Local:
+		l := s.reg.LimitsFor(h.Key())
+		if n := s.health.workers.Load(); n > 1 && l.Rate > 0 && !math.IsInf(l.Rate, 1) {
+			share := l.Rate / float64(n)
+			if st := s.health.local.State(h, q.Now); st.Rate != share {
+				s.health.local.SetRate(h, q.Now, share)
+			}
+		}
+	}
+	return s.health.local.Admit(h, q)
+}
+
+func (s *Store) log(level slog.Level, msg string, attrs ...slog.Attr) {
+	if s.o.Logger != nil {
+		s.o.Logger.LogAttrs(context.Background(), level, "polite: "+msg, attrs...)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
