@@ -70,9 +70,19 @@ func (p *hostPolicy) idle(now time.Time) bool {
 		p.breaker.State(now) == breaker.Closed
 }
 
+// maxPauseUntil is the latest instant a pause is kept to: the last one
+// UnixNano represents (in 2262). A later one, from a Retry-After of 10^11
+// seconds, an HTTP-date in 9999 or a far Unix-ms reset, would overflow to a
+// negative number and pause nothing (issue 17, defect 2); clamped, it is a
+// pause long enough for any caller's MaxRetryAfter to refuse.
+var maxPauseUntil = time.Unix(0, math.MaxInt64)
+
 // pause extends the host's pause to until (never shortens it) and reports
 // whether it moved.
 func (p *hostPolicy) pause(until time.Time, why Reason) bool {
+	if until.After(maxPauseUntil) {
+		until = maxPauseUntil
+	}
 	u := until.UnixNano()
 	for {
 		cur := p.pauseUntil.Load()
