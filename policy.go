@@ -12,6 +12,7 @@ import (
 	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/breaker"
 	"github.com/polite-go/polite/retry"
+	"github.com/polite-go/polite/robots"
 )
 
 // hostPolicy is the local store's state of one host beyond its bucket and
@@ -119,6 +120,7 @@ type localStore struct {
 	budget      retry.BudgetConfig
 	backoff     retry.Backoff
 	maxAfter    time.Duration
+	minCeiling  float64 // 1/MaxSpacing: the lowest RateLimit ceiling kept
 	keepBlocked bool
 	newRater    func(key string, l Limits) adaptive.Rater
 }
@@ -133,6 +135,13 @@ type LocalOptions struct {
 	Backoff       retry.Backoff
 	MaxRetryAfter time.Duration
 	KeepBlocked   bool
+	// MaxSpacing caps the time between two requests a RateLimit ceiling
+	// may ask for, as robots.DelayPolicy caps a Crawl-delay: a policy of 1
+	// request an hour (or per 11.6 days: "w=999999999999999") would keep a
+	// job alive that long (issue 17, defect 1). A host that means it says
+	// so with a 429 and a Retry-After, which MaxRetryAfter bounds. If zero,
+	// robots.DefaultMaxDelay.
+	MaxSpacing time.Duration
 	// NewRater, when set, gives each host an adaptive rate (see
 	// Transport.NewRater).
 	NewRater func(key string, l Limits) adaptive.Rater
@@ -147,8 +156,12 @@ func NewLocalStore(reg *Registry, o LocalOptions) Store {
 	if maxAfter <= 0 {
 		maxAfter = DefaultMaxRetryAfter
 	}
+	spacing := o.MaxSpacing
+	if spacing <= 0 {
+		spacing = robots.DefaultMaxDelay
+	}
 	return &localStore{reg: reg, breaker: o.Breaker, budget: o.Budget, backoff: o.Backoff,
-		maxAfter: maxAfter, keepBlocked: o.KeepBlocked, newRater: o.NewRater}
+		maxAfter: maxAfter, minCeiling: 1 / spacing.Seconds(), keepBlocked: o.KeepBlocked, newRater: o.NewRater}
 }
 
 // policy returns h's policy, creating it on first use.
@@ -430,7 +443,7 @@ func (s *localStore) readQuota(h *Host, p *hostPolicy, r *Report, v *Verdict) {
 	if ceiling <= 0 {
 		return
 	}
-	p.ceiling.Store(math.Float64bits(ceiling))
+	p.ceiling.Store(math.Float64bits(max(ceiling, s.minCeiling)))
 	if rate, changed := s.followCeiling(now, h, p); changed {
 		v.QuotaRate = rate
 	}
@@ -471,6 +484,9 @@ func (s *localStore) SetCeiling(h *Host, now time.Time, why Reason, rate float64
 	p := s.policy(h)
 	bits := math.Float64bits(max(rate, 0))
 	if why != ReasonCrawlDelay {
+		if rate > 0 {
+			bits = math.Float64bits(max(rate, s.minCeiling))
+		}
 		p.ceiling.Store(bits)
 		return s.followCeiling(now, h, p)
 	}

@@ -102,7 +102,8 @@ type Transport struct {
 	// is not consulted.
 	IgnoreRobots bool
 	// CrawlDelay validates robots.txt delays: the zero value caps them at 60 s
-	// and uses none when robots.txt gives none.
+	// and uses none when robots.txt gives none. Its Max caps the spacing
+	// of RateLimit ceilings too.
 	CrawlDelay robots.DelayPolicy
 	// RobotsCache fetches and keeps robots.txt files. If nil, a Cache that
 	// fetches through this Transport is used.
@@ -188,7 +189,7 @@ func (t *Transport) init() {
 		t.store = t.Store
 		if t.store == nil {
 			t.store = NewLocalStore(&t.reg, LocalOptions{Breaker: t.Breaker, Budget: t.Budget, Backoff: t.Backoff,
-				MaxRetryAfter: t.maxAfter, KeepBlocked: t.KeepBlocked, NewRater: t.rater()})
+				MaxRetryAfter: t.maxAfter, KeepBlocked: t.KeepBlocked, NewRater: t.rater(), MaxSpacing: t.CrawlDelay.Max})
 		}
 		if t.UserAgent != "" && !t.IgnoreRobots {
 			t.robots = t.RobotsCache

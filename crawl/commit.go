@@ -26,12 +26,14 @@ func keep(resp *http.Response, body []byte, truncated bool) *kept {
 	return k
 }
 
-// commitMsg is a finished URL (it, res, kept) or a put-off one (later).
+// commitMsg is a finished URL (it, res, kept), a put-off one (later), or a
+// host's long pause (pause).
 type commitMsg struct {
 	it    *item
 	res   *Result
 	kept  *kept
 	later *later
+	pause *hostPause
 }
 
 const maxBatch = 2048
@@ -92,8 +94,13 @@ func (j *Job) committer() error {
 func (j *Job) flush(batch []commitMsg) error {
 	var finished []done
 	var deferred []later
+	var paused []hostPause
 	seq := j.res.seq
 	for _, m := range batch {
+		if m.pause != nil {
+			paused = append(paused, *m.pause)
+			continue
+		}
 		if m.later != nil {
 			deferred = append(deferred, *m.later)
 			continue
@@ -120,7 +127,7 @@ func (j *Job) flush(batch []commitMsg) error {
 		}
 		marks[metaWARCOff] = off
 	}
-	if err := j.st.commit(finished, deferred, marks); err != nil {
+	if err := j.st.commit(finished, deferred, marks, paused...); err != nil {
 		return fmt.Errorf("crawl: committing to %s: %w", StateFile, err)
 	}
 	j.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/breaker"
 	"github.com/polite-go/polite/retry"
 )
 
@@ -43,6 +44,7 @@ const (
 	DefaultMaxRetryAfter  = 10 * time.Minute
 	DefaultCommitInterval = 50 * time.Millisecond
 	DefaultGrace          = 10 * time.Second
+	DefaultHostGiveUp     = 5 * time.Minute
 )
 
 // Files in a job's directory.
@@ -86,6 +88,12 @@ type Options struct {
 	Backoff       retry.Backoff
 	Budget        retry.BudgetConfig
 	MaxRetryAfter time.Duration
+	// HostGiveUp is how long a host's breaker may stay unclosed (open, or
+	// half-open with its probes failing) before the host's remaining URLs
+	// are finished with the reason, its last failure's outcome: a dead
+	// host must not keep a job alive for days. If zero, DefaultHostGiveUp;
+	// if negative, never.
+	HostGiveUp time.Duration
 	// Timeout bounds one request, body included. If zero, DefaultTimeout.
 	Timeout time.Duration
 	// Bodies says where bodies are kept. If empty, BodiesWARC.
@@ -197,6 +205,9 @@ func (j *Job) defaults() {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
+	if o.HostGiveUp == 0 {
+		o.HostGiveUp = DefaultHostGiveUp
+	}
 	if o.Bodies == "" {
 		o.Bodies = BodiesWARC
 	}
@@ -223,9 +234,22 @@ func (j *Job) defaults() {
 	}
 	j.tr = o.Transport
 	if j.tr == nil {
-		j.tr = &polite.Transport{Base: NewBase(), Backoff: o.Backoff, Budget: o.Budget, MaxRetryAfter: o.MaxRetryAfter}
+		j.tr = &polite.Transport{Base: NewBase(), Backoff: o.Backoff, Budget: o.Budget, MaxRetryAfter: o.MaxRetryAfter,
+			Breaker: BreakerFor(o.Backoff.Cap)}
 	}
 	j.backoff = j.tr.Backoff
+}
+
+// BreakerFor returns the breaker settings of a job whose backoff is capped
+// at maxDelay (retry.DefaultCap when zero): the breaker's open delay is a
+// wait polite chooses itself, so it is capped the same way (issue 17,
+// defect 1: doubling to 5 minutes, it spaced a dead host's attempts 66 s
+// apart under --max-delay 1s).
+func BreakerFor(maxDelay time.Duration) breaker.Config {
+	if maxDelay <= 0 {
+		maxDelay = retry.DefaultCap
+	}
+	return breaker.Config{OpenDelay: min(breaker.DefaultOpenDelay, maxDelay), MaxOpenDelay: min(breaker.DefaultMaxOpenDelay, maxDelay)}
 }
 
 // NewBase returns the http.Transport a job sends through when it builds its

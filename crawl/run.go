@@ -32,7 +32,8 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.mu.Lock()
 	j.start = start
 	j.mu.Unlock()
-	j.sched = newSched(j.tr.Ready)
+	j.sched = newSched(j.ready)
+	j.sched.giveUpFn = j.giveUp
 	if err := j.loadPending(ctx); err != nil {
 		return Summary{}, err
 	}
@@ -114,6 +115,12 @@ func (j *Job) loadPending(ctx context.Context) error {
 		j.doneBefore += v
 	}
 	j.mu.Unlock()
+	// Pauses beyond MaxRetryAfter recorded by earlier runs hold their hosts
+	// back until they end.
+	paused := map[string]hostPause{}
+	if err := j.st.pauses(time.Now(), func(p hostPause) { paused[p.host] = p }); err != nil {
+		return fmt.Errorf("crawl: reading state: %w", err)
+	}
 	var valid []*item
 	var notBefore []time.Time
 	err = j.st.pending(ctx, func(r row) error {
@@ -122,6 +129,10 @@ func (j *Job) loadPending(ctx context.Context) error {
 			h := j.hosts[r.host]
 			if h == nil {
 				h = &host{key: r.host}
+				if p, ok := paused[r.host]; ok {
+					h.pausedUntil, h.pauseWhy = p.until, polite.Reason(p.reason)
+					h.persisted.Store(p.until.UnixMilli())
+				}
 				j.hosts[r.host] = h
 				j.hostList = append(j.hostList, h)
 			}
@@ -160,10 +171,18 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		return
 	}
 	h := it.host
+	if g := h.gaveUp.Load(); g != nil {
+		if !g.until.IsZero() {
+			j.persistPause(h, g.until, g.why)
+		}
+		j.finishErr(it, g.outcome, 0, g.msg)
+		return
+	}
 	resp, tr, err := j.tr.Try(req, polite.TryOptions{Attempt: it.attempts + 1, Retries: j.retries(h.key)})
 	if tr.Sent {
 		it.attempts++
 		h.stats.record(tr)
+		j.health(h, tr, err, resp)
 	}
 	if err != nil {
 		j.failed(ctx, it, err, tr)
@@ -203,6 +222,15 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		res.Error = fmt.Sprintf("blocked: %s", tr.Block)
 	case out == Throttled:
 		res.Error = fmt.Sprintf("throttled: %s after %d attempts", resp.Status, it.attempts)
+		if tr.Reason == polite.ReasonRetryAfter {
+			// The host named a pause beyond MaxRetryAfter: say until
+			// when, and keep it for the next run.
+			if st, ok := j.tr.State(h.key); ok && st.PausedUntil.After(now) {
+				res.Error += fmt.Sprintf("; host paused until %s (%s), beyond --max-retry-after",
+					st.PausedUntil.UTC().Format(time.RFC3339), st.PauseWhy)
+				j.persistPause(h, st.PausedUntil, st.PauseWhy)
+			}
+		}
 	case out != OK:
 		res.Error = resp.Status
 		if worthRetry(tr.Outcome) {
@@ -237,7 +265,7 @@ func (j *Job) again(it *item, tr polite.Tried, why string) bool {
 		next = tr.At // for a throttle, now: the host's pause holds it back
 	case tr.Reason == polite.ReasonBudget:
 		why += ", retry budget spent"
-		next = time.Now().Add(budgetWait)
+		next = time.Now().Add(min(budgetWait, j.maxDelay()))
 	default:
 		return false
 	}
@@ -291,8 +319,8 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 	var be *polite.BlockedError
 	switch {
 	case errors.As(err, &pe):
-		j.finishErr(it, Throttled, 0, fmt.Sprintf("throttled: host paused until %s (%s), beyond --max-retry-after",
-			pe.Until.UTC().Format(time.RFC3339), pe.Reason))
+		j.finishErr(it, Throttled, 0, pausedMsg(pe.Until, pe.Reason))
+		j.persistPause(it.host, pe.Until, pe.Reason)
 	case errors.As(err, &be):
 		j.finishErr(it, Blocked, 0, fmt.Sprintf("blocked: host %s answered with a %s", be.Host, be.Reason))
 	case errors.Is(err, robots.ErrDisallowed):

@@ -38,6 +38,7 @@ type fetchOptions struct {
 	Retries       int
 	MaxDelay      time.Duration
 	MaxRetryAfter time.Duration
+	HostGiveUp    time.Duration
 	Timeout       time.Duration
 	Grace         time.Duration
 	Robots        bool
@@ -57,6 +58,8 @@ type fetchOptions struct {
 	list     io.Reader         // the URL list
 	onReady  func()            // called once the job is loaded, before fetching
 	summaryN int               // hosts in the final summary
+	// Set by tests: no signal handling (a synctest bubble forbids it).
+	noSignals bool
 }
 
 // defaultUserAgent names polite and where to read about it, as a crawler's
@@ -142,8 +145,9 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&o.Out, "out", "polite-out", "the job's `DIR`: state.db, results.jsonl, bodies; running again on the same DIR resumes")
 	f.IntVar(&o.Workers, "workers", crawl.DefaultWorkers, "requests in flight over all hosts")
 	f.IntVar(&o.Retries, "retries", crawl.DefaultRetries, "retries of a URL after its first attempt (429/503, 408/504, 5xx, no response)")
-	f.DurationVar(&o.MaxDelay, "max-delay", retry.DefaultCap, "cap of the backoff between retries of a URL")
-	f.DurationVar(&o.MaxRetryAfter, "max-retry-after", crawl.DefaultMaxRetryAfter, "longest pause (Retry-After, breaker) a URL waits out; beyond, it ends throttled")
+	f.DurationVar(&o.MaxDelay, "max-delay", retry.DefaultCap, "cap of every wait polite chooses itself: backoff between retries, breaker open delay")
+	f.DurationVar(&o.MaxRetryAfter, "max-retry-after", crawl.DefaultMaxRetryAfter, "longest pause a host may name (Retry-After, RateLimit reset) that its URLs wait out; beyond, they end throttled at once")
+	f.DurationVar(&o.HostGiveUp, "host-give-up", crawl.DefaultHostGiveUp, "a host whose breaker has not closed for this long has its remaining URLs finished with the reason")
 	f.DurationVar(&o.Timeout, "timeout", crawl.DefaultTimeout, "time limit of one request, body included")
 	f.DurationVar(&o.Grace, "grace", crawl.DefaultGrace, "after Ctrl-C, how long requests in flight may finish")
 	f.StringVar(&o.Config, "config", "", "TOML `FILE` of per-host rules (see below)")
@@ -191,7 +195,7 @@ func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 	if o.Retries < 0 {
 		return usageErr("--retries %d: must not be negative", o.Retries)
 	}
-	for name, d := range map[string]time.Duration{"--max-delay": o.MaxDelay, "--max-retry-after": o.MaxRetryAfter, "--timeout": o.Timeout, "--grace": o.Grace} {
+	for name, d := range map[string]time.Duration{"--max-delay": o.MaxDelay, "--max-retry-after": o.MaxRetryAfter, "--timeout": o.Timeout, "--grace": o.Grace, "--host-give-up": o.HostGiveUp} {
 		if d <= 0 {
 			return usageErr("%s %v: must be positive", name, d)
 		}
@@ -273,6 +277,7 @@ func (o *fetchOptions) transport() *polite.Transport {
 		Key:           o.Key,
 		MaxInFlight:   o.Workers,
 		Backoff:       retry.Backoff{Cap: o.MaxDelay},
+		Breaker:       crawl.BreakerFor(o.MaxDelay),
 		MaxRetryAfter: o.MaxRetryAfter,
 		UserAgent:     o.UserAgent,
 	}
@@ -311,8 +316,10 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	hard, stopHard := context.WithCancel(context.Background())
 	defer stopHard()
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	if !o.noSignals {
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sigs)
+	}
 	go func() {
 		select {
 		case <-sigs:
@@ -332,7 +339,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	opts := crawl.Options{
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
 		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
-		MaxURLLen: o.MaxURLLen, Grace: o.Grace,
+		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp,
 	}
 	if o.Retries == 0 {
 		opts.Retries = -1
