@@ -14,6 +14,12 @@ var ErrBlocked = errors.New("polite: host blocked us")
 // paused for longer than MaxRetryAfter.
 var ErrPaused = errors.New("polite: host paused")
 
+// ErrUnsupportedScheme is returned (wrapped), before anything is sent, for
+// a URL whose scheme is not http or https. Like ErrNoHost it is permanent:
+// retrying cannot help (issue 17, defect 8: both were retried as network
+// errors, six attempts each).
+var ErrUnsupportedScheme = errors.New("polite: unsupported URL scheme (want http or https)")
+
 // BlockedError says which host blocked and how it was recognised.
 type BlockedError struct {
 	Host   string

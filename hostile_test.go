@@ -4,10 +4,12 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/polite-go/polite/retry"
 	"github.com/polite-go/polite/testbed"
 )
 
@@ -48,5 +50,47 @@ func TestFarPauseIsKept(t *testing.T) {
 				t.Errorf("host got %d requests, want 1", n)
 			}
 		})
+	}
+}
+
+// Permanent failures were retried as network errors, 6 attempts each with
+// the defaults (issue 17, defect 8): a URL with an unsupported scheme or no
+// host fails at once, unsent, one attempt.
+func TestPermanentFailuresNotRetried(t *testing.T) {
+	h := &testbed.Hostile{}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	hostport := srv.Listener.Addr().String()
+	for _, raw := range []string{"ftp://" + hostport + "/x", "gopher://" + hostport + "/x", "http:///no-host", "http://" + hostport} {
+		t.Run(raw, func(t *testing.T) {
+			attempts := 0
+			tr := &Transport{Base: srv.Client().Transport, Limits: fast(), Backoff: retry.Backoff{Base: time.Millisecond, Cap: time.Millisecond},
+				Observer: observerFunc(func(e Event) {
+					if e.Kind == EventAttempt {
+						attempts++
+					}
+				})}
+			u, err := url.Parse(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if raw == "http://"+hostport {
+				u.Host = "" // built by hand: URL.Host empty, Request.Host too
+			}
+			req := (&http.Request{Method: "GET", URL: u, Header: http.Header{}}).WithContext(t.Context())
+			_, err = tr.RoundTrip(req)
+			if err == nil {
+				t.Fatal("RoundTrip succeeded")
+			}
+			if attempts > 1 {
+				t.Errorf("%d attempts (%v), want at most 1", attempts, err)
+			}
+			if !errors.Is(err, ErrUnsupportedScheme) && !errors.Is(err, ErrNoHost) {
+				t.Errorf("err = %v, want ErrUnsupportedScheme or ErrNoHost", err)
+			}
+		})
+	}
+	if n := h.Count(""); n != 0 {
+		t.Errorf("host got %d requests", n)
 	}
 }

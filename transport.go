@@ -3,8 +3,10 @@ package polite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -268,6 +270,9 @@ func (t *Transport) enter(req *http.Request) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !httpScheme(req.URL.Scheme) {
+		return nil, fmt.Errorf("%w: %q", ErrUnsupportedScheme, req.URL.Scheme)
+	}
 	h := t.reg.Get(key)
 	if t.robots != nil && !robots.IsFetch(req) {
 		if err := t.checkRobots(ctx, req, h); err != nil {
@@ -276,6 +281,11 @@ func (t *Transport) enter(req *http.Request) (*Host, error) {
 		}
 	}
 	return h, nil
+}
+
+// httpScheme reports whether s is http or https, in any case.
+func httpScheme(s string) bool {
+	return strings.EqualFold(s, "http") || strings.EqualFold(s, "https")
 }
 
 // send runs the attempts. On success the returned response's body holds the
