@@ -80,6 +80,7 @@ func (j *Job) committer() error {
 			if err := j.flush(batch); err != nil {
 				firstErr = err
 				j.logError("commit", err)
+				j.fatal() // keep draining: workers finishing must not block
 			}
 		}
 		clear(batch)

@@ -149,6 +149,7 @@ type Job struct {
 	backoff  retry.Backoff // the Transport's
 
 	commits chan commitMsg
+	fatal   func() // stops the fetchers after a fatal commit error
 	res     *resultsFile
 	warc    *warcWriter
 

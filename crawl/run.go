@@ -41,6 +41,14 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.loaded = true // Progress may read the hosts and the scheduler from now on
 	j.mu.Unlock()
 
+	fetchCtx, cancelFetch := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelFetch()
+	// A fatal commit error (a full disk) stops the fetchers at once: what
+	// they fetched could not be kept (issue 17, defect 4).
+	j.fatal = func() {
+		j.sched.Stop()
+		cancelFetch()
+	}
 	j.commits = make(chan commitMsg, 4*j.opts.Workers+1024)
 	commitErr := make(chan error, 1)
 	go func() { commitErr <- j.committer() }()
@@ -54,8 +62,6 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	}
 	j.items = nil
 
-	fetchCtx, cancelFetch := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelFetch()
 	go j.sched.clock()
 	var wg sync.WaitGroup
 	for range j.opts.Workers {
