@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,5 +93,40 @@ func TestPermanentFailuresNotRetried(t *testing.T) {
 	}
 	if n := h.Count(""); n != 0 {
 		t.Errorf("host got %d requests", n)
+	}
+}
+
+// A redirect to http://user:secret@host/ made http.Client send
+// "Authorization: Basic ..." through the Transport (issue 17, defect 5):
+// credentials a redirect injected are never sent.
+func TestRedirectCredentialsNotSent(t *testing.T) {
+	dst := &testbed.Hostile{Body: "ok"}
+	dsrv := httptest.NewServer(dst)
+	defer dsrv.Close()
+	inject := "http://user:secret@" + dsrv.Listener.Addr().String() + "/landing"
+	src := &testbed.Hostile{Location: inject}
+	ssrv := httptest.NewServer(src)
+	defer ssrv.Close()
+	c := &http.Client{Transport: &Transport{Base: dsrv.Client().Transport, Limits: fast()}}
+	resp, err := c.Get(ssrv.URL + "/start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if n := dst.Count("/landing"); n != 1 {
+		t.Fatalf("the redirect target got %d requests, want 1", n)
+	}
+	if a := dst.Authorizations(); len(a) != 0 {
+		t.Errorf("the redirect target was sent Authorization %q", a)
+	}
+	// Credentials the caller put in its own URL still go.
+	own := strings.Replace(dsrv.URL, "http://", "http://me:mine@", 1) + "/own"
+	resp, err = c.Get(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if a := dst.Authorizations(); len(a) != 1 {
+		t.Errorf("own credentials: Authorization %q, want one", a)
 	}
 }

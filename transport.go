@@ -242,6 +242,7 @@ func (t *Transport) Registry() *Registry {
 //
 // The host's in-flight slot is held until the response body is closed.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = withoutInjected(req)
 	h, err := t.enter(req)
 	if err != nil {
 		closeBody(req)
@@ -281,6 +282,29 @@ func (t *Transport) enter(req *http.Request) (*Host, error) {
 		}
 	}
 	return h, nil
+}
+
+// withoutInjected returns req, or when it is a redirect hop whose URL
+// carries credentials the first request of its chain did not (a Location
+// of http://user:secret@host/, which http.Client turns into an
+// Authorization field), a copy without them: a redirect must not make us
+// send credentials (issue 17, defect 5).
+func withoutInjected(req *http.Request) *http.Request {
+	if req.URL == nil || req.URL.User == nil || req.Response == nil {
+		return req
+	}
+	first := req
+	for first.Response != nil && first.Response.Request != nil {
+		first = first.Response.Request
+	}
+	if first.URL != nil && first.URL.User != nil && first.URL.User.String() == req.URL.User.String() &&
+		strings.EqualFold(first.URL.Host, req.URL.Host) {
+		return req // the caller's own, on its own host
+	}
+	r := req.Clone(req.Context())
+	r.URL.User = nil
+	r.Header.Del("Authorization")
+	return r
 }
 
 // httpScheme reports whether s is http or https, in any case.

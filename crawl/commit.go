@@ -106,6 +106,7 @@ func (j *Job) flush(batch []commitMsg) error {
 			deferred = append(deferred, *m.later)
 			continue
 		}
+		redactResult(m.res)
 		if m.kept != nil && j.warc != nil {
 			off := j.warc.response(m.res.URL, m.res.Finished, m.kept)
 			m.res.WARC = &off

@@ -1,10 +1,13 @@
 package crawl
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,4 +70,83 @@ func TestFatalCommitErrorStopsFetching(t *testing.T) {
 	if n := sent.Load(); n > failAt+2*2 {
 		t.Errorf("%d of %d URLs fetched after the commit failed at the %dth", n, urls, failAt)
 	}
+}
+
+// A list URL's userinfo was echoed in clear in results.jsonl (invalid_url
+// records too), in state.db's results and in bodies.warc (issue 17, defect
+// 5): every output redacts the password.
+func TestUserinfoRedacted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer srv.Close()
+	list := strings.Replace(srv.URL, "http://", "http://user:secret@", 1) + "/a\n" +
+		"htp://user:secret@example.com/x\n" +
+		"http://user:secret@[::1/x\n"
+	dir := t.TempDir()
+	runJob(t, dir, &polite.Transport{Base: srv.Client().Transport}, list, Options{Bodies: BodiesWARC})
+	res := readResults(t, dir)
+	if len(res) != 3 {
+		t.Fatalf("%d results, want 3", len(res))
+	}
+	for _, r := range res {
+		if line := fmt.Sprintf("%+v", r); strings.Contains(line, "secret") {
+			t.Errorf("result %s", line)
+		}
+		if !strings.Contains(r.URL, "user:xxxxx@") {
+			t.Errorf("url %q: want the user kept, the password replaced", r.URL)
+		}
+	}
+	for _, f := range []string{WARCFile, ResultsFile} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte("secret")) {
+			t.Errorf("%s holds the password", f)
+		}
+	}
+	st, err := openStore(filepath.Join(dir, StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := st.db.Query(`SELECT result FROM urls`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		rows.Scan(&s)
+		if strings.Contains(s, "secret") {
+			t.Errorf("state.db result %s", s)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"http://example.com/a", "http://example.com/a"},
+		{"http://user:pw@h/a", "http://user:xxxxx@h/a"},
+		{"http://user@h/a", "http://user@h/a"},
+		{"http://u:p:q@h:80?x=a@b", "http://u:xxxxx@h:80?x=a@b"},
+		{"http://u:p@[::1/x and https://a:b@c", "http://u:xxxxx@[::1/x and https://a:xxxxx@c"},
+		{"mailto:a@b", "mailto:a@b"},
+		{"http://h/a@b", "http://h/a@b"},
+		{"://:@", "://:xxxxx@"},
+	} {
+		if got := redact(tc.in); got != tc.want {
+			t.Errorf("redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzRedact(f *testing.F) {
+	f.Add("http://user:pw@h/a")
+	f.Add("://@://:@@")
+	f.Fuzz(func(t *testing.T, s string) {
+		r := redact(s)
+		if strings.Contains(s, "@") == false && r != s {
+			t.Errorf("redact(%q) = %q changed a string without userinfo", s, r)
+		}
+	})
 }
