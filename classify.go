@@ -62,6 +62,9 @@ func classifyError(ctx context.Context, err error) Outcome {
 	if ctx.Err() != nil {
 		return Canceled
 	}
+	if errors.Is(err, ErrNotPublic) {
+		return ClientError // the destination is refused: retrying cannot help
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return Overloaded
 	}

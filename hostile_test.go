@@ -2,8 +2,10 @@ package polite
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -130,3 +132,73 @@ func TestRedirectCredentialsNotSent(t *testing.T) {
 		t.Errorf("own credentials: Authorization %q, want one", a)
 	}
 }
+
+func TestIsPublic(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		want bool
+	}{
+		{"8.8.8.8", true}, {"2001:4860:4860::8888", true}, {"1.1.1.1", true},
+		{"127.0.0.1", false}, {"::1", false}, {"169.254.169.254", false}, {"10.1.2.3", false},
+		{"172.16.0.1", false}, {"192.168.1.1", false}, {"100.64.0.1", false}, {"0.0.0.0", false},
+		{"::", false}, {"fe80::1", false}, {"fd00::1", false}, {"224.0.0.1", false}, {"255.255.255.255", false},
+		{"::ffff:169.254.169.254", false}, {"::ffff:127.0.0.1", false}, {"::ffff:8.8.8.8", true},
+		{"::127.0.0.1", false}, {"64:ff9b::a9fe:a9fe", false}, {"2002:a9fe:a9fe::", false},
+	} {
+		if got := IsPublic(netip.MustParseAddr(tc.addr)); got != tc.want {
+			t.Errorf("IsPublic(%s) = %v, want %v", tc.addr, got, tc.want)
+		}
+	}
+}
+
+// The Transport reached link-local, private, IPv4-mapped and decimal-IP
+// destinations (issue 17, defect 6). With PublicOnly every dial is checked
+// on the address it connects to, after resolution (so a decimal
+// 2130706433 that a resolver turns into 127.0.0.1 is refused like the
+// address itself; not dialed here, to send no DNS query); the check runs
+// before connecting, so the non-loopback cases below send nothing
+// anywhere.
+func TestPublicOnly(t *testing.T) {
+	h := &testbed.Hostile{Body: "ok"}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	for _, host := range []string{"127.0.0.1", "[::ffff:127.0.0.1]", "localhost"} {
+		t.Run(host, func(t *testing.T) {
+			tr := &Transport{PublicOnly: true, Limits: fast()} // a refused dial is not retried
+			_, err := (&http.Client{Transport: tr}).Get("http://" + net.JoinHostPort(strings.Trim(host, "[]"), port) + "/")
+			if err == nil {
+				t.Fatal("GET succeeded")
+			}
+			if !errors.Is(err, ErrNotPublic) {
+				t.Errorf("err = %v, want ErrNotPublic", err)
+			}
+		})
+	}
+	if n := h.Count(""); n != 0 {
+		t.Errorf("the loopback host got %d requests", n)
+	}
+	d := PublicDialer(nil)
+	for _, addr := range []string{"169.254.169.254:80", "10.0.0.1:80", "[::ffff:169.254.169.254]:80", "[fe80::1]:80"} {
+		if err := d.Control("tcp", addr, nil); !errors.Is(err, ErrNotPublic) {
+			t.Errorf("Control(%s) = %v, want ErrNotPublic", addr, err)
+		}
+	}
+	// An exception admits loopback, and only that.
+	loop := PublicDialer(func(ap netip.AddrPort) bool { return ap.Addr().IsLoopback() })
+	if err := loop.Control("tcp", "127.0.0.1:80", nil); err != nil {
+		t.Errorf("with the loopback exception: %v", err)
+	}
+	if err := loop.Control("tcp", "169.254.169.254:80", nil); !errors.Is(err, ErrNotPublic) {
+		t.Errorf("with the loopback exception, link-local: %v", err)
+	}
+	// Another RoundTripper cannot be checked: every request fails.
+	tr := &Transport{PublicOnly: true, Base: roundTripFunc(func(*http.Request) (*http.Response, error) { panic("sent") })}
+	if _, err := (&http.Client{Transport: tr}).Get(srv.URL); err == nil || !strings.Contains(err.Error(), "PublicOnly") {
+		t.Errorf("PublicOnly over a custom Base: %v", err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

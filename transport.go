@@ -40,6 +40,15 @@ type Transport struct {
 	// Base sends the requests. If nil, http.DefaultTransport is used.
 	Base http.RoundTripper
 
+	// PublicOnly refuses connections to addresses that are not public
+	// (IsPublic: loopback, private, link-local such as 169.254.169.254,
+	// ...), checked at dial time on the resolved address, so a URL list,
+	// a redirect or a robots.txt redirect cannot reach internal services
+	// (server-side request forgery; issue 17, defect 6). It applies to a
+	// nil Base or an *http.Transport (see PublicDialer to build one's own
+	// with exceptions); with another Base every request fails.
+	PublicOnly bool
+
 	// Limits are every host's rate, burst and in-flight cap; zero fields
 	// take the package defaults. Rules override them by host pattern; a
 	// malformed pattern fails every request with an error that names it.
@@ -163,13 +172,18 @@ type Transport struct {
 func (t *Transport) init() {
 	t.once.Do(func() {
 		t.base = t.Base
+		if t.PublicOnly {
+			t.base, t.initErr = publicBase(t.Base)
+		}
 		if t.base == nil {
 			t.base = http.DefaultTransport
 		}
 		t.reg.Limits = t.Limits
 		t.reg.Rules = t.Rules
 		t.reg.IdleTimeout = t.IdleTimeout
-		t.initErr = t.reg.Check()
+		if t.initErr == nil {
+			t.initErr = t.reg.Check()
+		}
 		t.keyer.By = t.Key
 		if t.MaxInFlight > 0 {
 			t.global = inflight.New(t.MaxInFlight)

@@ -42,6 +42,7 @@ type fetchOptions struct {
 	Timeout       time.Duration
 	Grace         time.Duration
 	Robots        bool
+	AllowPrivate  bool
 	UserAgent     string
 	Key           polite.KeyBy
 	Config        string  // path of the per-host rules file
@@ -150,6 +151,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.DurationVar(&o.HostGiveUp, "host-give-up", crawl.DefaultHostGiveUp, "a host whose breaker has not closed for this long has its remaining URLs finished with the reason")
 	f.DurationVar(&o.Timeout, "timeout", crawl.DefaultTimeout, "time limit of one request, body included")
 	f.DurationVar(&o.Grace, "grace", crawl.DefaultGrace, "after Ctrl-C, how long requests in flight may finish")
+	f.BoolVar(&o.AllowPrivate, "allow-private", false, "connect to non-public addresses too (private, link-local, loopback); by default only the loopback ports the list names are")
 	f.StringVar(&o.Config, "config", "", "TOML `FILE` of per-host rules (see below)")
 	f.StringVar(&o.Redis, "redis", "", "Redis `URL` to share per-host budgets with a fleet (not supported yet)")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR` (not supported yet)")
@@ -261,15 +263,21 @@ func parseSize(s string) (int64, error) {
 }
 
 // transport builds the polite Transport of a fetch, without a Logger:
-// polite's per-decision log records are for debugging.
-func (o *fetchOptions) transport() *polite.Transport {
+// polite's per-decision log records are for debugging. Unless
+// --allow-private it connects only to public addresses and the loopback
+// ports in loop.
+func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 	conc := o.Concurrency
 	if conc >= inflight.Max {
 		conc = inflight.Max
 	}
 	base := o.base
 	if base == nil {
-		base = crawl.NewBase()
+		b := crawl.NewBase()
+		if !o.AllowPrivate {
+			publicOnly(b, loop)
+		}
+		base = b
 	}
 	tr := &polite.Transport{
 		Base:          base,
@@ -335,7 +343,9 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		}
 	}()
 
-	tr := o.transport()
+	loop := &loopbackPorts{}
+	list = loop.tap(list)
+	tr := o.transport(loop)
 	opts := crawl.Options{
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
 		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,

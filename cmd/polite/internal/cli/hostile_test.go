@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/polite-go/polite/crawl"
@@ -164,5 +166,47 @@ func TestHostGiveUp(t *testing.T) {
 	}
 	if len(res) != 20 || given == 0 {
 		t.Errorf("%d results, %d given up with the reason; want 20, some", len(res), given)
+	}
+}
+
+// A robots.txt (or anything else) redirecting to an internal address was
+// followed (issue 17, defect 6). By default a fetch connects only to public
+// addresses and to the loopback ports its list names; --allow-private lifts
+// that.
+func TestPrivateDestinationsRefused(t *testing.T) {
+	inner := &testbed.Hostile{Body: "internal"}
+	isrv := httptest.NewServer(inner)
+	defer isrv.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.Redirect(w, r, isrv.URL+"/robots.txt", http.StatusMovedPermanently)
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	list := urls(srv.URL, "/a")
+	runHostile(t, t.TempDir(), list, "--rate", "100")
+	if n := inner.Count("/robots.txt"); n != 0 {
+		t.Errorf("the unlisted loopback port got %d requests", n)
+	}
+	runHostile(t, t.TempDir(), list, "--rate", "100", "--allow-private")
+	if n := inner.Count("/robots.txt"); n != 1 {
+		t.Errorf("with --allow-private the redirect target got %d requests, want 1", n)
+	}
+}
+
+func TestLoopbackPortsTap(t *testing.T) {
+	list := "http://127.0.0.1:8080/a\n" + strings.Repeat("x", maxTapLine+10) + "\nhttp://localhost/b\n" +
+		"http://example.com:9090/\nhttps://[::1]\nhttp://10.0.0.1:7070/\nhttp://[::ffff:127.0.0.1]:6060/"
+	var l loopbackPorts
+	b, err := io.ReadAll(l.tap(iotest.OneByteReader(strings.NewReader(list))))
+	if err != nil || string(b) != list {
+		t.Fatalf("the tap changed the list (%v)", err)
+	}
+	for p, want := range map[uint16]bool{8080: true, 80: true, 443: true, 6060: true, 9090: false, 7070: false} {
+		if l.has(p) != want {
+			t.Errorf("port %d: %v, want %v", p, l.has(p), want)
+		}
 	}
 }
