@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 )
 
 // Outcome is what one attempt came to, as polite reads it.
@@ -105,6 +106,10 @@ type BlockDetector interface {
 // MaxPeek is the most of a body polite reads to detect a block. The bytes are
 // handed back to the caller ahead of the rest of the body.
 const MaxPeek = 32 << 10
+
+// PeekTimeout bounds the time polite spends reading a body's first MaxPeek
+// bytes to detect a block; a body slower than that is not peeked.
+const PeekTimeout = 5 * time.Second
 
 // DefaultBlocks is the BlockDetector a Transport uses when none is set. It
 // recognises Cloudflare's cf-mitigated header, and challenge or captcha pages

@@ -2,6 +2,7 @@ package polite
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/polite-go/polite/retry"
@@ -202,3 +204,46 @@ func TestPublicOnly(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The soft-block peek read up to 32 KiB before RoundTrip returned, however
+// slowly it came: a body dripping at 1 B/s held RoundTrip for 9 hours
+// (issue 17, defect 11). The peek is bounded by PeekTimeout; the body is
+// still read in full afterwards.
+func TestDrippingBodyPeekBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const size = MaxPeek
+		tr := &Transport{Limits: fast()}
+		c, _ := setup(t, tr, map[string]http.HandlerFunc{
+			"drip.test": func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.Header().Set("Content-Length", strconv.Itoa(size))
+				w.WriteHeader(200)
+				for i := range size {
+					if _, err := w.Write([]byte{'a' + byte(i%26)}); err != nil {
+						return
+					}
+					w.(http.Flusher).Flush()
+					select {
+					case <-r.Context().Done():
+						return
+					case <-time.After(time.Second):
+					}
+				}
+			},
+		})
+		start := time.Now()
+		resp, err := c.Get("http://drip.test/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > PeekTimeout+time.Second {
+			t.Errorf("RoundTrip returned after %v, want within PeekTimeout (%v)", d, PeekTimeout)
+		}
+		// The caller reads what it wants, and may give up.
+		b := make([]byte, 10)
+		if _, err := io.ReadFull(resp.Body, b); err != nil || string(b) != "abcdefghij" {
+			t.Errorf("first bytes %q, %v", b, err)
+		}
+		resp.Body.Close()
+	})
+}
