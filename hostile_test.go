@@ -247,3 +247,41 @@ func TestDrippingBodyPeekBounded(t *testing.T) {
 		resp.Body.Close()
 	})
 }
+
+// One ordinary 200 page with a reCAPTCHA contact form marked its host
+// blocked, and the host's other URLs failed unsent (issue 17, defect 10).
+// On a 200, a widget is evidence only on a tiny page; a challenge page's
+// own markers, or any marker on a 403/429/503, still are.
+func TestCaptchaWidgetOnPageIsNotABlock(t *testing.T) {
+	form := `<html><head><title>Contact us</title></head><body>` + strings.Repeat("<p>Opening hours, address, directions and more.</p>\n", 120) +
+		`<form><div class="g-recaptcha" data-sitekey="x"></div><button>Send</button></form></body></html>`
+	wall := `<html><head><title>Verify</title></head><body><div class="g-recaptcha" data-sitekey="x"></div></body></html>`
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		want   bool
+	}{
+		{"contact form on a 200 page", 200, form, false},
+		{"tiny 200 captcha wall", 200, wall, true},
+		{"contact form on a 403", 403, form, true},
+		{"cloudflare challenge on a 200", 200, `<html><head><title>Just a moment...</title></head>` + strings.Repeat(" ", 5000) + `</html>`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &testbed.Hostile{Status: tc.status, Header: http.Header{"Content-Type": {"text/html"}}, Body: tc.body}
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			c := &http.Client{Transport: &Transport{Base: srv.Client().Transport, Limits: fast(), Retries: -1}}
+			resp, err := c.Get(srv.URL + "/contact")
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			_, err = c.Get(srv.URL + "/other")
+			if blocked := errors.Is(err, ErrBlocked); blocked != tc.want {
+				t.Errorf("after /contact, /other: err = %v, want blocked %v", err, tc.want)
+			}
+		})
+	}
+}

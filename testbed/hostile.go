@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"net/http"
+	"strconv"
 	"sync"
 )
 
@@ -67,6 +68,7 @@ func (h *Hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if status == 0 {
 		status = http.StatusOK
 	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(h.Body)))
 	w.WriteHeader(status)
 	w.Write([]byte(h.Body))
 }
