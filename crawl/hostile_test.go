@@ -150,3 +150,58 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+// URLs differing only in the scheme's case or a #fragment were fetched
+// twice; a path with bytes that are not UTF-8 was written to
+// results.jsonl with U+FFFD in their place (issue 17, defect 12).
+func TestURLSpellings(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.EscapedPath())
+		mu.Unlock()
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	upper := "HTTP" + strings.TrimPrefix(srv.URL, "http")
+	list := upper + "/x\n" + srv.URL + "/x#top\n" + srv.URL + "/x\n" + srv.URL + "/caf\xe9\n"
+	dir := t.TempDir()
+	sum := runJob(t, dir, &polite.Transport{Base: srv.Client().Transport}, list, Options{Bodies: BodiesNone})
+	if sum.Total != 2 {
+		t.Errorf("%d URLs in the job, want 2", sum.Total)
+	}
+	mu.Lock()
+	if len(paths) != 2 {
+		t.Errorf("requests for %q, want /x and /caf%%E9 once each", paths)
+	}
+	mu.Unlock()
+	urls := map[string]bool{}
+	for _, r := range readResults(t, dir) {
+		urls[r.URL] = true
+	}
+	for _, u := range []string{srv.URL + "/x", srv.URL + "/caf%E9"} {
+		if !urls[u] {
+			t.Errorf("results lack %q: %v", u, urls)
+		}
+	}
+}
+
+// A non-OK response whose body broke off was recorded as if whole (issue
+// 17, defect 12): it is flagged truncated.
+func TestPartialErrorBodyTruncated(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte("partial"))
+		// The handler returns short of Content-Length: the server closes
+		// the connection and the client reads an unexpected EOF.
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	runJob(t, dir, &polite.Transport{Base: srv.Client().Transport}, srv.URL+"/gone\n", Options{Bodies: BodiesNone, Retries: -1})
+	res := readResults(t, dir)
+	if len(res) != 1 || res[0].Outcome != HTTPError || !res[0].Truncated || res[0].Bytes != 7 {
+		t.Errorf("results %+v, want one http_error, truncated after 7 bytes", res)
+	}
+}

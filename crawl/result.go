@@ -33,8 +33,9 @@ type Result struct {
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
 
-	// Truncated says the body was longer than the size cap and only its
-	// first Bytes bytes were kept.
+	// Truncated says only the first Bytes bytes of the body were kept: it
+	// was longer than the size cap, or (for a failed response) it broke
+	// off.
 	Truncated bool `json:"truncated,omitempty"`
 	// FinalURL is the URL that answered, when redirects led elsewhere.
 	FinalURL string `json:"final_url,omitempty"`

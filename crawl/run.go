@@ -218,6 +218,9 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	if j.again(it, tr, resp.Status) {
 		return
 	}
+	// A failed response's body that broke off is kept as it came, flagged
+	// (issue 17, defect 12).
+	truncated = truncated || rerr != nil
 	res := &Result{URL: it.url, Host: h.key, Outcome: out, Status: resp.StatusCode, Attempts: it.attempts,
 		Bytes: int64(len(body)), SHA256: sum, Truncated: truncated, Started: it.started.UTC(), Finished: now.UTC()}
 	if u := resp.Request.URL.String(); u != it.url {
