@@ -16,6 +16,8 @@ import (
 
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/retry"
+	"github.com/polite-go/polite/robots"
 )
 
 // On a full disk the committer stopped but the workers fetched every
@@ -203,5 +205,47 @@ func TestPartialErrorBodyTruncated(t *testing.T) {
 	res := readResults(t, dir)
 	if len(res) != 1 || res[0].Outcome != HTTPError || !res[0].Truncated || res[0].Bytes != 7 {
 		t.Errorf("results %+v, want one http_error, truncated after 7 bytes", res)
+	}
+}
+
+// A robots.txt answering 5xx made the host's URLs robots_disallowed for
+// good (issue 17, defect 9). RFC 9309 §2.3.1.3 says to disallow for now:
+// the URLs wait for robots.txt to be fetched again, within the job's
+// retries, and end robots_unreachable only when it never comes back.
+func TestUnreachableRobotsRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fails int64 // robots.txt answers 503 this many times, then 404
+		want  string
+	}{
+		{"recovers", 2, OK},
+		{"never", 1 << 30, RobotsUnreachable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var robotsHits atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/robots.txt" {
+					if robotsHits.Add(1) <= tc.fails {
+						w.WriteHeader(http.StatusServiceUnavailable)
+						return
+					}
+					http.NotFound(w, r)
+					return
+				}
+				fmt.Fprint(w, "ok")
+			}))
+			defer srv.Close()
+			short := retry.Backoff{Base: 5 * time.Millisecond, Cap: 20 * time.Millisecond}
+			tr := &polite.Transport{Base: srv.Client().Transport, UserAgent: "test", Backoff: short, Retries: -1, Breaker: BreakerFor(short.Cap),
+				Limits: polite.Limits{Rate: bucket.Inf, Concurrency: 4}}
+			tr.RobotsCache = &robots.Cache{Client: &http.Client{Transport: tr}, UserAgent: "test", ErrorTTL: 10 * time.Millisecond, MaxErrorTTL: 10 * time.Millisecond}
+			dir := t.TempDir()
+			runJob(t, dir, tr, srv.URL+"/a\n"+srv.URL+"/b\n", Options{Bodies: BodiesNone, Retries: 5, Backoff: short})
+			for _, r := range readResults(t, dir) {
+				if r.Outcome != tc.want {
+					t.Errorf("%s: %s (%s), want %s", r.URL, r.Outcome, r.Error, tc.want)
+				}
+			}
+		})
 	}
 }

@@ -332,6 +332,21 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 		j.persistPause(it.host, pe.Until, pe.Reason)
 	case errors.As(err, &be):
 		j.finishErr(it, Blocked, 0, fmt.Sprintf("blocked: host %s answered with a %s", be.Host, be.Reason))
+	case errors.Is(err, polite.ErrRobotsUnreachable):
+		// Disallowed for now (issue 17, defect 9): the URL waits for
+		// robots.txt to be fetched again, as many times as it may be
+		// retried, each wait the backoff's cap (which the robots cache's
+		// ErrorTTL must not exceed for each look to see a new fetch; the
+		// CLI sees to it).
+		it.robotsTries++
+		if it.robotsTries <= j.retries(it.host.key) {
+			next := time.Now().Add(j.maxDelay())
+			it.reason = "robots.txt unreachable"
+			j.sched.retry(it, next)
+			j.deferred(it, next)
+			return
+		}
+		j.finishErr(it, RobotsUnreachable, 0, fmt.Sprintf("robots.txt unreachable (checked %d times): %v", it.robotsTries, err))
 	case errors.Is(err, robots.ErrDisallowed):
 		j.finishErr(it, RobotsDisallowed, 0, err.Error())
 	case context.Cause(ctx) != nil && errors.Is(context.Cause(ctx), context.Canceled):

@@ -80,6 +80,10 @@ type Cache struct {
 	// TTL, whichever is shorter (but never below ErrorTTL itself). If zero,
 	// DefaultErrorTTL (1 min) is used.
 	ErrorTTL time.Duration
+	// MaxErrorTTL, if positive, caps the doubling of ErrorTTL (an hour
+	// otherwise): a crawl whose URLs wait for an unreachable robots.txt
+	// to come back re-fetches it at least this often.
+	MaxErrorTTL time.Duration
 	// Timeout bounds one fetch, redirects and body included. If zero,
 	// DefaultTimeout (1 min) is used.
 	Timeout time.Duration
@@ -394,6 +398,9 @@ func (c *Cache) errorTTL(n int) time.Duration {
 		d = DefaultErrorTTL
 	}
 	limit := max(min(maxErrorTTL, c.ttl()), d)
+	if c.MaxErrorTTL > 0 {
+		limit = max(min(limit, c.MaxErrorTTL), d)
+	}
 	for i := 1; i < n && d < limit; i++ {
 		d *= 2
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/polite-go/polite/crawl"
 	"github.com/polite-go/polite/inflight"
 	"github.com/polite-go/polite/retry"
+	"github.com/polite-go/polite/robots"
 )
 
 // fetchOptions are the settings of `polite fetch`, parsed and checked.
@@ -88,8 +89,9 @@ unless --robots=false.
 Output, in --out:
   results.jsonl   one JSON object per URL once finished: url, host, outcome
                   (ok, http_error, throttled, blocked, robots_disallowed,
-                  invalid_url, network_error), status, attempts, bytes, sha256,
-                  error, started, finished; and truncated, final_url,
+                  robots_unreachable, invalid_url, network_error), status,
+                  attempts, bytes, sha256, error, started, finished; and
+                  truncated, final_url,
                   warc_offset or file when they apply
   state.db        the job's state (SQLite; open it with sqlite3)
   bodies.warc     request and response records (--bodies warc), or bodies/
@@ -293,6 +295,13 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 		tr.Rules = o.Rules.politeRules()
 	}
 	o.policy(tr)
+	if !tr.IgnoreRobots {
+		// An unreachable robots.txt is fetched again within --max-delay,
+		// a wait polite chooses itself, so that the URLs waiting for it
+		// (a retry each) see a new fetch each time (issue 17, defect 9).
+		tr.RobotsCache = &robots.Cache{Client: &http.Client{Transport: tr}, UserAgent: o.UserAgent,
+			ErrorTTL: min(robots.DefaultErrorTTL, o.MaxDelay), MaxErrorTTL: o.MaxDelay}
+	}
 	return tr
 }
 
