@@ -186,11 +186,14 @@ func TestPrivateDestinationsRefused(t *testing.T) {
 	}))
 	defer srv.Close()
 	list := urls(srv.URL, "/a")
-	runHostile(t, t.TempDir(), list, "--rate", "100")
+	code, res, stderr := runHostile(t, t.TempDir(), list, "--rate", "100", "--max-delay", "20ms", "--retries", "1")
 	if n := inner.Count("/robots.txt"); n != 0 {
 		t.Errorf("the unlisted loopback port got %d requests", n)
 	}
-	runHostile(t, t.TempDir(), list, "--rate", "100", "--allow-private")
+	if r := res[srv.URL+"/a"]; code != ExitFailures || r.Outcome != crawl.RobotsUnreachable {
+		t.Errorf("exit %d, /a %q (%s), want 4 and robots_unreachable; stderr: %s", code, r.Outcome, r.Error, stderr)
+	}
+	runHostile(t, t.TempDir(), list, "--rate", "100", "--max-delay", "20ms", "--retries", "1", "--allow-private")
 	if n := inner.Count("/robots.txt"); n != 1 {
 		t.Errorf("with --allow-private the redirect target got %d requests, want 1", n)
 	}
