@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/bucket"
@@ -248,4 +249,25 @@ func TestUnreachableRobotsRetried(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCanonical: a URL the job accepts stays accepted, for the same host,
+// once canonical, and comes out valid UTF-8 and stable.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{"HTTP://a.test/x#f", "http://a.test/caf\xe9", "Https://[::1]:8080/?q=#", "http://h/%zz\xff\xfe#"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		host, problem := CheckURL(s, 0)
+		if problem != "" {
+			return
+		}
+		c := canonical(s)
+		if !utf8.ValidString(c) || canonical(c) != c {
+			t.Fatalf("canonical(%q) = %q: not valid UTF-8 or not stable", s, c)
+		}
+		if h2, p2 := CheckURL(c, 1<<20); p2 != "" || h2 != host {
+			t.Fatalf("canonical(%q) = %q: host %q problem %q, want host %q", s, c, h2, p2, host)
+		}
+	})
 }
