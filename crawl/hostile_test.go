@@ -271,3 +271,30 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+// While robots.txt trickled in, the URLs waiting for it hit --timeout and
+// ended network_error without being sent (issue 17, defect 9). They now
+// wait for it again, within their retries.
+func TestSlowRobotsDoesNotFailURLs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			time.Sleep(250 * time.Millisecond) // 2.5 timeouts: the URLs' own run out twice, not as it comes
+			fmt.Fprint(w, "User-agent: *\nDisallow: /private\n")
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	short := retry.Backoff{Base: 5 * time.Millisecond, Cap: 50 * time.Millisecond}
+	tr := &polite.Transport{Base: srv.Client().Transport, UserAgent: "test", Backoff: short,
+		Limits: polite.Limits{Rate: bucket.Inf, Concurrency: 4}}
+	dir := t.TempDir()
+	runJob(t, dir, tr, srv.URL+"/a\n"+srv.URL+"/b\n", Options{Bodies: BodiesNone, Retries: 10, Backoff: short, Timeout: 100 * time.Millisecond})
+	for _, r := range readResults(t, dir) {
+		if r.Outcome != OK {
+			t.Errorf("%s: %s (%s), want ok", r.URL, r.Outcome, r.Error)
+		}
+	}
+}

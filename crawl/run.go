@@ -353,6 +353,20 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 		// The job is stopping: leave the URL for the next run.
 		j.sched.retry(it, time.Now())
 		j.deferred(it, time.Time{})
+	case !tr.Sent && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		// The request's --timeout ran out before it was sent: it waited
+		// for a robots.txt that trickles in (issue 17, defect 9). The
+		// fetch goes on, bounded by the robots cache's own timeout; the
+		// URL waits for it again, as many times as it may be retried.
+		it.robotsTries++
+		if it.robotsTries <= j.retries(it.host.key) {
+			it.reason = "waiting for robots.txt"
+			now := time.Now()
+			j.sched.retry(it, now)
+			j.deferred(it, now)
+			return
+		}
+		j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (waited %d times)", unwrapPolite(err), it.robotsTries))
 	case tr.Sent:
 		if !j.again(it, tr, "network error") {
 			j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (after %d attempts)", unwrapPolite(err), it.attempts))

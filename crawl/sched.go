@@ -18,8 +18,9 @@ type item struct {
 	attempts int       // requests sent so far, over every run
 	started  time.Time // the first attempt; zero before it
 	reason   string    // why it last waited
-	// robotsTries counts the times robots.txt was unreachable for it
-	// (this run): it waits for a re-fetch while it may be retried.
+	// robotsTries counts the times robots.txt was unreachable for it, or
+	// its fetch outlasted the URL's timeout (this run): it waits for
+	// robots.txt again while it may be retried.
 	robotsTries int
 }
 
