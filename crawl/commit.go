@@ -34,6 +34,7 @@ type commitMsg struct {
 	kept  *kept
 	later *later
 	pause *hostPause
+	size  int64 // kept's bytes, held in the job's backlog until written
 }
 
 const maxBatch = 2048
@@ -82,6 +83,9 @@ func (j *Job) committer() error {
 				j.logError("commit", err)
 				j.fatal() // keep draining: workers finishing must not block
 			}
+		}
+		for _, m := range batch {
+			j.backlog.release(m.size)
 		}
 		clear(batch)
 	}

@@ -45,6 +45,7 @@ const (
 	DefaultCommitInterval = 50 * time.Millisecond
 	DefaultGrace          = 10 * time.Second
 	DefaultHostGiveUp     = 5 * time.Minute
+	DefaultMaxBacklog     = 128 << 20
 )
 
 // Files in a job's directory.
@@ -101,6 +102,13 @@ type Options struct {
 	// MaxBody caps the bytes of a body kept (and read); the rest is not
 	// downloaded and the result says Truncated. If zero, DefaultMaxBody.
 	MaxBody int64
+	// MaxBacklog bounds the bytes of finished responses (bodies and heads)
+	// waiting to be written to bodies.warc: a worker whose response would
+	// go over waits for the committer. If zero, DefaultMaxBacklog; never
+	// less than MaxBody. With WARC on, a job's bodies then take at most
+	// about Workers × MaxBody (being read) + MaxBacklog (queued, and
+	// being written) of memory.
+	MaxBacklog int64
 	// MaxURLLen is the longest line taken as a URL. If zero,
 	// DefaultMaxURLLen.
 	MaxURLLen int
@@ -149,7 +157,8 @@ type Job struct {
 	backoff  retry.Backoff // the Transport's
 
 	commits chan commitMsg
-	fatal   func() // stops the fetchers after a fatal commit error
+	backlog *byteSem // bounds the bytes in commits
+	fatal   func()   // stops the fetchers after a fatal commit error
 	res     *resultsFile
 	warc    *warcWriter
 
@@ -214,6 +223,9 @@ func (j *Job) defaults() {
 	}
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
+	}
+	if o.MaxBacklog <= 0 {
+		o.MaxBacklog = DefaultMaxBacklog
 	}
 	if o.MaxURLLen <= 0 {
 		o.MaxURLLen = DefaultMaxURLLen

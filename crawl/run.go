@@ -50,6 +50,7 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 		cancelFetch()
 	}
 	j.commits = make(chan commitMsg, 4*j.opts.Workers+1024)
+	j.backlog = newByteSem(max(j.opts.MaxBacklog, j.opts.MaxBody))
 	commitErr := make(chan error, 1)
 	go func() { commitErr <- j.committer() }()
 
@@ -397,7 +398,11 @@ func (j *Job) finishErr(it *item, outcome string, status int, msg string) {
 
 // finish hands a finished URL to the committer and the scheduler.
 func (j *Job) finish(it *item, res *Result, k *kept) {
-	j.commits <- commitMsg{it: it, res: res, kept: k}
+	n := k.size()
+	if n > 0 {
+		j.backlog.acquire(n) // back-pressure: the committer is behind
+	}
+	j.commits <- commitMsg{it: it, res: res, kept: k, size: n}
 	if it.host != nil {
 		it.host.stats.done.Add(1)
 		if res.Failed() {
