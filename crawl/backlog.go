@@ -45,10 +45,12 @@ func (s *byteSem) release(n int64) {
 	s.mu.Unlock()
 }
 
-// size is the bytes a kept response holds in memory.
+// size is the bytes a kept response holds in memory: its buffers'
+// capacity, which for a body read without a Content-Length is up to twice
+// its length.
 func (k *kept) size() int64 {
 	if k == nil {
 		return 0
 	}
-	return int64(len(k.body) + len(k.reqHead) + len(k.respHead))
+	return int64(cap(k.body) + cap(k.reqHead) + cap(k.respHead))
 }

@@ -105,9 +105,12 @@ type Options struct {
 	// MaxBacklog bounds the bytes of finished responses (bodies and heads)
 	// waiting to be written to bodies.warc: a worker whose response would
 	// go over waits for the committer. If zero, DefaultMaxBacklog; never
-	// less than MaxBody. With WARC on, a job's bodies then take at most
-	// about Workers × MaxBody (being read) + MaxBacklog (queued, and
-	// being written) of memory.
+	// less than MaxBody. With WARC on, the bodies then hold at most about
+	// Workers × 1.6 × MaxBody (being read: a body without a
+	// Content-Length grows its buffer by doubling) + MaxBacklog (queued,
+	// and being written); the Go heap may reach twice that before a
+	// collection (GOGC=100). Measured: 400 endless bodies, 64 workers,
+	// 10 MiB MaxBody: 2.3 GB peak RSS (7.2 GB before the bound).
 	MaxBacklog int64
 	// MaxURLLen is the longest line taken as a URL. If zero,
 	// DefaultMaxURLLen.
