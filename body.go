@@ -2,9 +2,11 @@ package polite
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
+	"time"
 )
 
 func closeBody(req *http.Request) {
@@ -23,46 +25,129 @@ func drainClose(b io.ReadCloser) {
 	b.Close()
 }
 
-// peekBody reads up to MaxPeek bytes of b and returns them with a body that
-// replays them ahead of the rest.
+// peekBody reads up to MaxPeek bytes of b, for at most PeekTimeout, and
+// returns them with a body that replays them ahead of the rest. A body that
+// comes slower than that (a byte a second) must not hold RoundTrip for
+// hours (issue 17, defect 11): the peek then returns what came so far, and
+// the read-ahead goes on in the background, the returned body handing out
+// its bytes as they come.
 func peekBody(b io.ReadCloser) ([]byte, io.ReadCloser) {
-	pooled := peekPool.Get().(*[MaxPeek]byte)
-	n, err := io.ReadFull(b, pooled[:])
-	buf := bytes.Clone(pooled[:n]) // only what was read outlives the call
-	peekPool.Put(pooled)
-	pb := &peekedBody{head: bytes.NewReader(buf), rest: b}
-	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		pb.err = err
+	pb := &peekedBody{rest: b, buf: peekPool.Get().(*[MaxPeek]byte), ch: make(chan peekRead, 1)}
+	go pb.readAhead()
+	tm := time.NewTimer(PeekTimeout)
+	defer tm.Stop()
+	for {
+		select {
+		case r, ok := <-pb.ch:
+			if pb.take(r, ok) {
+				continue
+			}
+			// All read ahead: keep only what was read.
+			head := bytes.Clone(pb.buf[:pb.got])
+			peekPool.Put(pb.buf)
+			pb.buf = nil
+			pb.head = head
+			return head, pb
+		case <-tm.C:
+			return pb.buf[:pb.got:pb.got], pb
+		}
 	}
-	if err == io.ErrUnexpectedEOF || err == io.EOF {
-		pb.eof = true
-	}
-	return buf, pb
 }
 
 var peekPool = sync.Pool{New: func() any { return new([MaxPeek]byte) }}
 
+// peekRead is one read of the read-ahead: n more bytes in buf, or its end.
+type peekRead struct {
+	n   int
+	err error
+}
+
+// peekedBody is a body whose first MaxPeek bytes are read ahead by
+// readAhead, in its own goroutine, into buf. Read hands out what was read
+// ahead, waiting for more while the read-ahead runs, then reads the rest.
+// Like any body it is for one goroutine at a time.
 type peekedBody struct {
-	head *bytes.Reader
 	rest io.ReadCloser
-	err  error // from the peek, returned after head
-	eof  bool  // rest was exhausted by the peek
+	buf  *[MaxPeek]byte // read ahead into; nil once head holds it all
+	head []byte         // all that was read ahead, when it ended in time
+	ch   chan peekRead  // the read-ahead's progress; nil once it ended
+	got  int            // bytes read ahead so far
+	off  int            // bytes of them Read has returned
+	err  error          // how the read-ahead ended, if not at MaxPeek
+}
+
+// readAhead reads the first MaxPeek bytes of rest into buf, saying how
+// far it got after each read. Only it writes buf[got:], and only until it
+// closes ch.
+func (p *peekedBody) readAhead() {
+	defer close(p.ch)
+	for got := 0; got < MaxPeek; {
+		n, err := p.rest.Read(p.buf[got:])
+		got += n
+		if n > 0 || err != nil {
+			p.ch <- peekRead{n: n, err: err}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// take records one message of the read-ahead, and reports whether it runs
+// on.
+func (p *peekedBody) take(r peekRead, ok bool) bool {
+	if !ok {
+		p.ch = nil
+		return false
+	}
+	p.got += r.n
+	if r.err != nil {
+		p.err = r.err
+	}
+	return true
 }
 
 func (p *peekedBody) Read(b []byte) (int, error) {
-	if p.head.Len() > 0 {
-		return p.head.Read(b)
+	for {
+		if p.off < p.got {
+			var n int
+			if p.head != nil {
+				n = copy(b, p.head[p.off:])
+			} else {
+				n = copy(b, p.buf[p.off:p.got])
+			}
+			p.off += n
+			return n, nil
+		}
+		if p.ch == nil {
+			break
+		}
+		r, ok := <-p.ch
+		p.take(r, ok)
 	}
 	if p.err != nil {
-		return 0, p.err
-	}
-	if p.eof {
-		return 0, io.EOF
+		return 0, p.err // io.EOF when the body was shorter than MaxPeek
 	}
 	return p.rest.Read(b)
 }
 
-func (p *peekedBody) Close() error { return p.rest.Close() }
+// Close closes the body, which ends a read-ahead still running, and waits
+// for it.
+func (p *peekedBody) Close() error {
+	err := p.rest.Close()
+	if p.ch != nil {
+		for range p.ch {
+		}
+		p.ch = nil
+	}
+	if p.buf != nil {
+		peekPool.Put(p.buf)
+		p.buf = nil
+		p.got, p.off = 0, 0
+		p.err = errors.New("polite: read on a closed body")
+	}
+	return err
+}
 
 // slotBody holds a request's slots and registry reference until the caller
 // closes the body (or reads it to the end).

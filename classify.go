@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 )
 
 // Outcome is what one attempt came to, as polite reads it.
@@ -62,6 +63,9 @@ func classifyError(ctx context.Context, err error) Outcome {
 	if ctx.Err() != nil {
 		return Canceled
 	}
+	if errors.Is(err, ErrNotPublic) {
+		return ClientError // the destination is refused: retrying cannot help
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
 		return Overloaded
 	}
@@ -103,6 +107,10 @@ type BlockDetector interface {
 // handed back to the caller ahead of the rest of the body.
 const MaxPeek = 32 << 10
 
+// PeekTimeout bounds the time polite spends reading a body's first MaxPeek
+// bytes to detect a block; a body slower than that is not peeked.
+const PeekTimeout = 5 * time.Second
+
 // DefaultBlocks is the BlockDetector a Transport uses when none is set. It
 // recognises Cloudflare's cf-mitigated header, and challenge or captcha pages
 // (Cloudflare, Akamai, Imperva/Incapsula, PerimeterX, DataDome, reCAPTCHA,
@@ -125,22 +133,33 @@ func (defaultBlocks) Peek(resp *http.Response) bool {
 	return false
 }
 
-// blockMarkers are lower-case fragments of known challenge pages.
-var blockMarkers = []struct{ marker, reason string }{
-	{"<title>just a moment...</title>", "cloudflare challenge"},
-	{"attention required! | cloudflare", "cloudflare block"},
-	{"cf-turnstile", "turnstile captcha"},
-	{"cf_chl_opt", "cloudflare challenge"},
-	{"g-recaptcha", "recaptcha"},
-	{"h-captcha", "hcaptcha"},
-	{"px-captcha", "perimeterx captcha"},
-	{"captcha-delivery.com", "datadome captcha"},
-	{"request unsuccessful. incapsula incident id", "imperva block"},
-	{"_incapsula_resource", "imperva challenge"},
-	{"<title>access denied</title>", "access denied page"},
-	{"please verify you are a human", "human verification"},
-	{"are you a robot", "human verification"},
+// blockMarkers are lower-case fragments of known challenge pages. A page
+// marker belongs to the challenge page itself; a widget marker (a captcha
+// widget, a "verify you are human" line) also turns up on ordinary pages,
+// a contact form with reCAPTCHA say, so on a 200 it counts only on a tiny
+// page (issue 17, defect 10: one such form stopped a whole host).
+var blockMarkers = []struct {
+	marker, reason string
+	widget         bool
+}{
+	{"<title>just a moment...</title>", "cloudflare challenge", false},
+	{"attention required! | cloudflare", "cloudflare block", false},
+	{"cf-turnstile", "turnstile captcha", true},
+	{"cf_chl_opt", "cloudflare challenge", false},
+	{"g-recaptcha", "recaptcha", true},
+	{"h-captcha", "hcaptcha", true},
+	{"px-captcha", "perimeterx captcha", false},
+	{"captcha-delivery.com", "datadome captcha", false},
+	{"request unsuccessful. incapsula incident id", "imperva block", false},
+	{"_incapsula_resource", "imperva challenge", false},
+	{"<title>access denied</title>", "access denied page", true},
+	{"please verify you are a human", "human verification", true},
+	{"are you a robot", "human verification", true},
 }
+
+// tinyPage is the most a 200 page may weigh for a widget marker alone to
+// make it a block: a captcha wall is a widget and little else.
+const tinyPage = 2 << 10
 
 func (defaultBlocks) Detect(resp *http.Response, peek []byte) string {
 	if strings.EqualFold(resp.Header.Get("Cf-Mitigated"), "challenge") {
@@ -149,9 +168,10 @@ func (defaultBlocks) Detect(resp *http.Response, peek []byte) string {
 	if len(peek) == 0 {
 		return ""
 	}
+	widgets := resp.StatusCode != http.StatusOK || len(peek) <= tinyPage && resp.ContentLength <= tinyPage
 	lower := bytes.ToLower(peek)
 	for _, m := range blockMarkers {
-		if bytes.Contains(lower, []byte(m.marker)) {
+		if (widgets || !m.widget) && bytes.Contains(lower, []byte(m.marker)) {
 			return m.reason
 		}
 	}

@@ -14,6 +14,18 @@ var ErrBlocked = errors.New("polite: host blocked us")
 // paused for longer than MaxRetryAfter.
 var ErrPaused = errors.New("polite: host paused")
 
+// ErrRobotsUnreachable is returned (wrapped, with the *robots.DisallowedError
+// of robots.txt's implied "Disallow: /") for a URL whose host's robots.txt
+// could not be fetched (5xx, 429, no answer): it is disallowed for now, until
+// the robots cache fetches the file again (RFC 9309 §2.3.1.3), not for good.
+var ErrRobotsUnreachable = errors.New("polite: robots.txt unreachable")
+
+// ErrUnsupportedScheme is returned (wrapped), before anything is sent, for
+// a URL whose scheme is not http or https. Like ErrNoHost it is permanent:
+// retrying cannot help (issue 17, defect 8: both were retried as network
+// errors, six attempts each).
+var ErrUnsupportedScheme = errors.New("polite: unsupported URL scheme (want http or https)")
+
 // BlockedError says which host blocked and how it was recognised.
 type BlockedError struct {
 	Host   string

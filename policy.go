@@ -77,9 +77,19 @@ func (p *hostPolicy) idle(now time.Time) bool {
 		p.breaker.State(now) == breaker.Closed
 }
 
+// maxPauseUntil is the latest instant a pause is kept to: the last one
+// UnixNano represents (in 2262). A later one, from a Retry-After of 10^11
+// seconds, an HTTP-date in 9999 or a far Unix-ms reset, would overflow to a
+// negative number and pause nothing (issue 17, defect 2); clamped, it is a
+// pause long enough for any caller's MaxRetryAfter to refuse.
+var maxPauseUntil = time.Unix(0, math.MaxInt64)
+
 // pause extends the host's pause to until (never shortens it) and reports
 // whether it moved.
 func (p *hostPolicy) pause(until time.Time, why Reason) bool {
+	if until.After(maxPauseUntil) {
+		until = maxPauseUntil
+	}
 	u := until.UnixNano()
 	for {
 		cur := p.pauseUntil.Load()
@@ -116,6 +126,7 @@ type localStore struct {
 	budget      retry.BudgetConfig
 	backoff     retry.Backoff
 	maxAfter    time.Duration
+	maxSpacing  time.Duration
 	keepBlocked bool
 	newRater    func(key string, l Limits) adaptive.Rater
 }
@@ -130,6 +141,13 @@ type LocalOptions struct {
 	Backoff       retry.Backoff
 	MaxRetryAfter time.Duration
 	KeepBlocked   bool
+	// MaxSpacing caps the time between two requests a RateLimit ceiling
+	// may ask for, as robots.DelayPolicy caps a Crawl-delay: a policy of 1
+	// request an hour (or per 11.6 days: "w=999999999999999") would keep a
+	// job alive that long (issue 17, defect 1). A host that means it says
+	// so with a 429 and a Retry-After, which MaxRetryAfter bounds. If zero,
+	// robots.DefaultMaxDelay.
+	MaxSpacing time.Duration
 	// NewRater, when set, gives each host an adaptive rate (see
 	// Transport.NewRater).
 	NewRater func(key string, l Limits) adaptive.Rater
@@ -145,7 +163,7 @@ func NewLocalStore(reg *Registry, o LocalOptions) Store {
 		maxAfter = DefaultMaxRetryAfter
 	}
 	return &localStore{reg: reg, breaker: breaker.Share(o.Breaker), budget: o.Budget, backoff: o.Backoff,
-		maxAfter: maxAfter, keepBlocked: o.KeepBlocked, newRater: o.NewRater}
+		maxAfter: maxAfter, maxSpacing: o.MaxSpacing, keepBlocked: o.KeepBlocked, newRater: o.NewRater}
 }
 
 // policy returns h's policy, creating it on first use.
@@ -286,7 +304,8 @@ func (s *localStore) Report(h *Host, rep Report) Verdict {
 	r := &rep
 	p := s.policy(h)
 	now := r.Now
-	rd := ReadReport(rep, ReadOptions{Backoff: s.backoff, MaxRetryAfter: s.maxAfter, Adaptive: p.rater != nil})
+	rd := ReadReport(rep, ReadOptions{Backoff: s.backoff, MaxRetryAfter: s.maxAfter, MaxSpacing: s.maxSpacing,
+		Adaptive: p.rater != nil})
 	v := Verdict{Advertised: rd.Advertised, GiveUp: rd.GiveUp}
 	if rd.Throttle {
 		// Answers to requests sent before the last throttle was heard are
@@ -395,6 +414,9 @@ func (s *localStore) SetCeiling(h *Host, now time.Time, why Reason, rate float64
 	p := s.policy(h)
 	bits := math.Float64bits(max(rate, 0))
 	if why != ReasonCrawlDelay {
+		if rate > 0 {
+			bits = math.Float64bits(max(rate, MinCeiling(s.maxSpacing)))
+		}
 		p.ceiling.Store(bits)
 		return s.followCeiling(now, h, p)
 	}

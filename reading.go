@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/polite-go/polite/retry"
+	"github.com/polite-go/polite/robots"
 )
 
 // Reading is what one Report asks of its host's state, worked out from the
@@ -46,6 +47,10 @@ type ReadOptions struct {
 	// MaxRetryAfter is the longest Retry-After honoured by waiting; a
 	// longer one gives up. Zero means DefaultMaxRetryAfter.
 	MaxRetryAfter time.Duration
+	// MaxSpacing caps the time between two requests a RateLimit ceiling
+	// may ask for (see LocalOptions.MaxSpacing); robots.DefaultMaxDelay if
+	// zero.
+	MaxSpacing time.Duration
 	// Adaptive: the host's rate is an adaptive controller's.
 	Adaptive bool
 }
@@ -84,6 +89,9 @@ func ReadReport(r Report, o ReadOptions) Reading {
 	}
 	if r.Header != nil && r.Outcome != Blocked && hasQuotaFields(r.Header) {
 		readQuota(r, &rd)
+		if rd.Ceiling > 0 {
+			rd.Ceiling = max(rd.Ceiling, MinCeiling(o.MaxSpacing))
+		}
 	}
 	rd.Retry = r.Retry && !rd.GiveUp && r.Outcome.retryable()
 	return rd
@@ -118,4 +126,13 @@ func readQuota(r Report, rd *Reading) {
 		ceiling = float64(q.Remaining) / q.Reset.Seconds()
 	}
 	rd.Ceiling = max(ceiling, 0)
+}
+
+// MinCeiling is the lowest RateLimit ceiling kept when requests may be at
+// most spacing apart (robots.DefaultMaxDelay if spacing is zero or less).
+func MinCeiling(spacing time.Duration) float64 {
+	if spacing <= 0 {
+		spacing = robots.DefaultMaxDelay
+	}
+	return 1 / spacing.Seconds()
 }

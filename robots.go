@@ -27,7 +27,13 @@ func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host)
 	u.RawQuery, u.Fragment, u.User = "", "", nil // never log credentials or query strings
 	t.emit(ctx, Event{Kind: EventRobots, Time: time.Now(), Host: h.key, Reason: ReasonRobots,
 		Detail: fmt.Sprintf("%s (line %d, %s)", v.Rule, v.Rule.Line, rb.Source())})
-	return &robots.DisallowedError{URL: u.String(), Rule: v.Rule}
+	err = &robots.DisallowedError{URL: u.String(), Rule: v.Rule}
+	if rb.Source() == robots.Unreachable {
+		// Disallowed for now only (RFC 9309 §2.3.1.3): say so, so that a
+		// scheduler can try the URL again once robots.txt is re-fetched.
+		return fmt.Errorf("%w: %w", ErrRobotsUnreachable, err)
+	}
+	return err
 }
 
 // ext returns h's hostPolicy, for the per-host state the Transport keeps

@@ -3,8 +3,10 @@ package polite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +39,15 @@ var _ http.RoundTripper = (*Transport)(nil)
 type Transport struct {
 	// Base sends the requests. If nil, http.DefaultTransport is used.
 	Base http.RoundTripper
+
+	// PublicOnly refuses connections to addresses that are not public
+	// (IsPublic: loopback, private, link-local such as 169.254.169.254,
+	// ...), checked at dial time on the resolved address, so a URL list,
+	// a redirect or a robots.txt redirect cannot reach internal services
+	// (server-side request forgery; issue 17, defect 6). It applies to a
+	// nil Base or an *http.Transport (see PublicDialer to build one's own
+	// with exceptions); with another Base every request fails.
+	PublicOnly bool
 
 	// Limits are every host's rate, burst and in-flight cap; zero fields
 	// take the package defaults. Rules override them by host pattern; a
@@ -102,7 +113,8 @@ type Transport struct {
 	// is not consulted.
 	IgnoreRobots bool
 	// CrawlDelay validates robots.txt delays: the zero value caps them at 60 s
-	// and uses none when robots.txt gives none.
+	// and uses none when robots.txt gives none. Its Max caps the spacing
+	// of RateLimit ceilings too.
 	CrawlDelay robots.DelayPolicy
 	// RobotsCache fetches and keeps robots.txt files. If nil, a Cache that
 	// fetches through this Transport is used.
@@ -175,11 +187,16 @@ func (t *Transport) initRegistry() {
 func (t *Transport) init() {
 	t.once.Do(func() {
 		t.base = t.Base
+		if t.PublicOnly {
+			t.base, t.initErr = publicBase(t.Base)
+		}
 		if t.base == nil {
 			t.base = http.DefaultTransport
 		}
 		t.initRegistry()
-		t.initErr = t.regErr
+		if t.initErr == nil {
+			t.initErr = t.regErr
+		}
 		t.keyer.By = t.Key
 		if t.MaxInFlight > 0 {
 			t.global = inflight.New(t.MaxInFlight)
@@ -201,7 +218,7 @@ func (t *Transport) init() {
 		t.store = t.Store
 		if t.store == nil {
 			t.store = NewLocalStore(&t.reg, LocalOptions{Breaker: t.Breaker, Budget: t.Budget, Backoff: t.Backoff,
-				MaxRetryAfter: t.maxAfter, KeepBlocked: t.KeepBlocked, NewRater: t.rater()})
+				MaxRetryAfter: t.maxAfter, KeepBlocked: t.KeepBlocked, NewRater: t.rater(), MaxSpacing: t.CrawlDelay.Max})
 		}
 		if t.UserAgent != "" && !t.IgnoreRobots {
 			t.robots = t.RobotsCache
@@ -252,6 +269,7 @@ func (t *Transport) Registry() *Registry {
 //
 // The host's in-flight slot is held until the response body is closed.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = withoutInjected(req)
 	h, err := t.enter(req)
 	if err != nil {
 		closeBody(req)
@@ -280,6 +298,9 @@ func (t *Transport) enter(req *http.Request) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !httpScheme(req.URL.Scheme) {
+		return nil, fmt.Errorf("%w: %q", ErrUnsupportedScheme, req.URL.Scheme)
+	}
 	h := t.reg.Get(key)
 	if t.robots != nil && !robots.IsFetch(req) {
 		if err := t.checkRobots(ctx, req, h); err != nil {
@@ -288,6 +309,34 @@ func (t *Transport) enter(req *http.Request) (*Host, error) {
 		}
 	}
 	return h, nil
+}
+
+// withoutInjected returns req, or when it is a redirect hop whose URL
+// carries credentials the first request of its chain did not (a Location
+// of http://user:secret@host/, which http.Client turns into an
+// Authorization field), a copy without them: a redirect must not make us
+// send credentials (issue 17, defect 5).
+func withoutInjected(req *http.Request) *http.Request {
+	if req.URL == nil || req.URL.User == nil || req.Response == nil {
+		return req
+	}
+	first := req
+	for first.Response != nil && first.Response.Request != nil {
+		first = first.Response.Request
+	}
+	if first.URL != nil && first.URL.User != nil && first.URL.User.String() == req.URL.User.String() &&
+		strings.EqualFold(first.URL.Host, req.URL.Host) {
+		return req // the caller's own, on its own host
+	}
+	r := req.Clone(req.Context())
+	r.URL.User = nil
+	r.Header.Del("Authorization")
+	return r
+}
+
+// httpScheme reports whether s is http or https, in any case.
+func httpScheme(s string) bool {
+	return strings.EqualFold(s, "http") || strings.EqualFold(s, "https")
 }
 
 // send runs the attempts. On success the returned response's body holds the

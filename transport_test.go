@@ -360,7 +360,11 @@ func TestRateLimitCeiling(t *testing.T) {
 	}{
 		{"policy", []string{"RateLimit-Policy", `"default";q=20;w=2`, "RateLimit", `"default";r=1;t=1`}, 10},
 		{"short window", []string{"X-RateLimit-Limit", "10", "X-RateLimit-Remaining", "1", "X-RateLimit-Reset", "1"}, 50},
-		{"long window", []string{"X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "36", "X-RateLimit-Reset", "3600"}, 0.01},
+		// 36 left in an hour would be one every 100 s: capped, like a
+		// Crawl-delay, at one a minute (issue 17).
+		{"long window", []string{"X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "36", "X-RateLimit-Reset", "3600"}, 1.0 / 60},
+		{"policy of one an hour", []string{"RateLimit-Policy", `"d";q=1;w=3600`}, 1.0 / 60},
+		{"policy of one per 11.6 days", []string{"RateLimit-Policy", `"d";q=1;w=999999999999999`}, 1.0 / 60},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

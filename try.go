@@ -133,6 +133,7 @@ type Tried struct {
 // the attempt failed without a response (*Error; then Tried says whether
 // it may be retried).
 func (t *Transport) Try(req *http.Request, o TryOptions) (*http.Response, Tried, error) {
+	req = withoutInjected(req)
 	h, err := t.enter(req)
 	if err != nil {
 		closeBody(req)

@@ -26,12 +26,15 @@ func keep(resp *http.Response, body []byte, truncated bool) *kept {
 	return k
 }
 
-// commitMsg is a finished URL (it, res, kept) or a put-off one (later).
+// commitMsg is a finished URL (it, res, kept), a put-off one (later), or a
+// host's long pause (pause).
 type commitMsg struct {
 	it    *item
 	res   *Result
 	kept  *kept
 	later *later
+	pause *hostPause
+	size  int64 // kept's bytes, held in the job's backlog until written
 }
 
 const maxBatch = 2048
@@ -78,7 +81,11 @@ func (j *Job) committer() error {
 			if err := j.flush(batch); err != nil {
 				firstErr = err
 				j.logError("commit", err)
+				j.fatal() // keep draining: workers finishing must not block
 			}
+		}
+		for _, m := range batch {
+			j.backlog.release(m.size)
 		}
 		clear(batch)
 	}
@@ -92,12 +99,18 @@ func (j *Job) committer() error {
 func (j *Job) flush(batch []commitMsg) error {
 	var finished []done
 	var deferred []later
+	var paused []hostPause
 	seq := j.res.seq
 	for _, m := range batch {
+		if m.pause != nil {
+			paused = append(paused, *m.pause)
+			continue
+		}
 		if m.later != nil {
 			deferred = append(deferred, *m.later)
 			continue
 		}
+		redactResult(m.res)
 		if m.kept != nil && j.warc != nil {
 			off := j.warc.response(m.res.URL, m.res.Finished, m.kept)
 			m.res.WARC = &off
@@ -120,7 +133,7 @@ func (j *Job) flush(batch []commitMsg) error {
 		}
 		marks[metaWARCOff] = off
 	}
-	if err := j.st.commit(finished, deferred, marks); err != nil {
+	if err := j.st.commit(finished, deferred, marks, paused...); err != nil {
 		return fmt.Errorf("crawl: committing to %s: %w", StateFile, err)
 	}
 	j.mu.Lock()

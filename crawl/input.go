@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/polite-go/polite"
 )
@@ -117,6 +118,38 @@ func ReadLines(r io.Reader, maxLen int, fn func(Line) error) error {
 	}
 }
 
+// canonical returns a URL that CheckURL accepted in the form the job keeps
+// it under (issue 17, defect 12): the scheme lower-cased and the fragment,
+// which is never sent, cut, so that HTTP://h/x, http://h/x#top and
+// http://h/x are one URL, fetched once; bytes that are not UTF-8
+// percent-encoded, as the request line sends them anyway, so results.jsonl
+// (JSON, UTF-8) holds the URL exactly instead of with U+FFFD in their
+// place.
+func canonical(s string) string {
+	if i := strings.IndexByte(s, '#'); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.IndexByte(s, ':'); i > 0 {
+		if scheme := s[:i]; scheme != strings.ToLower(scheme) {
+			s = strings.ToLower(scheme) + s[i:]
+		}
+	}
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			fmt.Fprintf(&b, "%%%02X", s[i])
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
 func handleLine(buf []byte, n, maxLen int, fn func(Line) error) error {
 	text := bytes.TrimSpace(buf)
 	if len(text) == 0 || text[0] == '#' {
@@ -134,6 +167,9 @@ func handleLine(buf []byte, n, maxLen int, fn func(Line) error) error {
 	host, problem := CheckURL(s, maxLen)
 	if problem != "" && len(s) > keepInvalid {
 		s = strings.ToValidUTF8(s[:keepInvalid], "") + "…"
+	}
+	if problem == "" {
+		s = canonical(s)
 	}
 	return fn(Line{Text: s, Host: host, Problem: problem})
 }

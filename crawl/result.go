@@ -7,17 +7,18 @@ import (
 // Outcomes of a URL, as results.jsonl names them (DESIGN.md, the CLI
 // contract).
 const (
-	OK               = "ok"                // a 2xx or 3xx response
-	HTTPError        = "http_error"        // another status, after any retries
-	Throttled        = "throttled"         // still 429/503 (or paused) when retries ran out
-	Blocked          = "blocked"           // the host answered with a soft block (WAF, captcha)
-	RobotsDisallowed = "robots_disallowed" // robots.txt disallows it; never requested
-	InvalidURL       = "invalid_url"       // the line is not a URL to fetch; never requested
-	NetworkError     = "network_error"     // no response (refused, reset, timeout), after any retries
+	OK                = "ok"                 // a 2xx or 3xx response
+	HTTPError         = "http_error"         // another status, after any retries
+	Throttled         = "throttled"          // still 429/503 (or paused) when retries ran out
+	Blocked           = "blocked"            // the host answered with a soft block (WAF, captcha)
+	RobotsDisallowed  = "robots_disallowed"  // robots.txt disallows it; never requested
+	RobotsUnreachable = "robots_unreachable" // robots.txt could not be fetched, after the job's retries; never requested
+	InvalidURL        = "invalid_url"        // the line is not a URL to fetch; never requested
+	NetworkError      = "network_error"      // no response (refused, reset, timeout), after any retries
 )
 
 // Outcomes lists every outcome in a stable order, for reports.
-var Outcomes = []string{OK, HTTPError, Throttled, Blocked, RobotsDisallowed, InvalidURL, NetworkError}
+var Outcomes = []string{OK, HTTPError, Throttled, Blocked, RobotsDisallowed, RobotsUnreachable, InvalidURL, NetworkError}
 
 // Result is one line of results.jsonl: what became of one URL. The fields up
 // to Finished are the CLI contract's; the rest are polite's additions.
@@ -33,8 +34,9 @@ type Result struct {
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
 
-	// Truncated says the body was longer than the size cap and only its
-	// first Bytes bytes were kept.
+	// Truncated says only the first Bytes bytes of the body were kept: it
+	// was longer than the size cap, or (for a failed response) it broke
+	// off.
 	Truncated bool `json:"truncated,omitempty"`
 	// FinalURL is the URL that answered, when redirects led elsewhere.
 	FinalURL string `json:"final_url,omitempty"`

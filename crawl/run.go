@@ -32,7 +32,8 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.mu.Lock()
 	j.start = start
 	j.mu.Unlock()
-	j.sched = newSched(j.tr.Ready)
+	j.sched = newSched(j.ready)
+	j.sched.giveUpFn = j.giveUp
 	if err := j.loadPending(ctx); err != nil {
 		return Summary{}, err
 	}
@@ -40,7 +41,16 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.loaded = true // Progress may read the hosts and the scheduler from now on
 	j.mu.Unlock()
 
+	fetchCtx, cancelFetch := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelFetch()
+	// A fatal commit error (a full disk) stops the fetchers at once: what
+	// they fetched could not be kept (issue 17, defect 4).
+	j.fatal = func() {
+		j.sched.Stop()
+		cancelFetch()
+	}
 	j.commits = make(chan commitMsg, 4*j.opts.Workers+1024)
+	j.backlog = newByteSem(max(j.opts.MaxBacklog, j.opts.MaxBody))
 	commitErr := make(chan error, 1)
 	go func() { commitErr <- j.committer() }()
 
@@ -53,8 +63,6 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	}
 	j.items = nil
 
-	fetchCtx, cancelFetch := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelFetch()
 	go j.sched.clock()
 	var wg sync.WaitGroup
 	for range j.opts.Workers {
@@ -114,6 +122,12 @@ func (j *Job) loadPending(ctx context.Context) error {
 		j.doneBefore += v
 	}
 	j.mu.Unlock()
+	// Pauses beyond MaxRetryAfter recorded by earlier runs hold their hosts
+	// back until they end.
+	paused := map[string]hostPause{}
+	if err := j.st.pauses(time.Now(), func(p hostPause) { paused[p.host] = p }); err != nil {
+		return fmt.Errorf("crawl: reading state: %w", err)
+	}
 	var valid []*item
 	var notBefore []time.Time
 	err = j.st.pending(ctx, func(r row) error {
@@ -122,6 +136,10 @@ func (j *Job) loadPending(ctx context.Context) error {
 			h := j.hosts[r.host]
 			if h == nil {
 				h = &host{key: r.host}
+				if p, ok := paused[r.host]; ok {
+					h.pausedUntil, h.pauseWhy = p.until, polite.Reason(p.reason)
+					h.persisted.Store(p.until.UnixMilli())
+				}
 				j.hosts[r.host] = h
 				j.hostList = append(j.hostList, h)
 			}
@@ -160,10 +178,18 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		return
 	}
 	h := it.host
+	if g := h.gaveUp.Load(); g != nil {
+		if !g.until.IsZero() {
+			j.persistPause(h, g.until, g.why)
+		}
+		j.finishErr(it, g.outcome, 0, g.msg)
+		return
+	}
 	resp, tr, err := j.tr.Try(req, polite.TryOptions{Attempt: it.attempts + 1, Retries: j.retries(h.key)})
 	if tr.Sent {
 		it.attempts++
 		h.stats.record(tr)
+		j.health(h, tr, err, resp)
 	}
 	if err != nil {
 		j.failed(ctx, it, err, tr)
@@ -193,6 +219,9 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	if j.again(it, tr, resp.Status) {
 		return
 	}
+	// A failed response's body that broke off is kept as it came, flagged
+	// (issue 17, defect 12).
+	truncated = truncated || rerr != nil
 	res := &Result{URL: it.url, Host: h.key, Outcome: out, Status: resp.StatusCode, Attempts: it.attempts,
 		Bytes: int64(len(body)), SHA256: sum, Truncated: truncated, Started: it.started.UTC(), Finished: now.UTC()}
 	if u := resp.Request.URL.String(); u != it.url {
@@ -203,6 +232,15 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		res.Error = fmt.Sprintf("blocked: %s", tr.Block)
 	case out == Throttled:
 		res.Error = fmt.Sprintf("throttled: %s after %d attempts", resp.Status, it.attempts)
+		if tr.Reason == polite.ReasonRetryAfter {
+			// The host named a pause beyond MaxRetryAfter: say until
+			// when, and keep it for the next run.
+			if st, ok := j.tr.State(h.key); ok && st.PausedUntil.After(now) {
+				res.Error += fmt.Sprintf("; host paused until %s (%s), beyond --max-retry-after",
+					st.PausedUntil.UTC().Format(time.RFC3339), st.PauseWhy)
+				j.persistPause(h, st.PausedUntil, st.PauseWhy)
+			}
+		}
 	case out != OK:
 		res.Error = resp.Status
 		if worthRetry(tr.Outcome) {
@@ -237,7 +275,7 @@ func (j *Job) again(it *item, tr polite.Tried, why string) bool {
 		next = tr.At // for a throttle, now: the host's pause holds it back
 	case tr.Reason == polite.ReasonBudget:
 		why += ", retry budget spent"
-		next = time.Now().Add(budgetWait)
+		next = time.Now().Add(min(budgetWait, j.maxDelay()))
 	default:
 		return false
 	}
@@ -291,16 +329,45 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 	var be *polite.BlockedError
 	switch {
 	case errors.As(err, &pe):
-		j.finishErr(it, Throttled, 0, fmt.Sprintf("throttled: host paused until %s (%s), beyond --max-retry-after",
-			pe.Until.UTC().Format(time.RFC3339), pe.Reason))
+		j.finishErr(it, Throttled, 0, pausedMsg(pe.Until, pe.Reason))
+		j.persistPause(it.host, pe.Until, pe.Reason)
 	case errors.As(err, &be):
 		j.finishErr(it, Blocked, 0, fmt.Sprintf("blocked: host %s answered with a %s", be.Host, be.Reason))
+	case errors.Is(err, polite.ErrRobotsUnreachable):
+		// Disallowed for now (issue 17, defect 9): the URL waits for
+		// robots.txt to be fetched again, as many times as it may be
+		// retried, each wait the backoff's cap (which the robots cache's
+		// ErrorTTL must not exceed for each look to see a new fetch; the
+		// CLI sees to it).
+		it.robotsTries++
+		if it.robotsTries <= j.retries(it.host.key) {
+			next := time.Now().Add(j.maxDelay())
+			it.reason = "robots.txt unreachable"
+			j.sched.retry(it, next)
+			j.deferred(it, next)
+			return
+		}
+		j.finishErr(it, RobotsUnreachable, 0, fmt.Sprintf("robots.txt unreachable (checked %d times): %v", it.robotsTries, err))
 	case errors.Is(err, robots.ErrDisallowed):
 		j.finishErr(it, RobotsDisallowed, 0, err.Error())
 	case context.Cause(ctx) != nil && errors.Is(context.Cause(ctx), context.Canceled):
 		// The job is stopping: leave the URL for the next run.
 		j.sched.retry(it, time.Now())
 		j.deferred(it, time.Time{})
+	case !tr.Sent && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		// The request's --timeout ran out before it was sent: it waited
+		// for a robots.txt that trickles in (issue 17, defect 9). The
+		// fetch goes on, bounded by the robots cache's own timeout; the
+		// URL waits for it again, as many times as it may be retried.
+		it.robotsTries++
+		if it.robotsTries <= j.retries(it.host.key) {
+			it.reason = "waiting for robots.txt"
+			now := time.Now()
+			j.sched.retry(it, now)
+			j.deferred(it, now)
+			return
+		}
+		j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (waited %d times)", unwrapPolite(err), it.robotsTries))
 	case tr.Sent:
 		if !j.again(it, tr, "network error") {
 			j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (after %d attempts)", unwrapPolite(err), it.attempts))
@@ -331,7 +398,11 @@ func (j *Job) finishErr(it *item, outcome string, status int, msg string) {
 
 // finish hands a finished URL to the committer and the scheduler.
 func (j *Job) finish(it *item, res *Result, k *kept) {
-	j.commits <- commitMsg{it: it, res: res, kept: k}
+	n := k.size()
+	if n > 0 {
+		j.backlog.acquire(n) // back-pressure: the committer is behind
+	}
+	j.commits <- commitMsg{it: it, res: res, kept: k, size: n}
 	if it.host != nil {
 		it.host.stats.done.Add(1)
 		if res.Failed() {

@@ -3,6 +3,7 @@ package crawl
 import (
 	"container/heap"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/polite-go/polite"
@@ -17,6 +18,10 @@ type item struct {
 	attempts int       // requests sent so far, over every run
 	started  time.Time // the first attempt; zero before it
 	reason   string    // why it last waited
+	// robotsTries counts the times robots.txt was unreachable for it, or
+	// its fetch outlasted the URL's timeout (this run): it waits for
+	// robots.txt again while it may be retried.
+	robotsTries int
 }
 
 // hostState says where a host is in the scheduler.
@@ -43,7 +48,32 @@ type host struct {
 	state    hostState
 	wakeAt   time.Time
 
+	// pausedUntil is a pause beyond MaxRetryAfter recorded by an earlier
+	// run (the hosts table), and pauseWhy its reason; set before Run
+	// starts fetching, read-only afterwards.
+	pausedUntil time.Time
+	pauseWhy    polite.Reason
+
+	// gaveUp, once set, finishes every URL of the host still waiting
+	// (issue 17, defect 1): the host named a pause beyond MaxRetryAfter, or
+	// its breaker did not close within HostGiveUp.
+	gaveUp atomic.Pointer[givenUp]
+	// persisted is the pause end last written to the hosts table (unix ms).
+	persisted atomic.Int64
+	// failing is since when (unix ns) the host's breaker has not closed,
+	// 0 while it is closed; lastFail what its last failed attempt came to.
+	failing  atomic.Int64
+	lastFail atomic.Pointer[givenUp]
+
 	stats hostStats
+}
+
+// givenUp is why a host's remaining URLs are finished unsent.
+type givenUp struct {
+	outcome string
+	msg     string
+	until   time.Time // the pause's end, when a pause is why
+	why     polite.Reason
 }
 
 func (h *host) queued() int { return len(h.queue) - h.head }
@@ -86,8 +116,12 @@ func (h *host) pop() *item {
 //
 // A sched is safe for concurrent use.
 type sched struct {
-	readyFn func(key string, now time.Time) (time.Duration, polite.Reason) // Transport.Ready
-	wake    chan struct{}                                                  // the timer heap's head moved earlier
+	readyFn func(h *host, now time.Time) (time.Duration, polite.Reason) // Transport.Ready, and pauses of earlier runs
+	// giveUpFn, when set, is asked (with mu held) about a host that is
+	// not ready for a while: a non-nil answer finishes the host's URLs
+	// (they are handed out at once, marked, instead of waiting).
+	giveUpFn func(h *host, d time.Duration, why polite.Reason, now time.Time) *givenUp
+	wake     chan struct{} // the timer heap's head moved earlier
 
 	// mu guards every field below, and the hosts' guarded fields.
 	mu       sync.Mutex
@@ -102,7 +136,7 @@ type sched struct {
 	queued   int // URLs in hosts' queues
 }
 
-func newSched(ready func(key string, now time.Time) (time.Duration, polite.Reason)) *sched {
+func newSched(ready func(h *host, now time.Time) (time.Duration, polite.Reason)) *sched {
 	s := &sched{readyFn: ready, wake: make(chan struct{}, 1)}
 	s.cond = sync.NewCond(&s.mu)
 	return s
@@ -120,7 +154,7 @@ func (s *sched) add(it *item, notBefore time.Time) {
 // into the timer heap until notBefore. Called with mu held.
 func (s *sched) requeue(it *item, notBefore time.Time, front bool, now time.Time) {
 	h := it.host
-	if notBefore.After(now) {
+	if notBefore.After(now) && h.gaveUp.Load() == nil {
 		h.delayed++
 		s.delayed++
 		s.pushTimer(timer{at: notBefore, it: it})
@@ -164,10 +198,19 @@ func (s *sched) next() *item {
 		if h.queued() == 0 {
 			continue
 		}
+		if h.gaveUp.Load() != nil {
+			return s.handOut(h) // finished unsent by the worker
+		}
 		now := time.Now()
-		d, why := s.readyFn(h.key, now)
+		d, why := s.readyFn(h, now)
 		if why == polite.ReasonSlot && h.inflight > 0 {
 			continue // kicked again when one of its requests ends
+		}
+		if (d > 0 || why == polite.ReasonBreaker) && s.giveUpFn != nil {
+			if g := s.giveUpFn(h, d, why, now); g != nil {
+				s.abandon(h, g)
+				return s.handOut(h)
+			}
 		}
 		if d > 0 {
 			s.sleep(h, now.Add(d))
@@ -179,13 +222,39 @@ func (s *sched) next() *item {
 			s.sleep(h, now.Add(slotPoll))
 			continue
 		}
-		it := h.pop()
-		s.queued--
-		h.inflight++
-		s.inflight++
-		s.kick(h) // more for this host? back of the line
-		return it
+		return s.handOut(h)
 	}
+}
+
+// handOut pops h's next URL for a worker. Called with mu held.
+func (s *sched) handOut(h *host) *item {
+	it := h.pop()
+	s.queued--
+	h.inflight++
+	s.inflight++
+	s.kick(h) // more for this host? back of the line
+	return it
+}
+
+// abandon marks h given up and moves its URLs out of the timer heap into
+// its queue, so that every one is handed out (and finished) now, not when
+// its backoff ends. Called with mu held.
+func (s *sched) abandon(h *host, g *givenUp) {
+	h.gaveUp.Store(g)
+	kept := s.timers[:0]
+	for _, t := range s.timers {
+		if t.it != nil && t.it.host == h {
+			h.delayed--
+			s.delayed--
+			h.push(t.it, false)
+			s.queued++
+			continue
+		}
+		kept = append(kept, t)
+	}
+	clear(s.timers[len(kept):])
+	s.timers = kept
+	heap.Init(&s.timers)
 }
 
 // slotPoll is how long a host whose in-flight slots are all held by

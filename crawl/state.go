@@ -35,6 +35,11 @@ CREATE TABLE IF NOT EXISTS urls (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS urls_seq ON urls(seq) WHERE seq IS NOT NULL;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS hosts (
+	host         TEXT    PRIMARY KEY, -- host key
+	paused_until INTEGER NOT NULL,    -- unix ms: a pause beyond --max-retry-after the host named
+	reason       TEXT    NOT NULL     -- its reason (retry-after, ratelimit, ...)
+);
 `
 
 // Marks in the meta table.
@@ -204,9 +209,36 @@ type later struct {
 	started   time.Time
 }
 
+// hostPause is a host's pause beyond MaxRetryAfter, on its way to the
+// database.
+type hostPause struct {
+	host   string
+	until  time.Time
+	reason string
+}
+
+// pauses calls fn for every host pause recorded that ends after now.
+func (s *store) pauses(now time.Time, fn func(hostPause)) error {
+	rows, err := s.db.Query(`SELECT host, paused_until, reason FROM hosts WHERE paused_until > ?`, now.UnixMilli())
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p hostPause
+		var ms int64
+		if err := rows.Scan(&p.host, &ms, &p.reason); err != nil {
+			return err
+		}
+		p.until = time.UnixMilli(ms)
+		fn(p)
+	}
+	return rows.Err()
+}
+
 // commit records a batch in one transaction: finished URLs with their seq and
-// line, put-off URLs' attempts and not-before, and the marks.
-func (s *store) commit(finished []done, deferred []later, marks map[string]int64) error {
+// line, put-off URLs' attempts and not-before, host pauses, and the marks.
+func (s *store) commit(finished []done, deferred []later, marks map[string]int64, paused ...hostPause) error {
 	tx, err := s.db.Begin()
 	if err != nil {
 		return err
@@ -232,6 +264,14 @@ func (s *store) commit(finished []done, deferred []later, marks map[string]int64
 			if _, err := st.Exec(l.attempts, millis(l.notBefore), l.reason, millis(l.started), l.id); err != nil {
 				return err
 			}
+		}
+	}
+	for _, p := range paused {
+		if _, err := tx.Exec(`INSERT INTO hosts(host, paused_until, reason) VALUES(?, ?, ?)
+			ON CONFLICT(host) DO UPDATE SET paused_until = max(paused_until, excluded.paused_until),
+			reason = CASE WHEN excluded.paused_until > paused_until THEN excluded.reason ELSE reason END`,
+			p.host, p.until.UnixMilli(), p.reason); err != nil {
+			return err
 		}
 	}
 	for k, v := range marks {

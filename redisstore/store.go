@@ -88,6 +88,9 @@ type Options struct {
 	Backoff       retry.Backoff
 	MaxRetryAfter time.Duration
 	KeepBlocked   bool
+	// MaxSpacing caps the spacing a RateLimit ceiling may ask for, as
+	// polite.LocalOptions.MaxSpacing does.
+	MaxSpacing time.Duration
 	// IdleTimeout is how long an idle host's keys live; the registry's
 	// default (polite.DefaultIdleTimeout) if zero.
 	IdleTimeout time.Duration
@@ -173,7 +176,7 @@ func New(c redis.UniversalClient, reg *polite.Registry, o Options) (*Store, erro
 		budget: o.Budget.WithDefaults(), idle: idle.Microseconds(), lease: o.LeaseTTL.Microseconds(),
 		worker: hex.EncodeToString(id[:]), done: make(chan struct{})}
 	s.health.local = polite.NewLocalStore(reg, polite.LocalOptions{Breaker: o.Breaker, Budget: o.Budget,
-		Backoff: o.Backoff, MaxRetryAfter: o.MaxRetryAfter, KeepBlocked: o.KeepBlocked})
+		Backoff: o.Backoff, MaxRetryAfter: o.MaxRetryAfter, KeepBlocked: o.KeepBlocked, MaxSpacing: o.MaxSpacing})
 	go s.beat()
 	return s, nil
 }
@@ -303,7 +306,7 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 		return s.health.local.Report(h, r)
 	}
 	key := h.Key()
-	rd := polite.ReadReport(r, polite.ReadOptions{Backoff: s.o.Backoff, MaxRetryAfter: s.o.MaxRetryAfter})
+	rd := polite.ReadReport(r, polite.ReadOptions{Backoff: s.o.Backoff, MaxRetryAfter: s.o.MaxRetryAfter, MaxSpacing: s.o.MaxSpacing})
 	v := polite.Verdict{Advertised: rd.Advertised, GiveUp: rd.GiveUp}
 	args := s.common(r.Now, s.reg.LimitsFor(key),
 		s.theirs(r.Sent), flag(rd.Throttle), rd.Pause.Microseconds(), string(rd.PauseWhy),
@@ -352,6 +355,9 @@ func (s *Store) SetCeiling(h *polite.Host, now time.Time, why polite.Reason, rat
 	}
 	key := h.Key()
 	l := s.reg.LimitsFor(key)
+	if why != polite.ReasonCrawlDelay && rate > 0 {
+		rate = max(rate, polite.MinCeiling(s.o.MaxSpacing))
+	}
 	res, err := s.run(setCeilingScript, key, s.common(now, l, string(why), max(rate, 0)))
 	if err != nil {
 		return s.health.local.SetCeiling(h, now, why, rate)

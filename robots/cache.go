@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/idna"
 )
 
 // Defaults for the zero fields of Cache.
@@ -80,6 +83,10 @@ type Cache struct {
 	// TTL, whichever is shorter (but never below ErrorTTL itself). If zero,
 	// DefaultErrorTTL (1 min) is used.
 	ErrorTTL time.Duration
+	// MaxErrorTTL, if positive, caps the doubling of ErrorTTL (an hour
+	// otherwise): a crawl whose URLs wait for an unreachable robots.txt
+	// to come back re-fetches it at least this often.
+	MaxErrorTTL time.Duration
 	// Timeout bounds one fetch, redirects and body included. If zero,
 	// DefaultTimeout (1 min) is used.
 	Timeout time.Duration
@@ -154,7 +161,7 @@ func Origin(u *url.URL) (string, error) {
 	if scheme != "http" && scheme != "https" {
 		return "", fmt.Errorf("robots: unsupported scheme %q", u.Scheme)
 	}
-	host, port := strings.ToLower(u.Hostname()), u.Port()
+	host, port := canonicalHost(u.Hostname()), u.Port()
 	if host == "" {
 		return "", fmt.Errorf("robots: no host in URL")
 	}
@@ -173,6 +180,33 @@ func Origin(u *url.URL) (string, error) {
 		return scheme + "://" + net.JoinHostPort(host, port), nil
 	}
 	return scheme + "://" + host, nil
+}
+
+// canonicalHost returns the one spelling of a host an origin is keyed by,
+// so that robots.txt is fetched once per origin however its URLs spell it
+// (issue 17, defect 12): an IP address in its canonical form (IPv4-mapped
+// IPv6 as IPv4, "0:0::1" as "::1"), a name lower-cased and in its ASCII
+// (punycode) form. A name IDNA rejects is kept lower-cased.
+func canonicalHost(host string) string {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Unmap().String()
+	}
+	host = strings.ToLower(host)
+	if !isASCII(host) {
+		if h, err := idna.Lookup.ToASCII(host); err == nil {
+			return h
+		}
+	}
+	return host
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // Get returns the robots.txt rules for u's origin, fetching them if they are
@@ -430,6 +464,9 @@ func (c *Cache) errorTTL(n int) time.Duration {
 		d = DefaultErrorTTL
 	}
 	limit := max(min(maxErrorTTL, c.ttl()), d)
+	if c.MaxErrorTTL > 0 {
+		limit = max(min(limit, c.MaxErrorTTL), d)
+	}
 	for i := 1; i < n && d < limit; i++ {
 		d *= 2
 	}

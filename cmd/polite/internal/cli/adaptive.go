@@ -8,8 +8,24 @@ import (
 // adaptive sets the Transport's adaptive controller for --adaptive: each
 // host's rate starts at --rate (its Limits.Rate) and tunes itself, up to
 // --max-rate (0: the controller's default ceiling).
+//
+// The spacing of the floor rate is a wait polite chooses itself, so it is
+// kept within --max-delay too (issue 17, defect 1: cut to 0.1 req/s, a
+// dead host's attempts went 10 s apart under --max-delay 1s), unless --rate
+// asks for slower still.
 func (o *fetchOptions) adaptive(tr *polite.Transport) {
-	if o.Adaptive {
-		tr.Adaptive = &adaptive.Config{Max: o.MaxRate}
+	if !o.Adaptive {
+		return
 	}
+	c := &adaptive.Config{Max: o.MaxRate}
+	if s := o.MaxDelay.Seconds(); s > 0 {
+		if floor := 1 / s; floor > adaptive.DefaultMin {
+			top := o.MaxRate
+			if top <= 0 {
+				top = adaptive.DefaultMax
+			}
+			c.Min = min(floor, o.Rate, top)
+		}
+	}
+	tr.Adaptive = c
 }

@@ -78,6 +78,7 @@ job resume.`,
 	fo.Retries = 5
 	fo.MaxDelay = 10e9
 	fo.MaxRetryAfter = 60e9
+	fo.HostGiveUp = 5 * 60e9
 	fo.Timeout = 10e9
 	fo.Grace = 5e9
 	fo.MaxURLLen = 8 << 10

@@ -21,6 +21,7 @@ import (
 	"github.com/polite-go/polite/crawl"
 	"github.com/polite-go/polite/inflight"
 	"github.com/polite-go/polite/retry"
+	"github.com/polite-go/polite/robots"
 )
 
 // fetchOptions are the settings of `polite fetch`, parsed and checked.
@@ -38,9 +39,11 @@ type fetchOptions struct {
 	Retries       int
 	MaxDelay      time.Duration
 	MaxRetryAfter time.Duration
+	HostGiveUp    time.Duration
 	Timeout       time.Duration
 	Grace         time.Duration
 	Robots        bool
+	AllowPrivate  bool
 	UserAgent     string
 	Key           polite.KeyBy
 	Config        string  // path of the per-host rules file
@@ -59,6 +62,8 @@ type fetchOptions struct {
 	list     io.Reader         // the URL list
 	onReady  func()            // called once the job is loaded, before fetching
 	summaryN int               // hosts in the final summary
+	// Set by tests: no signal handling (a synctest bubble forbids it).
+	noSignals bool
 }
 
 // defaultUserAgent names polite and where to read about it, as a crawler's
@@ -86,8 +91,9 @@ unless --robots=false.
 Output, in --out:
   results.jsonl   one JSON object per URL once finished: url, host, outcome
                   (ok, http_error, throttled, blocked, robots_disallowed,
-                  invalid_url, network_error), status, attempts, bytes, sha256,
-                  error, started, finished; and truncated, final_url,
+                  robots_unreachable, invalid_url, network_error), status,
+                  attempts, bytes, sha256, error, started, finished; and
+                  truncated, final_url,
                   warc_offset or file when they apply
   state.db        the job's state (SQLite; open it with sqlite3)
   bodies.warc     request and response records (--bodies warc), or bodies/
@@ -144,10 +150,12 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&o.Out, "out", "polite-out", "the job's `DIR`: state.db, results.jsonl, bodies; running again on the same DIR resumes")
 	f.IntVar(&o.Workers, "workers", crawl.DefaultWorkers, "requests in flight over all hosts")
 	f.IntVar(&o.Retries, "retries", crawl.DefaultRetries, "retries of a URL after its first attempt (429/503, 408/504, 5xx, no response)")
-	f.DurationVar(&o.MaxDelay, "max-delay", retry.DefaultCap, "cap of the backoff between retries of a URL")
-	f.DurationVar(&o.MaxRetryAfter, "max-retry-after", crawl.DefaultMaxRetryAfter, "longest pause (Retry-After, breaker) a URL waits out; beyond, it ends throttled")
+	f.DurationVar(&o.MaxDelay, "max-delay", retry.DefaultCap, "cap of every wait polite chooses itself: backoff between retries, breaker open delay")
+	f.DurationVar(&o.MaxRetryAfter, "max-retry-after", crawl.DefaultMaxRetryAfter, "longest pause a host may name (Retry-After, RateLimit reset) that its URLs wait out; beyond, they end throttled at once")
+	f.DurationVar(&o.HostGiveUp, "host-give-up", crawl.DefaultHostGiveUp, "a host whose breaker has not closed for this long has its remaining URLs finished with the reason")
 	f.DurationVar(&o.Timeout, "timeout", crawl.DefaultTimeout, "time limit of one request, body included")
 	f.DurationVar(&o.Grace, "grace", crawl.DefaultGrace, "after Ctrl-C, how long requests in flight may finish")
+	f.BoolVar(&o.AllowPrivate, "allow-private", false, "connect to non-public addresses too (private, link-local, loopback); by default only the loopback ports the list names are")
 	f.StringVar(&o.Config, "config", "", "TOML `FILE` of per-host rules (see below)")
 	f.StringVar(&o.Redis, "redis", "", "Redis `URL` (redis://HOST:PORT/DB) through which a fleet of workers shares each host's rate, pause, breaker and retry budget")
 	f.StringVar(&o.Fleet, "fleet", "default", "the fleet's `NAME` in Redis: workers with the same --redis and --fleet share budgets")
@@ -195,7 +203,7 @@ func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 	if o.Retries < 0 {
 		return usageErr("--retries %d: must not be negative", o.Retries)
 	}
-	for name, d := range map[string]time.Duration{"--max-delay": o.MaxDelay, "--max-retry-after": o.MaxRetryAfter, "--timeout": o.Timeout, "--grace": o.Grace} {
+	for name, d := range map[string]time.Duration{"--max-delay": o.MaxDelay, "--max-retry-after": o.MaxRetryAfter, "--timeout": o.Timeout, "--grace": o.Grace, "--host-give-up": o.HostGiveUp} {
 		if d <= 0 {
 			return usageErr("%s %v: must be positive", name, d)
 		}
@@ -261,15 +269,21 @@ func parseSize(s string) (int64, error) {
 }
 
 // transport builds the polite Transport of a fetch, without a Logger:
-// polite's per-decision log records are for debugging.
-func (o *fetchOptions) transport() *polite.Transport {
+// polite's per-decision log records are for debugging. Unless
+// --allow-private it connects only to public addresses and the loopback
+// ports in loop.
+func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 	conc := o.Concurrency
 	if conc >= inflight.Max {
 		conc = inflight.Max
 	}
 	base := o.base
 	if base == nil {
-		base = crawl.NewBase()
+		b := crawl.NewBase()
+		if !o.AllowPrivate {
+			publicOnly(b, loop)
+		}
+		base = b
 	}
 	tr := &polite.Transport{
 		Base:          base,
@@ -277,6 +291,7 @@ func (o *fetchOptions) transport() *polite.Transport {
 		Key:           o.Key,
 		MaxInFlight:   o.Workers,
 		Backoff:       retry.Backoff{Cap: o.MaxDelay},
+		Breaker:       crawl.BreakerFor(o.MaxDelay),
 		MaxRetryAfter: o.MaxRetryAfter,
 		UserAgent:     o.UserAgent,
 	}
@@ -284,6 +299,13 @@ func (o *fetchOptions) transport() *polite.Transport {
 		tr.Rules = o.Rules.politeRules()
 	}
 	o.policy(tr)
+	if !tr.IgnoreRobots {
+		// An unreachable robots.txt is fetched again within --max-delay,
+		// a wait polite chooses itself, so that the URLs waiting for it
+		// (a retry each) see a new fetch each time (issue 17, defect 9).
+		tr.RobotsCache = &robots.Cache{Client: &http.Client{Transport: tr}, UserAgent: o.UserAgent,
+			ErrorTTL: min(robots.DefaultErrorTTL, o.MaxDelay), MaxErrorTTL: o.MaxDelay}
+	}
 	return tr
 }
 
@@ -312,8 +334,10 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	hard, stopHard := context.WithCancel(context.Background())
 	defer stopHard()
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	if !o.noSignals {
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sigs)
+	}
 	go func() {
 		select {
 		case <-sigs:
@@ -329,7 +353,9 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		}
 	}()
 
-	tr := o.transport()
+	loop := &loopbackPorts{}
+	list = loop.tap(list)
+	tr := o.transport(loop)
 	if o.Redis != "" {
 		closeRedis, err := o.fleetStore(ctx, e, tr)
 		if err != nil {
@@ -344,7 +370,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	opts := crawl.Options{
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
 		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
-		MaxURLLen: o.MaxURLLen, Grace: o.Grace,
+		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp,
 	}
 	if o.Retries == 0 {
 		opts.Retries = -1

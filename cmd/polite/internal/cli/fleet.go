@@ -79,8 +79,12 @@ func (o *fetchOptions) fleetStore(ctx context.Context, e *env, tr *polite.Transp
 	s, err := redisstore.New(c, tr.Registry(), redisstore.Options{
 		Prefix:        "polite:" + o.Fleet + ":",
 		Timeout:       redisTimeout,
+		Breaker:       tr.Breaker,
+		Budget:        tr.Budget,
 		Backoff:       tr.Backoff,
 		MaxRetryAfter: tr.MaxRetryAfter,
+		KeepBlocked:   tr.KeepBlocked,
+		MaxSpacing:    tr.CrawlDelay.Max,
 		// A request takes at most --timeout, body included: a slot leased
 		// by a worker killed mid-request comes back soon after.
 		LeaseTTL: o.Timeout + 10*time.Second,

@@ -1,0 +1,113 @@
+package crawl
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/breaker"
+	"github.com/polite-go/polite/retry"
+)
+
+// A job always ends (issue 17, defect 1). Every wait the job or its
+// Transport chooses on its own (backoff, breaker, budget) is capped by the
+// backoff's cap; a wait the server names is honoured up to MaxRetryAfter,
+// and beyond it the host's waiting URLs are finished at once as throttled,
+// the pause kept in state.db so that a rerun leaves the host alone until
+// then; and a host whose breaker has not closed for HostGiveUp has its
+// remaining URLs finished with the reason. So a dead host costs at most
+// HostGiveUp (plus one backoff cap), not days.
+
+// ready is the scheduler's Transport.Ready, behind the pause an earlier run
+// recorded for the host.
+func (j *Job) ready(h *host, now time.Time) (time.Duration, polite.Reason) {
+	if h.pausedUntil.After(now) {
+		return h.pausedUntil.Sub(now), h.pauseWhy
+	}
+	return j.tr.Ready(h.key, now)
+}
+
+// giveUp decides, for a host not ready for d (why), whether its remaining
+// URLs are finished now. It is called with the scheduler's lock held.
+func (j *Job) giveUp(h *host, d time.Duration, why polite.Reason, now time.Time) *givenUp {
+	switch why {
+	case polite.ReasonRate, polite.ReasonSlot, polite.ReasonBlock, polite.ReasonBreaker:
+		// The rate is the job's own pacing (under the host's capped
+		// ceilings); a block finishes each URL through Try; the breaker
+		// is bounded below.
+	default: // a pause: Retry-After, RateLimit quota, backoff
+		if d > j.opts.MaxRetryAfter {
+			until := now.Add(d)
+			return &givenUp{outcome: Throttled, msg: pausedMsg(until, why), until: until, why: why}
+		}
+	}
+	since := h.failing.Load()
+	if j.opts.HostGiveUp > 0 && since != 0 && now.Sub(time.Unix(0, since)) >= j.opts.HostGiveUp {
+		g := &givenUp{outcome: NetworkError, msg: "no response"}
+		if f := h.lastFail.Load(); f != nil {
+			g.outcome, g.msg = f.outcome, f.msg
+		}
+		g.msg = fmt.Sprintf("host given up: its breaker has not closed for %v (since %s, --host-give-up %v); last attempt: %s",
+			now.Sub(time.Unix(0, since)).Round(time.Second), time.Unix(0, since).UTC().Format(time.RFC3339), j.opts.HostGiveUp, g.msg)
+		return g
+	}
+	return nil
+}
+
+// pausedMsg is the error of a URL finished because its host is paused
+// beyond MaxRetryAfter.
+func pausedMsg(until time.Time, why polite.Reason) string {
+	return fmt.Sprintf("throttled: host paused until %s (%s), beyond --max-retry-after",
+		until.UTC().Format(time.RFC3339), why)
+}
+
+// health follows whether h's breaker has closed since its failures began,
+// after an attempt that was sent: a failure that finds the breaker not
+// closed starts the count (if not started), anything else stops it.
+func (j *Job) health(h *host, tr polite.Tried, err error, resp *http.Response) {
+	if !worthRetry(tr.Outcome) {
+		if h.failing.Load() != 0 {
+			h.failing.Store(0)
+		}
+		return
+	}
+	f := &givenUp{outcome: NetworkError}
+	switch {
+	case resp != nil:
+		f.outcome, f.msg = outcomeOf(tr.Outcome), resp.Status
+	case err != nil:
+		f.msg = unwrapPolite(err).Error()
+	}
+	h.lastFail.Store(f)
+	if h.failing.Load() != 0 {
+		return
+	}
+	if st, ok := j.tr.State(h.key); ok && st.Breaker != breaker.Closed {
+		h.failing.CompareAndSwap(0, time.Now().UnixNano())
+	}
+}
+
+// persistPause records, once per instant, that h is paused until until, so
+// that a rerun does not send to it before then.
+func (j *Job) persistPause(h *host, until time.Time, why polite.Reason) {
+	ms := until.UnixMilli()
+	for {
+		cur := h.persisted.Load()
+		if ms <= cur {
+			return
+		}
+		if h.persisted.CompareAndSwap(cur, ms) {
+			break
+		}
+	}
+	j.commits <- commitMsg{pause: &hostPause{host: h.key, until: until, reason: string(why)}}
+}
+
+// maxDelay is the cap on the waits the job chooses itself: the backoff's.
+func (j *Job) maxDelay() time.Duration {
+	if c := j.backoff.Cap; c > 0 {
+		return c
+	}
+	return retry.DefaultCap
+}
