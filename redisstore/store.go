@@ -91,6 +91,9 @@ type Options struct {
 	// MaxSpacing caps the spacing a RateLimit ceiling may ask for, as
 	// polite.LocalOptions.MaxSpacing does.
 	MaxSpacing time.Duration
+	// Adaptive, when set, has the fleet tune each host's shared rate (see
+	// Adaptive).
+	Adaptive *Adaptive
 	// IdleTimeout is how long an idle host's keys live; the registry's
 	// default (polite.DefaultIdleTimeout) if zero.
 	IdleTimeout time.Duration
@@ -306,13 +309,15 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 		return s.health.local.Report(h, r)
 	}
 	key := h.Key()
-	rd := polite.ReadReport(r, polite.ReadOptions{Backoff: s.o.Backoff, MaxRetryAfter: s.o.MaxRetryAfter, MaxSpacing: s.o.MaxSpacing})
+	rd := polite.ReadReport(r, polite.ReadOptions{Backoff: s.o.Backoff, MaxRetryAfter: s.o.MaxRetryAfter, MaxSpacing: s.o.MaxSpacing,
+		Adaptive: s.o.Adaptive != nil})
 	v := polite.Verdict{Advertised: rd.Advertised, GiveUp: rd.GiveUp}
 	args := s.common(r.Now, s.reg.LimitsFor(key),
 		s.theirs(r.Sent), flag(rd.Throttle), rd.Pause.Microseconds(), string(rd.PauseWhy),
 		flag(rd.Failure), flag(rd.Success), rd.Block, rd.QuotaPause.Microseconds(), rd.Ceiling, flag(rd.Retry),
 		s.br.Threshold, s.br.Window.Microseconds(), s.br.OpenDelay.Microseconds(), s.br.MaxOpenDelay.Microseconds(), s.cut(),
-		s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds(), 0)
+		s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds())
+	args = append(args, s.adaptiveArgs()...)
 	res, err := s.run(reportScript, key, args)
 	if err != nil {
 		return s.health.local.Report(h, r)

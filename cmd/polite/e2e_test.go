@@ -552,3 +552,33 @@ func TestFleetRedisOutage(t *testing.T) {
 	// away: the host sees the rate, and a burst of one per worker.
 	checkRate(t, s.url, s.log(), rate, workers)
 }
+
+// TestFleetAdaptive: four workers with --adaptive against a host whose
+// hidden capacity is 20 req/s (429 beyond it, no Retry-After), starting at
+// 5 req/s: the fleet finds the capacity together, cuts once per wave, and
+// keeps the 429s few. Judged on the host's own log.
+func TestFleetAdaptive(t *testing.T) {
+	t.Parallel()
+	addr := redistest.Start(t)
+	const capacity, workers, each = 20.0, 4, 50
+	s := startSite(t, testbed.HostConfig{Name: "adaptive", Rate: capacity, Burst: 5, Latency: 10 * time.Millisecond})
+	start := time.Now()
+	fleet(t, s, workers, each, nil, "--rate", "5", "--max-rate", "100", "--adaptive", "--retries", "8",
+		"--redis", "redis://"+addr+"/0", "--fleet", "adaptive")
+	wall := time.Since(start)
+	hits := s.log()
+	var served, throttled int
+	for _, h := range hits {
+		switch h.status {
+		case 200:
+			served++
+		case 429:
+			throttled++
+		}
+	}
+	t.Logf("%d served, %d throttled (%.1f %%) in %v: %.1f req/s served of %v", served, throttled,
+		100*float64(throttled)/float64(len(hits)), wall.Round(time.Millisecond), float64(served)/wall.Seconds(), capacity)
+	if frac := float64(throttled) / float64(len(hits)); frac > 0.10 {
+		t.Errorf("%.1f %% of the fleet's requests were throttled, want at most 10 %%", 100*frac)
+	}
+}

@@ -22,6 +22,7 @@
 --   lt       when the last counted throttle was heard
 --   bf, be, bt   the retry budget: floor tokens, earned tokens, last update
 --   ln       the latest instant seen, so Redis's clock never runs backwards here
+--   ti       when the fleet's AIMD last raised (or cut) the rate
 local H, F, L = KEYS[1], KEYS[2], KEYS[3]
 
 local function num(v, d)
@@ -35,11 +36,11 @@ local function flt(x) return string.format('%.17g', x) end
 
 local st = {}
 do
-  local v = redis.call('HMGET', H, 'f', 'r', 'c', 'rc', 'pu', 'pw', 'blk', 'cbs', 'cbu', 'cbd', 'lt', 'bf', 'be', 'bt', 'ln')
+  local v = redis.call('HMGET', H, 'f', 'r', 'c', 'rc', 'pu', 'pw', 'blk', 'cbs', 'cbu', 'cbd', 'lt', 'bf', 'be', 'bt', 'ln', 'ti')
   st.f, st.r, st.c, st.rc = num(v[1], nil), num(v[2], nil), num(v[3], 0), num(v[4], 0)
   st.pu, st.pw, st.blk = num(v[5], 0), v[6] or '', v[7] or ''
   st.cbs, st.cbu, st.cbd, st.lt = num(v[8], 0), num(v[9], 0), num(v[10], 0), num(v[11], 0)
-  st.bf, st.be, st.bt, st.ln = num(v[12], nil), num(v[13], 0), num(v[14], 0), num(v[15], 0)
+  st.bf, st.be, st.bt, st.ln, st.ti = num(v[12], nil), num(v[13], 0), num(v[14], 0), num(v[15], 0), num(v[16], 0)
 end
 
 local now = num(ARGV[1], 0)
@@ -160,7 +161,7 @@ end
 
 local function save()
   local kv = {'pu', int(st.pu), 'pw', st.pw, 'cbs', int(st.cbs), 'cbu', int(st.cbu), 'cbd', int(st.cbd),
-    'lt', int(st.lt), 'c', flt(st.c), 'rc', flt(st.rc), 'be', flt(st.be), 'bt', int(st.bt), 'ln', int(st.ln)}
+    'lt', int(st.lt), 'ti', int(st.ti), 'c', flt(st.c), 'rc', flt(st.rc), 'be', flt(st.be), 'bt', int(st.bt), 'ln', int(st.ln)}
   if st.f ~= nil then kv[#kv + 1] = 'f' kv[#kv + 1] = int(st.f) end
   if st.r ~= nil then kv[#kv + 1] = 'r' kv[#kv + 1] = flt(st.r) end
   if st.bf ~= nil then kv[#kv + 1] = 'bf' kv[#kv + 1] = flt(st.bf) end

@@ -4,8 +4,9 @@
 -- [12] quota pause (µs), [13] quota ceiling (req/s, 0: none), [14] retry
 -- asked, [15] breaker threshold, [16] its window (µs), [17] open delay
 -- (µs), [18] longest open delay (µs), [19] jitter cut, [20..22] budget
--- ratio, floor per second, window (s), [23] a rate the caller's controller
--- set (0: none).
+-- ratio, floor per second, window (s), [23] adaptive (1: the fleet's AIMD
+-- tunes the host's rate), [24..27] its floor, ceiling, cut factor and
+-- growth per second.
 -- Returns {pause moved (µs, -1: no), quota pause moved (0/1), blocked
 -- (0/1), breaker from, breaker to, breaker until (µs), quota rate (req/s,
 -- "" unchanged), rate (req/s, "" unchanged), retry granted (0/1), now}.
@@ -14,15 +15,39 @@ local failure, success, block = ARGV[9] == '1', ARGV[10] == '1', ARGV[11]
 local quotaPause, ceiling, retry = num(ARGV[12], 0), num(ARGV[13], 0), ARGV[14] == '1'
 local thr, cbWindow, openDelay, maxOpen, cut = num(ARGV[15], 5), num(ARGV[16], 0), num(ARGV[17], 0), num(ARGV[18], 0), num(ARGV[19], 0)
 local ratio, minps, window = num(ARGV[20], 0), num(ARGV[21], 0), num(ARGV[22], 10)
-local newRate = num(ARGV[23], 0)
+local adaptive = ARGV[23] == '1'
+local aMin, aMax, aCut, aGrowth = num(ARGV[24], 0.1), num(ARGV[25], 1000), num(ARGV[26], 0.5), num(ARGV[27], 0.25)
 
 local out = {-1, 0, 0, 0, 0, 0, '', '', 0, now}
+
+-- The fleet's AIMD: the host's own rate, cut once per throttle wave (the
+-- wave rule below makes eight workers' 429s of one overshoot one cut), and
+-- grown while demand presses on it (the bucket empty when an answer comes:
+-- a rate nobody uses is no evidence the host bears more).
+local function setOwn(r)
+  local r0, b0 = inforce()
+  st.r = r
+  local r1, b1 = inforce()
+  if r1 ~= r0 then
+    retime(r0, b0, r1, b1)
+    out[8] = flt(r1)
+  end
+end
+if adaptive and st.r == nil then
+  if baseRate < 0 then st.r = aMax else st.r = math.min(math.max(baseRate, aMin), aMax) end
+end
 
 if throttle then
   -- A throttle answering a request sent before the last one was heard is
   -- the same wave: it may lengthen the pause, but counts once.
   failure = sent >= st.lt
-  if failure then st.lt = now end
+  if failure then
+    st.lt = now
+    if adaptive then
+      setOwn(math.max(aMin, st.r * aCut))
+      st.ti = now
+    end
+  end
   if pause(now + pauseUs, why) then out[1] = pauseUs end
   drain()
 end
@@ -77,13 +102,18 @@ if failure or success then
   end
 end
 
-if newRate > 0 then
-  local r0, b0 = inforce()
-  st.r = newRate
-  local r1, b1 = inforce()
-  if r1 ~= r0 then
-    retime(r0, b0, r1, b1)
-    out[8] = flt(r1)
+if adaptive and success and st.r < aMax then
+  local r, b = inforce()
+  if tokens(r, b) < 1 then
+    local since = math.max(st.ti, st.lt)
+    local grown = math.min(aMax, st.r * (1 + aGrowth * (now - since) / 1e6))
+    -- Rises under 2 % wait for more time to pass (as the local store's).
+    if since == 0 then
+      st.ti = now
+    elseif grown >= st.r * 1.02 then
+      setOwn(grown)
+      st.ti = now
+    end
   end
 end
 

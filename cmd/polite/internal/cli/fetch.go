@@ -362,10 +362,6 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 			return err
 		}
 		defer closeRedis()
-		if tr.Adaptive != nil || tr.NewRater != nil {
-			fmt.Fprintln(e.stderr, "polite: --redis: the fleet shares each host's configured rate; adaptive rates are not shared yet, so --adaptive is off")
-			tr.Adaptive, tr.NewRater = nil, nil
-		}
 	}
 	opts := crawl.Options{
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},

@@ -89,6 +89,7 @@ func (o *fetchOptions) fleetStore(ctx context.Context, e *env, tr *polite.Transp
 		// by a worker killed mid-request comes back soon after.
 		LeaseTTL: o.Timeout + 10*time.Second,
 		Outage:   outage,
+		Adaptive: o.fleetAdaptive(),
 		Logger:   slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	if err != nil {
@@ -100,4 +101,14 @@ func (o *fetchOptions) fleetStore(ctx context.Context, e *env, tr *polite.Transp
 		s.Close()
 		return c.Close()
 	}, nil
+}
+
+// fleetAdaptive is the fleet's AIMD for --adaptive (the Transport's own
+// controller reads one client's answers; a fleet's are spread over its
+// workers): up to --max-rate.
+func (o *fetchOptions) fleetAdaptive() *redisstore.Adaptive {
+	if !o.Adaptive {
+		return nil
+	}
+	return &redisstore.Adaptive{Max: o.MaxRate}
 }
