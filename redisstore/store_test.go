@@ -1,9 +1,12 @@
 package redisstore
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -46,5 +49,56 @@ func TestNewRefusesRetryingClient(t *testing.T) {
 	defer c.Close()
 	if _, err := New(c, &polite.Registry{}, Options{}); err != ErrRetries {
 		t.Errorf("New with a client that retries = %v, want ErrRetries", err)
+	}
+}
+
+// TestCluster runs every script against a three-node Redis Cluster, for
+// hosts whose keys land on different nodes: each script touches one host's
+// keys only, all in the slot of its hash tag, so none fails with CROSSSLOT
+// (a failed call would degrade the store). Real time: go-redis's cluster
+// client keeps goroutines a synctest bubble cannot wait out.
+func TestCluster(t *testing.T) {
+	addrs := redistest.StartCluster(t, 3)
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1})
+	defer client.Close()
+	reg := &polite.Registry{Limits: polite.Limits{Rate: 100, Burst: 2, Concurrency: 2}}
+	s, err := New(client, reg, Options{Prefix: "cluster:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	nodes := map[string]bool{}
+	for i := range 12 {
+		key := fmt.Sprintf("host%d.test", i)
+		h := reg.Get(key)
+		now := time.Now()
+		a := s.Admit(h, polite.Query{Now: now})
+		if !a.Granted || a.Lease == 0 {
+			t.Fatalf("%s: Admit = %+v, want granted with a lease", key, a)
+		}
+		hdr := http.Header{"Retry-After": {"1"}}
+		v := s.Report(h, polite.Report{Now: now, Sent: now, Outcome: polite.Throttled, Status: 429, Header: hdr, Attempt: 1})
+		if v.Pause != time.Second {
+			t.Errorf("%s: Report(429, Retry-After 1) paused %v, want 1s", key, v.Pause)
+		}
+		s.Keep(h, now, now)
+		s.Cancel(h, now)
+		s.SetRate(h, now, 50)
+		s.SetCeiling(h, now, polite.ReasonCrawlDelay, 10)
+		s.Release(h, a.Lease)
+		if st := s.State(h, now); st.PausedUntil.IsZero() || st.Rate != 10 || st.InFlight != 0 {
+			t.Errorf("%s: State = %+v, want paused, rate 10 (the crawl-delay ceiling), nothing in flight", key, st)
+		}
+		if d, _ := s.Degraded(); d {
+			t.Fatalf("%s: the store degraded: a script failed on the cluster", key)
+		}
+		reg.Put(h)
+		addr, err := client.MasterForKey(context.Background(), "cluster:{"+key+"}:h")
+		if err == nil {
+			nodes[addr.String()] = true
+		}
+	}
+	if len(nodes) < 2 {
+		t.Errorf("the hosts' keys landed on %d node(s); the test wants them spread", len(nodes))
 	}
 }

@@ -125,3 +125,33 @@ func ready(addr string, d time.Duration) bool {
 	}
 	return false
 }
+
+// StartCluster runs a Redis Cluster of n masters (no replicas) on loopback
+// and returns their addresses, once every slot is served.
+func StartCluster(t testing.TB, n int) []string {
+	t.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		addrs[i] = StartServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "2000").Addr
+	}
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatalf("redis-cli not found: %v", err)
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := exec.Command(cli, "-h", "127.0.0.1", "-p", strings.Split(addrs[0], ":")[1], "cluster", "info").Output()
+		if err == nil && strings.Contains(string(out), "cluster_state:ok") {
+			return addrs
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("the Redis Cluster did not come up")
+	return nil
+}
