@@ -35,8 +35,10 @@ local function int(x) return string.format('%.0f', x) end
 local function flt(x) return string.format('%.17g', x) end
 
 local st = {}
+local fields = {'f', 'r', 'c', 'rc', 'pu', 'pw', 'blk', 'cbs', 'cbu', 'cbd', 'lt', 'bf', 'be', 'bt', 'ln', 'ti'}
+local raw = redis.call('HMGET', H, unpack(fields)) -- as stored, so save writes only what changed
 do
-  local v = redis.call('HMGET', H, 'f', 'r', 'c', 'rc', 'pu', 'pw', 'blk', 'cbs', 'cbu', 'cbd', 'lt', 'bf', 'be', 'bt', 'ln', 'ti')
+  local v = raw
   st.f, st.r, st.c, st.rc = num(v[1], nil), num(v[2], nil), num(v[3], 0), num(v[4], 0)
   st.pu, st.pw, st.blk = num(v[5], 0), v[6] or '', v[7] or ''
   st.cbs, st.cbu, st.cbd, st.lt = num(v[8], 0), num(v[9], 0), num(v[10], 0), num(v[11], 0)
@@ -159,15 +161,42 @@ local function inflight()
   return redis.call('ZCARD', L)
 end
 
+-- encode returns field i of st as stored ('' for a default left unstored).
+local function encode(i)
+  local k = fields[i]
+  local v = st[k]
+  if k == 'f' or k == 'r' or k == 'bf' then
+    if v == nil then return false end
+  elseif k == 'pw' or k == 'blk' then
+    if v == '' then return false end
+    return v
+  elseif v == 0 then
+    return false
+  end
+  if k == 'r' or k == 'c' or k == 'rc' or k == 'be' or k == 'bf' then return flt(v) end
+  return int(v)
+end
+
 local function save()
-  local kv = {'pu', int(st.pu), 'pw', st.pw, 'cbs', int(st.cbs), 'cbu', int(st.cbu), 'cbd', int(st.cbd),
-    'lt', int(st.lt), 'ti', int(st.ti), 'c', flt(st.c), 'rc', flt(st.rc), 'be', flt(st.be), 'bt', int(st.bt), 'ln', int(st.ln)}
-  if st.f ~= nil then kv[#kv + 1] = 'f' kv[#kv + 1] = int(st.f) end
-  if st.r ~= nil then kv[#kv + 1] = 'r' kv[#kv + 1] = flt(st.r) end
-  if st.bf ~= nil then kv[#kv + 1] = 'bf' kv[#kv + 1] = flt(st.bf) end
-  if st.blk ~= '' then kv[#kv + 1] = 'blk' kv[#kv + 1] = st.blk end
-  redis.call('HSET', H, unpack(kv))
-  if st.f == nil then redis.call('HDEL', H, 'f') end
+  -- Write only the fields that changed: a plain admission changes one or
+  -- two. ln moves on every call; it is written once it is a second ahead
+  -- (time stays monotonic for a host within that).
+  local kv, del = {}, {}
+  for i = 1, #fields do
+    local e = encode(i)
+    local was = raw[i]
+    if fields[i] == 'ln' and e and was and st.ln - tonumber(was) < 1000000 then e = was end
+    if e ~= was then
+      if e then
+        kv[#kv + 1] = fields[i]
+        kv[#kv + 1] = e
+      else
+        del[#del + 1] = fields[i]
+      end
+    end
+  end
+  if #kv > 0 then redis.call('HSET', H, unpack(kv)) end
+  if #del > 0 then redis.call('HDEL', H, unpack(del)) end
   -- Kept while anything in it matters, then as long as an idle host is;
   -- a block or a breaker that is not closed is kept a day more.
   local keep = math.max((st.f or now) - now, st.pu - now, st.cbu - now, 0) + idle
