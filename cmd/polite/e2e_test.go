@@ -582,3 +582,54 @@ func TestFleetAdaptive(t *testing.T) {
 		t.Errorf("%.1f %% of the fleet's requests were throttled, want at most 10 %%", 100*frac)
 	}
 }
+
+// TestFleetKilledWorker: a worker killed with SIGKILL while its request
+// holds the fleet's only in-flight slot to a host gives it back when its
+// lease runs out (--timeout + 2 s); another worker then gets it, and the
+// host never sees two requests at once.
+func TestFleetKilledWorker(t *testing.T) {
+	t.Parallel()
+	addr := redistest.Start(t)
+	s := startSite(t, testbed.HostConfig{Name: "kill", Latency: 1500 * time.Millisecond})
+	list := func(name string, n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "%s/%s/%d\n", s.url, name, i)
+		}
+		p := filepath.Join(t.TempDir(), "urls.txt")
+		os.WriteFile(p, []byte(b.String()), 0o644)
+		return p
+	}
+	args := []string{"--progress", "none", "--rate", "inf", "--concurrency", "1", "--adaptive=false", "--robots=false",
+		"--timeout", "2s", "--redis", "redis://" + addr + "/0", "--fleet", "kill"}
+	a := exec.Command(bin, append(append([]string{"fetch", "--out", t.TempDir()}, args...), list("a", 5))...)
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill it once its first request is at the host.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.log()) == 0 && s.host.Stats().InFlight == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	killed := time.Now()
+	a.Process.Kill()
+	a.Wait()
+	r := polite(t, append(append([]string{"fetch", "--out", t.TempDir()}, args...), list("b", 2))...)
+	if r.code != 0 {
+		t.Fatalf("second worker: exit %d\n%s", r.code, r.stderr)
+	}
+	var first time.Time
+	for _, h := range s.log() {
+		if strings.HasPrefix(h.path, "/b/") && (first.IsZero() || h.at.Before(first)) {
+			first = h.at
+		}
+	}
+	wait := first.Sub(killed)
+	t.Logf("the killed worker's slot came back %v after the kill (lease: --timeout 2s + 2s)", wait.Round(time.Millisecond))
+	if wait > 4500*time.Millisecond {
+		t.Errorf("the second worker's first request came %v after the kill, want within the lease (4 s)", wait)
+	}
+	if st := s.host.Stats(); st.MaxInFlight > 1 {
+		t.Errorf("the host had %d requests in flight at once, want 1", st.MaxInFlight)
+	}
+}

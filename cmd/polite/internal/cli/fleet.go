@@ -13,6 +13,11 @@ import (
 	"github.com/polite-go/polite/redisstore"
 )
 
+// leaseMargin is how much longer than --timeout (which bounds a request,
+// body included) an in-flight lease lives: a worker killed mid-request
+// holds its slot that long at most.
+const leaseMargin = 2 * time.Second
+
 // redisTimeout bounds every call to the fleet's Redis: a dead Redis is seen
 // within it, and no request waits longer on one.
 const redisTimeout = 250 * time.Millisecond
@@ -85,12 +90,10 @@ func (o *fetchOptions) fleetStore(ctx context.Context, e *env, tr *polite.Transp
 		MaxRetryAfter: tr.MaxRetryAfter,
 		KeepBlocked:   tr.KeepBlocked,
 		MaxSpacing:    tr.CrawlDelay.Max,
-		// A request takes at most --timeout, body included: a slot leased
-		// by a worker killed mid-request comes back soon after.
-		LeaseTTL: o.Timeout + 10*time.Second,
-		Outage:   outage,
-		Adaptive: o.fleetAdaptive(),
-		Logger:   slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		LeaseTTL:      o.Timeout + leaseMargin,
+		Outage:        outage,
+		Adaptive:      o.fleetAdaptive(),
+		Logger:        slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	if err != nil {
 		c.Close()
