@@ -70,7 +70,7 @@ var (
 	setRateScript    = redis.NewScript(prelude + setRateLua)
 	setCeilingScript = redis.NewScript(prelude + setCeilingLua)
 	stateScript      = redis.NewScript(prelude + stateLua)
-	releaseScript    = redis.NewScript(prelude + releaseLua)
+	releaseScript    = redis.NewScript(releaseLua) // no prelude: it touches the leases only
 )
 
 // Options configure a Store. Each field but Prefix, Timeout and CallerClock
@@ -131,6 +131,7 @@ type Store struct {
 	seq    atomic.Uint64
 
 	health    health
+	hosts     sync.Map      // host key -> *combiner, while it has calls to make
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
 
@@ -214,46 +215,16 @@ func retries(c redis.Scripter) int {
 	return n
 }
 
-// Admit implements polite.Store.
+// Admit implements polite.Store. Admissions to one host made while a call
+// for it is out go together in the next call (see combine).
 func (s *Store) Admit(h *polite.Host, q polite.Query) polite.Admission {
 	if s.health.degraded.Load() {
 		return s.degradedAdmit(h, q)
 	}
-	key := h.Key()
-	l := s.reg.LimitsFor(key)
-	poll := maxHold
-	if l.Rate > 0 && !math.IsInf(l.Rate, 1) {
-		poll = max(time.Duration(min(1e9/l.Rate, float64(maxHold))), minPoll)
-	}
-	var fleetCap int
-	var seq uint64
-	if l.Concurrency > 0 && l.Concurrency < inflight.Max {
-		fleetCap, seq = l.Concurrency, s.seq.Add(1)
-	}
-	args := s.common(q.Now, l,
-		min(poll, q.MaxWait).Microseconds(), flag(q.First), flag(s.o.KeepBlocked),
-		s.br.OpenDelay.Microseconds(), s.cut(),
-		s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds(),
-		fleetCap, s.lease, s.leaseID(seq))
-	res, err := s.run(admitScript, key, args)
-	if err != nil {
-		return s.degradedAdmit(h, q)
-	}
-	code, us, why := integer(res, 0), micros(integer(res, 1)), str(res, 3)
-	switch code {
-	case 0:
-		return polite.Admission{Granted: true, At: q.Now.Add(us), Lease: seq}
-	case 1:
-		return polite.Admission{Err: &polite.BlockedError{Host: key, Reason: why}}
-	case 2:
-		return polite.Admission{Wait: us, Poll: us, Reason: polite.Reason(why)}
-	case 3:
-		err := &breaker.OpenError{Until: q.Now.Add(us)}
-		return polite.Admission{Reason: polite.ReasonBreaker, Wait: us, Poll: us, Err: fmt.Errorf("polite: host %q: %w", key, err)}
-	case 5:
-		return polite.Admission{Wait: slotPoll, Poll: slotPoll, Reason: polite.ReasonSlot}
-	}
-	return polite.Admission{Wait: us, Poll: min(max(us-poll, minPoll), maxHold), Reason: polite.ReasonRate}
+	p := &pending{q: q, done: make(chan struct{})}
+	s.combine(h, p, "")
+	<-p.done
+	return p.a
 }
 
 // slotPoll is how soon a request refused an in-flight slot asks again:
@@ -266,13 +237,13 @@ func (s *Store) leaseID(seq uint64) string {
 	return s.worker + ":" + strconv.FormatUint(seq, 10)
 }
 
-// Release implements polite.Store.
+// Release implements polite.Store. The release goes with the host's next
+// admissions, or on its own when none is being sent.
 func (s *Store) Release(h *polite.Host, lease uint64) {
 	if lease == 0 || s.health.degraded.Load() {
 		return // a lease Redis cannot hear of expires there
 	}
-	key := h.Key()
-	s.run(releaseScript, key, s.common(time.Now(), s.reg.LimitsFor(key), s.leaseID(lease)))
+	s.combine(h, nil, s.leaseID(lease))
 }
 
 // The local store's pacing of a bucket's waiters: a token due within about
@@ -452,12 +423,10 @@ func (s *Store) run(script *redis.Script, key string, args []any) (any, error) {
 		s.failed(err)
 		return nil, err
 	}
-	if !s.o.CallerClock {
-		if a, ok := res.([]any); ok && script == admitScript && len(a) > 2 {
-			// Our clock at the reply's midpoint against Redis's.
-			mid := sent.Add(time.Since(sent) / 2)
-			s.offset.Store(integer(a, 2) - mid.UnixMicro())
-		}
+	if !s.o.CallerClock && script == admitScript {
+		// Our clock at the reply's midpoint against Redis's.
+		mid := sent.Add(time.Since(sent) / 2)
+		s.offset.Store(integer(res, 0) - mid.UnixMicro())
 	}
 	return res, nil
 }
