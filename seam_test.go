@@ -1,9 +1,17 @@
 package polite
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polite-go/polite/retry"
 )
 
 // countingStore counts the admissions asked of the Store it wraps.
@@ -32,4 +40,100 @@ func TestStoreSetAfterRegistry(t *testing.T) {
 	if n := s.admits.Load(); n != 1 {
 		t.Errorf("the Store set after Registry() was asked %d admissions, want 1", n)
 	}
+}
+
+// leasingStore hands out a lease with every grant of the Store it wraps,
+// as a fleet's store does, and counts the leases not given back.
+type leasingStore struct {
+	Store
+	next atomic.Uint64
+	mu   sync.Mutex
+	out  map[uint64]bool
+}
+
+func (s *leasingStore) Admit(h *Host, q Query) Admission {
+	a := s.Store.Admit(h, q)
+	if a.Granted {
+		a.Lease = s.next.Add(1)
+		s.mu.Lock()
+		s.out[a.Lease] = true
+		s.mu.Unlock()
+	}
+	return a
+}
+
+func (s *leasingStore) Release(h *Host, lease uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.out[lease] {
+		panic(fmt.Sprintf("lease %d released twice or never granted", lease))
+	}
+	delete(s.out, lease)
+}
+
+// TestLeasesComeBack: every lease a Store grants is given back exactly once
+// whatever the request comes to (a body read or closed, a retried 500, a
+// throttle with Retry-After, a failure without response, a request given
+// up while it waits for a reserved token or a global slot, Try), or a
+// fleet's in-flight cap would leak slots until every request waits.
+func TestLeasesComeBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &Transport{Limits: Limits{Rate: 20, Burst: 2, Concurrency: 4}, MaxInFlight: 3, IgnoreRobots: true,
+			Backoff: retry.Backoff{Base: time.Millisecond, Cap: 10 * time.Millisecond}}
+		var n atomic.Int32
+		c, _ := setup(t, tr, map[string]http.HandlerFunc{
+			"ok.test":  func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") },
+			"err.test": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) },
+			"slow.test": func(w http.ResponseWriter, r *http.Request) {
+				if n.Add(1)%2 == 0 {
+					w.Header().Set("Retry-After", "1")
+					w.WriteHeader(429)
+				}
+			},
+		})
+		s := &leasingStore{Store: NewLocalStore(tr.Registry(), LocalOptions{}), out: map[uint64]bool{}}
+		tr.Store = s
+		var wg sync.WaitGroup
+		for i := range 30 {
+			host := []string{"ok.test", "err.test", "slow.test"}[i%3]
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(50+i*20)*time.Millisecond)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+host+"/", nil)
+				if resp, err := c.Do(req); err == nil {
+					if i%2 == 0 {
+						io.Copy(io.Discard, resp.Body)
+					}
+					resp.Body.Close()
+				}
+			})
+		}
+		wg.Wait()
+		try := func() {
+			req, _ := http.NewRequest("GET", "http://ok.test/try", nil)
+			if resp, _, err := tr.Try(req, TryOptions{Attempt: 1}); err == nil && resp != nil {
+				resp.Body.Close()
+			}
+		}
+		try()
+		// Every global slot held by an open body: Try gets the host's token
+		// and lease, then finds no global slot and gives them back.
+		var open []*http.Response
+		for range 3 {
+			time.Sleep(time.Second) // a token
+			if resp, err := c.Get("http://ok.test/held"); err == nil {
+				open = append(open, resp)
+			}
+		}
+		time.Sleep(time.Second)
+		try()
+		for _, resp := range open {
+			resp.Body.Close()
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if len(s.out) != 0 || s.next.Load() == 0 {
+			t.Errorf("%d of %d leases never given back", len(s.out), s.next.Load())
+		}
+	})
 }
