@@ -132,15 +132,34 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string) {
 			if i+1 < len(r) {
 				one = r[i+1]
 			}
-			p.a = s.admission(key, p.q, one, seqs[i], poll)
+			var ok bool
+			if p.a, ok = s.admission(key, p.q, one, seqs[i], poll); !ok {
+				s.failed(fmt.Errorf("redisstore: malformed admit reply %.100q", fmt.Sprint(one)))
+				p.a = s.degradedAdmit(h, p.q)
+			}
 		}
 		close(p.done)
 	}
 }
 
-// admission reads one result of the admit script for q.
-func (s *Store) admission(key string, q polite.Query, res any, seq uint64, poll time.Duration) polite.Admission {
-	code, us, why := integer(res, 0), micros(integer(res, 1)), str(res, 2)
+// admission reads one result of the admit script for q; false for a reply
+// that is not one (it grants nothing).
+func (s *Store) admission(key string, q polite.Query, res any, seq uint64, poll time.Duration) (polite.Admission, bool) {
+	a, ok := res.([]any)
+	if !ok || len(a) != 3 {
+		return polite.Admission{}, false
+	}
+	code, ok1 := a[0].(int64)
+	_, ok2 := a[1].(int64)
+	_, ok3 := a[2].(string)
+	if !ok1 || !ok2 || !ok3 || code < 0 || code > 5 {
+		return polite.Admission{}, false
+	}
+	us, why := max(micros(integer(res, 1)), 0), str(res, 2)
+	return s.decode(key, q, code, us, why, seq, poll), true
+}
+
+func (s *Store) decode(key string, q polite.Query, code int64, us time.Duration, why string, seq uint64, poll time.Duration) polite.Admission {
 	switch code {
 	case 0:
 		return polite.Admission{Granted: true, At: q.Now.Add(us), Lease: seq}
