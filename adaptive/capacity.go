@@ -58,8 +58,10 @@ func (c *Controller) bracket() {
 	}
 }
 
-// latencyHigh reports whether the median latency is past share × the
-// tolerance above the baseline, noise allowed for.
+// latencyHigh reports whether the latency is past share × the tolerance
+// above the baseline, noise allowed for, and by at least minRise: the
+// median of the newest answers, or every one of the very newest (a queue
+// building at the pace of the rate shows in them before the median moves).
 func (c *Controller) latencyHigh(t int64, share float64) bool {
 	if c.cfg.LatencyTolerance < 0 || c.lat.n < minLatN {
 		return false
@@ -68,8 +70,9 @@ func (c *Controller) latencyHigh(t int64, share float64) bool {
 	if b <= 0 {
 		return false
 	}
-	limit := float64(b)*(1+c.cfg.LatencyTolerance*share) + noiseSpreads*float64(spread)
-	return float64(c.lat.med) > limit
+	rise := max(float64(b)*c.cfg.LatencyTolerance*share+noiseSpreads*float64(spread), float64(minRise))
+	limit := float64(b) + rise
+	return float64(c.lat.med) > limit || float64(c.lat.newest) > limit
 }
 
 // latencyCheck reads a queue from the latency. When the median climbs past
@@ -89,7 +92,13 @@ func (c *Controller) latencyCheck(t int64) {
 	}
 	c.latHold = false
 	if tracing {
-		c.trace(t, "latency med=%v okRate=%.2f", c.lat.med, okRate)
+		c.trace(t, "latency med=%v newest=%v okRate=%.2f", c.lat.med, c.lat.newest, okRate)
+	}
+	if c.phase == probing {
+		// Past the full tolerance before the probe's own check (at half
+		// of it) saw it: the probe met the knee all the same.
+		c.probeKnee(t)
+		return
 	}
 	// Read while the rate grew, the served rate lags the capacity:
 	// probe again soon.

@@ -17,7 +17,7 @@ const (
 	DefaultWindow           = 500 * time.Millisecond
 	DefaultLatencyTolerance = 0.5
 	DefaultProbeInterval    = 2 * time.Second
-	DefaultMaxProbeInterval = 10 * time.Second
+	DefaultMaxProbeInterval = 7 * time.Second
 	DefaultMaxConcurrency   = 256
 )
 
@@ -145,6 +145,7 @@ const (
 	minSpan        = int64(time.Second)            // shortest bracket that measures a capacity
 	maxSpan        = int64(30 * time.Second)       // longest
 	minLatN        = 8                             // OK answers needed before latency counts
+	minRise        = int64(2 * time.Millisecond)   // the least latency rise read as a queue: scheduler and GC noise over a µs baseline is not one (issue 16)
 	drainShare     = 0.1                           // extra cut after a queue was seen, to drain it
 	serverLimit    = 0.95                          // served/sent below this: the host cannot keep up
 	noiseSpreads   = 0.75                          // latency noise allowance, in interquartile ranges
