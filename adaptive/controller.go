@@ -153,7 +153,7 @@ const (
 	minServed      = 4                             // answers per second worth reading a served rate from
 	straggle       = int64(100 * time.Millisecond) // throttles sent this soon after a decrease may be stragglers
 	minMeasure     = 6                             // answers served that make a throttled window a measurement
-	plainThrottles = 4                             // post-cut throttles that, outnumbering the served, cut again early
+	plainThrottles = 2                             // post-cut throttles that, outnumbering the served, cut again early
 	coarse         = 0.1                           // a capacity this uncertain (relative) is re-measured soon
 	winAnswers     = 8                             // answers a reaction window should see, at least
 	probeCost      = 50                            // requests per failed probe (one throttled), at least

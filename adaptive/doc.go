@@ -134,7 +134,7 @@
 //	settled   throttle, otherwise                       reacting  Backoff × rate; capacity ≤ rate
 //	reacting  throttle or overload                      reacting  counted, no decision: the wave the
 //	                                                              decrease answers
-//	reacting  early: 4+ post-cut throttles, at least   reacting  cut again to what was served since
+//	reacting  early: 2+ post-cut throttles, at least   reacting  cut again to what was served since
 //	          as many as served, past stragglers,                 the decrease (no deeper than Backoff)
 //	          and served far under the rate
 //	reacting  window end: still throttled late, fewer   reacting  the same window, held open longer
