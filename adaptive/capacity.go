@@ -87,11 +87,13 @@ func (c *Controller) latencyCheck(t int64) {
 	}
 	okRate := c.meter.okRate(t)
 	// A queue of ours at the host needs requests of ours waiting there: by
-	// Little's law, served × latency of them in flight on average. Under
-	// half a request, the latency rose for another reason (the client's own CPU or
-	// workers, another client): hold, do not cut. 1,000 hosts sharing 128
-	// workers each saw 17 served/s at 8 ms and were cut from 1,000 req/s
-	// to 15 (issue 16: the spread between two 100k-URL crawls).
+	// Little's law, served × latency of them in flight on average. Under a
+	// quarter of a request, the latency rose for another reason (the
+	// client's own CPU or workers, another client): hold, do not cut.
+	// 1,000 hosts sharing 128 workers each saw 17 served/s at 8 ms and were
+	// cut from 1,000 req/s to 15 (issue 16: the spread between two 100k-URL
+	// crawls). Behind nginx's limit_req queue at 10 r/s, one request of
+	// ours waiting is 10 × 0.1 s = 1.
 	if okRate >= serverLimit*c.rate || t < int64(time.Second) || okRate*float64(max(c.lat.med, c.lat.newest))/1e9 < minQueued {
 		c.latHold = true
 		return

@@ -146,7 +146,7 @@ const (
 	maxSpan        = int64(30 * time.Second)       // longest
 	minLatN        = 8                             // OK answers needed before latency counts
 	minRise        = int64(2 * time.Millisecond)   // the least latency rise read as a queue: scheduler and GC noise over a µs baseline is not one (issue 16)
-	minQueued      = 0.5                           // requests of ours in flight at the host (served × latency) below which a latency rise is not our queue
+	minQueued      = 0.25                          // requests of ours in flight at the host (served × latency) below which a latency rise is not our queue
 	drainShare     = 0.1                           // extra cut after a queue was seen, to drain it
 	serverLimit    = 0.95                          // served/sent below this: the host cannot keep up
 	noiseSpreads   = 0.75                          // latency noise allowance, in interquartile ranges

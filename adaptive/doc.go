@@ -70,9 +70,9 @@
 // than 2 ms over it: scheduler and GC noise over a backend that answers in
 // microseconds is not a queue. Above Config.LatencyTolerance, while the
 // host serves fewer answers than it is sent and requests of ours wait there
-// (served × latency, Little's law, is half a request or more: otherwise the
-// latency rose for another reason, such as the client's own contention, and
-// only holds the rate), a queue is growing: the host is
+// (served × latency, Little's law, is a quarter of a request or more:
+// otherwise the latency rose for another reason, such as the client's own
+// contention, and only holds the rate), a queue is growing: the host is
 // serving at its capacity, so what it serves is measured as the capacity
 // (over the last half second when the rate was growing, for the last
 // second's count lags it), and the rate drops below it for a window to
@@ -128,7 +128,7 @@
 //	                                                              Target × served (from 4/s served)
 //	any but   latency high, served under 95 % of the    reacting  capacity := served; Target × it,
 //	reacting  rate, past the first second, and                    less 10 % to drain the queue
-//	          served × latency ≥ 0.5
+//	          served × latency ≥ 0.25
 //	any but   latency high, otherwise                   same      latency holds: no growth, no probe
 //	reacting
 //	settled   probe due: settled for the probe wait,    probing   the host's savings are reckoned
