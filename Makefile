@@ -9,7 +9,7 @@ FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 COUNT    ?= 6
 
-.PHONY: test deps fmt-check vet unit bench bench-peers fuzz politeness politeness-avg throughput
+.PHONY: test deps fmt-check vet unit bench bench-peers fuzz politeness politeness-avg politeness-live throughput
 
 test: deps fmt-check vet unit
 
@@ -62,6 +62,23 @@ politeness-avg:
 	@for p in $(POLICIES); do \
 	  $(GO) test ./internal/politeness -count 1 -run TestTune -v -args -tune -variants $(VARIANTS) -policy $$p | grep goodput; \
 	done
+
+# The live politeness benchmark (issue 16): the built CLI, in a process of
+# its own, fetches from testbed hosts and nginx on loopback in real time;
+# figures come from the servers' side, LIVE_RUNS runs per scenario, with the
+# simulated twins beside them. About 10 minutes; installs nginx-light with
+# apt-get when missing. LIVE_SCENARIOS picks some (comma-separated).
+LIVE_RUNS ?= 3
+LIVE_PARALLEL ?= 3
+LIVE_SCENARIOS ?=
+LIVE_DIR ?=
+LIVE_JSON ?=
+politeness-live:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(GO) build -o "$$tmp/polite" ./cmd/polite && \
+	$(GO) test ./internal/politeness -count 1 -run '^TestLive$$' -v -timeout 30m -args -live \
+	  -polite "$$tmp/polite" -live-runs $(LIVE_RUNS) -live-parallel $(LIVE_PARALLEL) \
+	  -live-scenarios '$(LIVE_SCENARIOS)' -live-dir '$(LIVE_DIR)' -live-json '$(LIVE_JSON)'
 
 # 100,000 URLs over 1,000 loopback testbed hosts with durable state on;
 # fails below 5,000 URLs/s or at 300 MB peak RSS.

@@ -348,10 +348,13 @@ func (s *localStore) Report(h *Host, rep Report) Verdict {
 	return v
 }
 
-// kinds maps outcomes to what a rate controller hears.
+// kinds maps outcomes to what a rate controller hears. A client error (404,
+// 410, ...) is the host answering at its pace, so it counts as served: a
+// crawl of dead links would otherwise never leave its starting rate (issue
+// 16). A soft block says nothing about load.
 var kinds = [...]adaptive.Kind{
 	OK: adaptive.OK, Throttled: adaptive.Throttle, Overloaded: adaptive.Overload, Blocked: adaptive.Neutral,
-	ServerError: adaptive.Failure, NetworkError: adaptive.Failure, ClientError: adaptive.Neutral, Canceled: adaptive.Neutral,
+	ServerError: adaptive.Failure, NetworkError: adaptive.Failure, ClientError: adaptive.OK, Canceled: adaptive.Neutral,
 }
 
 // adapt feeds an attempt to the host's Rater and applies the rate it

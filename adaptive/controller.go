@@ -17,7 +17,7 @@ const (
 	DefaultWindow           = 500 * time.Millisecond
 	DefaultLatencyTolerance = 0.5
 	DefaultProbeInterval    = 2 * time.Second
-	DefaultMaxProbeInterval = 10 * time.Second
+	DefaultMaxProbeInterval = 7 * time.Second
 	DefaultMaxConcurrency   = 256
 )
 
@@ -145,6 +145,8 @@ const (
 	minSpan        = int64(time.Second)            // shortest bracket that measures a capacity
 	maxSpan        = int64(30 * time.Second)       // longest
 	minLatN        = 8                             // OK answers needed before latency counts
+	minRise        = int64(2 * time.Millisecond)   // the least latency rise read as a queue: scheduler and GC noise over a µs baseline is not one (issue 16)
+	minQueued      = 0.25                          // requests of ours in flight at the host (served × latency) below which a latency rise is not our queue
 	drainShare     = 0.1                           // extra cut after a queue was seen, to drain it
 	serverLimit    = 0.95                          // served/sent below this: the host cannot keep up
 	noiseSpreads   = 0.75                          // latency noise allowance, in interquartile ranges
@@ -152,7 +154,7 @@ const (
 	minServed      = 4                             // answers per second worth reading a served rate from
 	straggle       = int64(100 * time.Millisecond) // throttles sent this soon after a decrease may be stragglers
 	minMeasure     = 6                             // answers served that make a throttled window a measurement
-	plainThrottles = 4                             // post-cut throttles that, outnumbering the served, cut again early
+	plainThrottles = 2                             // post-cut throttles that, outnumbering the served, cut again early
 	coarse         = 0.1                           // a capacity this uncertain (relative) is re-measured soon
 	winAnswers     = 8                             // answers a reaction window should see, at least
 	probeCost      = 50                            // requests per failed probe (one throttled), at least

@@ -60,12 +60,19 @@
 // the capacity from above, and the estimate moves halfway to it after each
 // such probe, until the two bounds lie within 5 % of each other.
 //
-// Latency. The median latency of the newest answers is compared with a
-// baseline, the least such median over the last half minute (a min filter,
-// as in TCP Vegas and BBR), plus an allowance for the noise the latencies
-// showed when that baseline was taken (not now: a growing queue widens the
-// spread, and would hide itself). Above Config.LatencyTolerance, while the
-// host serves fewer answers than it is sent, a queue is growing: the host is
+// Latency. The median latency of the newest answers, and the least of the
+// very newest four (a queue building at the pace of the rate shows in all
+// of them before the median moves), are compared with a baseline, the
+// least such median over the last half minute (a min filter, as in TCP
+// Vegas and BBR), taken from the first few answers of a cold start on,
+// plus an allowance for the noise those answers showed (not now: a
+// growing queue widens the spread, and would hide itself), and never less
+// than 2 ms over it: scheduler and GC noise over a backend that answers in
+// microseconds is not a queue. Above Config.LatencyTolerance, while the
+// host serves fewer answers than it is sent and requests of ours wait there
+// (served × latency, Little's law, is a quarter of a request or more:
+// otherwise the latency rose for another reason, such as the client's own
+// contention, and only holds the rate), a queue is growing: the host is
 // serving at its capacity, so what it serves is measured as the capacity
 // (over the last half second when the rate was growing, for the last
 // second's count lags it), and the rate drops below it for a window to
@@ -100,7 +107,9 @@
 //     phase before, lands here. (A sub-state rather than a phase: with a
 //     ProbeInterval under 4 ns, a probe can start within a window.)
 //   - probing: reaching above the capacity, its excess doubling every
-//     300 ms, to see whether the capacity grew.
+//     300 ms (on a host that never throttled, where only latency shows
+//     the knee, no faster than 8 answers at the capacity come back), to
+//     see whether the capacity grew.
 //   - ramping: the probe found room; the capacity is now a lower bound,
 //     and the rate grows as in slow start, at half the pace.
 //
@@ -109,17 +118,18 @@
 // probe falling due, the latency). A throttle below means a Throttle or an
 // Overload answer while no reaction window is open; "served" is the OK
 // answers per second over the last second, and the latency is high when
-// the median of the newest 16 is past the baseline by more than
-// LatencyTolerance × the baseline (plus the unloaded noise), or by half as
-// much "at the knee". Rows of one phase and event are tried top to bottom:
+// the median of the newest 16, or each of the newest 4, is past the
+// baseline by more than LatencyTolerance × the baseline (plus the unloaded
+// noise; 2 ms at least), or by half as much "at the knee". Rows of one phase and event are tried top to bottom:
 //
 //	from      event, condition                          to        effect
 //	starting  OK answer                                 starting  rate += Growth, unless latency holds
 //	starting  throttle                                  reacting  Backoff × rate, and no more than
 //	                                                              Target × served (from 4/s served)
 //	any but   latency high, served under 95 % of the    reacting  capacity := served; Target × it,
-//	reacting  rate, past the first second                         less 10 % to drain the queue
-//	any but   latency high, served at 95 % or more      same      latency holds: no growth, no probe
+//	reacting  rate, past the first second, and                    less 10 % to drain the queue
+//	          served × latency ≥ 0.25
+//	any but   latency high, otherwise                   same      latency holds: no growth, no probe
 //	reacting
 //	settled   probe due: settled for the probe wait,    probing   the host's savings are reckoned
 //	          a capacity known, latency not holding
@@ -128,7 +138,7 @@
 //	settled   throttle, otherwise                       reacting  Backoff × rate; capacity ≤ rate
 //	reacting  throttle or overload                      reacting  counted, no decision: the wave the
 //	                                                              decrease answers
-//	reacting  early: 4+ post-cut throttles, at least   reacting  cut again to what was served since
+//	reacting  early: 2+ post-cut throttles, at least   reacting  cut again to what was served since
 //	          as many as served, past stragglers,                 the decrease (no deeper than Backoff)
 //	          and served far under the rate
 //	reacting  window end: still throttled late, fewer   reacting  the same window, held open longer

@@ -1,6 +1,9 @@
 package adaptive
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Both meters are fixed-size arrays, so a Controller never allocates after
 // New, and their times are nanoseconds since the Controller's origin.
@@ -56,6 +59,7 @@ func (m *rateMeter) okRateOver(t int64, n int64) float64 {
 const (
 	latRing     = 32 // recent OK latencies kept; p95 and spread are taken from all
 	latRecent   = 16 // the median is taken from the newest latRecent
+	latNewest   = 4  // the least of the newest latNewest shows a queue sooner than the median
 	baseSlots   = 10 // the baseline is the least median over baseSlots slots
 	baseSlotDur = int64(3 * time.Second)
 )
@@ -76,6 +80,7 @@ type latencies struct {
 	n      int // answers ever added
 	fresh  int // answers added since the last update
 	med    int64
+	newest int64 // the least of the newest latNewest: all of them took at least this
 	p95    int64
 	spread int64 // interquartile range of the ring
 	// Per slot: the least median, and the spread when it was taken (the
@@ -110,13 +115,21 @@ func (l *latencies) update(t int64) {
 	l.spread = l.all[k*3/4] - l.all[k/4]
 	r := min(l.n, latRecent)
 	l.med = l.recent[r/2]
-	if r < latRecent/2 {
+	l.newest = math.MaxInt64
+	for k := range min(l.n, latNewest) {
+		l.newest = min(l.newest, l.ring[(l.n-1-k)%latRing])
+	}
+	if r < latRecent/4 {
 		return // too few to call it a baseline
 	}
 	i := t / baseSlotDur
 	s := &l.base[i%baseSlots]
-	if s.idx != i || l.med < s.min {
-		s.idx, s.min, s.spread = i, l.med, l.spread
+	if s.idx != i || s.min <= 0 || l.med < s.min {
+		// The noise is that of the answers the median came from: the
+		// ring's older ones may hold a queue that is draining (or, at a
+		// cold start, building), which is not noise. And noise wider than
+		// the baseline itself is a queue too.
+		s.idx, s.min, s.spread = i, l.med, min(l.recent[r*3/4]-l.recent[r/4], l.med)
 	}
 }
 
@@ -135,7 +148,7 @@ func (l *latencies) baseline(t int64) (base, spread int64) {
 			spread = max(spread, s.spread)
 		}
 	}
-	return base, spread
+	return base, min(spread, base)
 }
 
 // insertSorted puts v in order into a, sorted but for its last element,

@@ -31,23 +31,34 @@ func (c *Controller) startProbe(t int64) {
 // otherwise raises its rate and checks whether it found room.
 func (c *Controller) advanceProbe(t int64) {
 	if c.latencyHigh(t, 0.5) {
-		// Latency leads: the probe has met the knee. Nothing new; back
-		// under the capacity, a little lower for a window to drain
-		// the queue the probe left. What the host served meanwhile,
-		// with a queue in front of it, is its capacity, or under it.
-		if ok := c.meter.okRate(t); ok > c.capEst && !c.capLow {
-			c.capEst = ok
-		}
-		c.probeFailed()
-		c.settle(t)
-		c.want *= 1 - drainShare
-		c.decrease(t, t, true)
+		c.probeKnee(t)
 		return
 	}
 	// The excess doubles every probeDouble: slow while the host's
 	// savings may still explain what it serves, fast once they cannot.
 	c.want = c.probeRate(t)
 	c.checkProbe(t)
+}
+
+// probeKnee ends a probe that met the latency knee. Nothing new; back
+// under the capacity, a little lower for a window to drain the queue the
+// probe left. What the host served meanwhile, with a queue in front of it,
+// is its capacity, or under it.
+func (c *Controller) probeKnee(t int64) {
+	ok := c.meter.okRate(t)
+	if span := t - c.lat.med - c.probeAt; span >= int64(c.cfg.Window) {
+		// What the probe was served, counted from its start: the last
+		// second's count mixes in the time before, spent under the
+		// capacity, and would never raise a low estimate.
+		ok = max(ok, float64(c.probeOK-1)*1e9/float64(span)) // less an answer: one more counted at tens per second is a few percent over
+	}
+	if ok > c.capEst && !c.capLow {
+		c.capEst = ok
+	}
+	c.probeFailed()
+	c.settle(t)
+	c.want *= 1 - drainShare
+	c.decrease(t, t, true)
 }
 
 // checkProbe moves a probe to ramping once the host has served more than
@@ -76,9 +87,17 @@ func (c *Controller) probeFailed() {
 	c.probeWait = w
 }
 
-// probeRate is the rate the current probe had at sent.
+// probeRate is the rate the current probe had at sent. On a host that never
+// throttled, latency is the only sign of the knee, and it takes a few
+// answers to read: there the excess doubles no faster than winAnswers
+// answers come back at the capacity (a 10 req/s queue behind nginx's
+// limit_req in delay mode otherwise fills before the first is read).
 func (c *Controller) probeRate(sent int64) float64 {
-	tau := float64(max(sent-c.probeAt, 0)) / float64(probeDouble)
+	double := probeDouble
+	if c.emptyAt < 0 && c.probeBase > 0 {
+		double = max(double, int64(winAnswers/c.probeBase*1e9))
+	}
+	tau := float64(max(sent-c.probeAt, 0)) / float64(double)
 	return c.probeBase * (1 + probeStep*(math.Exp2(tau)-1))
 }
 

@@ -9,7 +9,8 @@ import (
 type Kind int
 
 const (
-	// OK is a 2xx or 3xx answer: the host served the request.
+	// OK is an answer the host served at its pace: 2xx, 3xx, or a 4xx that
+	// says the request was wrong rather than too soon (404, 410).
 	OK Kind = iota
 	// Throttle is the host asking to slow down: 429 Too Many Requests or
 	// 503 Service Unavailable.
@@ -20,8 +21,8 @@ const (
 	// Failure is another 5xx or a network error: the host is unwell, which
 	// slows the rate only when it persists.
 	Failure
-	// Neutral is an outcome that says nothing about load (another 4xx, a soft
-	// block, a cancelled request): it is ignored.
+	// Neutral is an outcome that says nothing about load (a soft block, a
+	// cancelled request): it is ignored.
 	Neutral
 )
 

@@ -158,6 +158,14 @@ func (c *Controller) react(t int64) {
 		// next window measure.
 		span := max(t-c.lat.med-c.cutAt, straggle)
 		c.want = max((float64(c.okPost)+0.5)*1e9/float64(span), c.cfg.Backoff*c.want)
+		if c.capEst > c.want {
+			// The capacity fell below the estimate: what was served is
+			// the estimate now (coarse; brackets refine it), or the
+			// window's end, finding the host no longer throttling, would
+			// settle back at the old one (issue 16: 40 → 10 req/s).
+			c.capEst, c.capErr, c.capLow = c.want, 1.5e9/float64(span), false
+			c.mark.valid = false // no bracket across the fall
+		}
 		c.decrease(t, t, false)
 	}
 }

@@ -7,6 +7,7 @@
 #
 #   bash crawl/testdata/throughput.sh            # from the repository root
 #   HOSTS=100 PAGES=100 bash crawl/testdata/throughput.sh
+#   ADAPTIVE=true bash crawl/testdata/throughput.sh   # the adaptive controller on
 #
 # Everything stays on 127.0.0.0/8; the testbed stops by itself after 10 min.
 set -euo pipefail
@@ -16,6 +17,7 @@ PAGES=${PAGES:-100}
 MIN_RATE=${MIN_RATE:-5000}
 MAX_RSS_MB=${MAX_RSS_MB:-300}
 BODIES=${BODIES:-warc}
+ADAPTIVE=${ADAPTIVE:-false}
 
 tmp=$(mktemp -d)
 tb=
@@ -38,7 +40,7 @@ n=$(wc -l <"$tmp/urls.txt")
 
 set +e
 /usr/bin/time -v "$tmp/polite" fetch --out "$tmp/out" --rate inf --workers 128 \
-  --adaptive=false --bodies "$BODIES" --progress none "$tmp/urls.txt" >"$tmp/fetch.log" 2>"$tmp/time.log"
+  --adaptive="$ADAPTIVE" --bodies "$BODIES" --progress none "$tmp/urls.txt" >"$tmp/fetch.log" 2>"$tmp/time.log"
 code=$?
 set -e
 if [ "$code" != 0 ]; then

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -18,6 +19,11 @@ import (
 type benchOptions struct {
 	Opts politeness.Options
 	JSON string // also write the report as JSON here
+
+	// --live: this binary's own `fetch`, in processes of their own,
+	// against testbed hosts and nginx on loopback, in real time.
+	Live     bool
+	LiveOpts politeness.LiveOptions
 }
 
 func newBenchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
@@ -31,9 +37,17 @@ AIMD, AWS's adaptive retry mode, Scrapy's AutoThrottle) against the testbed's
 standard scenarios, and measure from the hosts' own records how much of each
 host's hidden capacity a policy used (goodput) and how often it made the host
 refuse. Hosts are served in memory (or on loopback with --realtime); a run
-takes each scenario's duration (--duration to shorten it).`,
+takes each scenario's duration (--duration to shorten it).
+
+With --live the benchmark runs as a user would meet it: this binary's own
+fetch (polite fetch --rate 5 --max-rate 200 --concurrency 8 --retries 8
+--timeout 5s), in a process of its own per run, in real time, against testbed
+hosts and nginx (limit_req, limit_conn; Debian's nginx-light is installed with
+apt-get when missing) on loopback, measured from the servers' side: --runs
+runs per scenario, median and spread. About 10 minutes.`,
 		Example: `  polite bench --duration 20s
-  polite bench --scenario step-down --scenario retry-after --json bench.json`,
+  polite bench --scenario step-down --scenario retry-after --json bench.json
+  polite bench --live --scenario nginx-delay --runs 1`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.parse(scenarios, policies); err != nil {
@@ -55,7 +69,18 @@ takes each scenario's duration (--duration to shorten it).`,
 	f.IntVar(&o.Opts.Workers, "workers", politeness.DefaultWorkers, "requests kept going per host (the demand)")
 	f.IntVar(&o.Opts.Concurrency, "concurrency", politeness.DefaultConcurrency, "the client's cap on requests in flight per host")
 	f.StringVar(&o.JSON, "json", "", "also write the report as JSON to `FILE`")
+	f.BoolVar(&o.Live, "live", false, "run the live benchmark instead: this binary's fetch against testbed hosts and nginx, in real time (scenarios: "+strings.Join(liveNames(), ", ")+")")
+	f.IntVar(&o.LiveOpts.Runs, "runs", 3, "with --live: runs of each scenario")
+	f.IntVar(&o.LiveOpts.Parallel, "live-parallel", 3, "with --live: runs at once")
 	return c
+}
+
+func liveNames() []string {
+	var n []string
+	for _, s := range politeness.LiveScenarios() {
+		n = append(n, s.Name)
+	}
+	return n
 }
 
 func scenarioNames() []string {
@@ -67,6 +92,19 @@ func scenarioNames() []string {
 }
 
 func (o *benchOptions) parse(scenarios, policies []string) error {
+	if o.Live {
+		for _, name := range scenarios {
+			i := slices.IndexFunc(politeness.LiveScenarios(), func(s politeness.LiveScenario) bool { return s.Name == name })
+			if i < 0 {
+				return usageErr("--scenario %q: want one of %s", name, strings.Join(liveNames(), ", "))
+			}
+			o.LiveOpts.Scenarios = append(o.LiveOpts.Scenarios, politeness.LiveScenarios()[i])
+		}
+		if o.LiveOpts.Runs < 1 || o.LiveOpts.Parallel < 1 {
+			return usageErr("--runs and --live-parallel must be at least 1")
+		}
+		return nil
+	}
 	for _, name := range scenarios {
 		i := slices.IndexFunc(testbed.Scenarios(), func(s testbed.Scenario) bool { return s.Name == name })
 		if i < 0 {
@@ -95,6 +133,9 @@ func (o *benchOptions) parse(scenarios, policies []string) error {
 }
 
 func runBench(ctx context.Context, e *env, o *benchOptions) error {
+	if o.Live {
+		return runBenchLive(ctx, e, o)
+	}
 	o.Opts.Progress = e.stderr
 	rep, err := politeness.Run(ctx, o.Opts)
 	if err != nil {
@@ -113,6 +154,33 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 			err = cerr // a write that failed only at close is lost as surely
 		}
 		if err != nil {
+			return &exitError{code: ExitFatal, err: fmt.Errorf("--json: %w", err)}
+		}
+	}
+	return nil
+}
+
+func runBenchLive(ctx context.Context, e *env, o *benchOptions) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	lo := o.LiveOpts
+	lo.Polite, lo.Progress = exe, e.stderr
+	runs, err := politeness.RunLive(ctx, lo)
+	if err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	scs := lo.Scenarios
+	if scs == nil {
+		scs = politeness.LiveScenarios()
+	}
+	if err := politeness.WriteLiveTable(e.stdout, politeness.Summarize(scs, runs), nil); err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	if o.JSON != "" {
+		b, _ := json.MarshalIndent(runs, "", "  ")
+		if err := os.WriteFile(o.JSON, b, 0o644); err != nil {
 			return &exitError{code: ExitFatal, err: fmt.Errorf("--json: %w", err)}
 		}
 	}

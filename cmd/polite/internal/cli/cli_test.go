@@ -193,6 +193,13 @@ func TestBenchParse(t *testing.T) {
 	if len(o.Opts.Scenarios) != 2 || o.Opts.Scenarios[1].Name != "step-down" || o.Opts.Duration != 5*time.Second || o.JSON != "b.json" {
 		t.Errorf("bench options = %+v", o)
 	}
+	got, code, stderr = parse(t, "bench", "--live", "--scenario", "nginx-delay", "--runs", "1")
+	if lo := got.(*benchOptions); code != 0 || !lo.Live || lo.LiveOpts.Runs != 1 || len(lo.LiveOpts.Scenarios) != 1 || lo.LiveOpts.Scenarios[0].Name != "nginx-delay" {
+		t.Errorf("bench --live: exit %d %s, options %+v", code, stderr, got)
+	}
+	if _, code, _ := parse(t, "bench", "--live", "--scenario", "steady-nope"); code != ExitUsage {
+		t.Errorf("bench --live --scenario steady-nope: exit %d, want 2", code)
+	}
 	if _, code, _ := parse(t, "bench", "--scenario", "nope"); code != ExitUsage {
 		t.Errorf("bench --scenario nope: exit %d, want 2", code)
 	}

@@ -1,0 +1,504 @@
+package politeness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/polite-go/polite/testbed"
+)
+
+// LiveFlags are the `polite fetch` flags of every live run: what a new user
+// tries first (issue 16).
+var LiveFlags = []string{
+	"--rate", "5", "--max-rate", "200", "--concurrency", "8", "--retries", "8", "--timeout", "5s",
+	"--bodies", "none", "--progress", "none",
+}
+
+// LiveScenario is one scenario of the live benchmark: hosts served on
+// loopback (the testbed's, or nginx's) and a URL list the built CLI fetches
+// in a process of its own, in real time.
+type LiveScenario struct {
+	// Name identifies the scenario, such as "bucket-load".
+	Name string
+	// About says in one line what it tests.
+	About string
+	// Twin names the simulated scenario (testbed.Scenarios) whose hosts it
+	// serves, "" if none.
+	Twin string
+	// Hosts are the testbed hosts fetched from; with Nginx, the backends
+	// nginx proxies to (at most one), if any.
+	Hosts []testbed.HostConfig
+	// Nginx puts nginx in front: its limits, not the testbed's, decide.
+	Nginx *NginxSite
+	// Seconds is the run's length at capacity: each host gets the pages its
+	// capacity serves in that time. URLs, when set, overrides it for every
+	// host.
+	Seconds float64
+	URLs    int
+	// Path is each URL's path before its page number; "" means "/page/".
+	Path string
+	// Target says in words what the issue asks of the scenario.
+	Target string
+}
+
+// LiveScenarios returns the live benchmark's scenarios: every simulated
+// scenario's hosts (its twin), the hosts of issue 16, and nginx.
+func LiveScenarios() []LiveScenario {
+	const ms = time.Millisecond
+	var out []LiveScenario
+	for _, sc := range testbed.Scenarios() {
+		l := LiveScenario{Name: sc.Name, About: sc.About, Twin: sc.Name, Hosts: sc.Hosts, Seconds: 30}
+		if sc.Name == "mixed-20" {
+			l.Seconds = 20
+		}
+		out = append(out, l)
+	}
+	return append(out,
+		LiveScenario{
+			Name: "bucket-load", About: "20 req/s bucket, burst 5, 429; latency 10 ms + 10 ms per request in flight",
+			Hosts:  []testbed.HostConfig{{Name: "load.test", Rate: 20, Burst: 5, Latency: 10 * ms, Slowdown: 1}},
+			URLs:   1500,
+			Target: "goodput ≥ 95 %, ≤ 1 % 429",
+		},
+		LiveScenario{
+			Name: "step-40-10", About: "bucket 40 → 10 req/s at 15 s",
+			Hosts: []testbed.HostConfig{{Name: "down.test", Rate: 40, Burst: 20, Latency: 20 * ms,
+				Schedule: []testbed.Step{{At: 15 * time.Second, Rate: 10, Burst: 5}}}},
+			Seconds: 30,
+			Target:  "≤ 2 % 429 after the step and overall; settle ≤ 5 s",
+		},
+		LiveScenario{
+			Name: "step-10-40", About: "bucket 10 → 40 req/s at 15 s",
+			Hosts: []testbed.HostConfig{{Name: "up.test", Rate: 10, Burst: 5, Latency: 20 * ms,
+				Schedule: []testbed.Step{{At: 15 * time.Second, Rate: 40, Burst: 20}}}},
+			Seconds: 30,
+			Target:  "settle ≤ 10 s, ≤ 2 % 429",
+		},
+		LiveScenario{
+			Name: "queue-knee", About: "FIFO queue, never 429: 1 server × 10 ms (100 req/s)",
+			Hosts:   []testbed.HostConfig{{Name: "queue.test", NoThrottle: true, Servers: 1, Latency: 10 * ms, Jitter: 0.1}},
+			Seconds: 20,
+			Target:  "p95 ≤ 3× unloaded at ≥ 80 % of the knee",
+		},
+		LiveScenario{
+			Name: "not-found", About: "50 req/s bucket answering 404 to every page",
+			Hosts:   []testbed.HostConfig{{Name: "gone.test", Rate: 50, Burst: 25, Latency: 20 * ms}},
+			Seconds: 20, Path: "/status/404?n=",
+			Target: "404 counts as healthy: ramps to capacity",
+		},
+		LiveScenario{
+			Name: "nginx-nodelay", About: "nginx limit_req rate=20r/s burst=5 nodelay, 429",
+			Nginx:  &NginxSite{Rate: 20, Burst: 5, NoDelay: true, Status: 429},
+			URLs:   1500, // as bucket-load: the same capacity, the same run
+			Target: "goodput ≥ 95 %, ≤ 1 % 429",
+		},
+		LiveScenario{
+			Name: "nginx-delay", About: "nginx limit_req rate=10r/s burst=20 (delay: a queue; 503 past it)",
+			Nginx:   &NginxSite{Rate: 10, Burst: 20, Status: 503},
+			Seconds: 30,
+			Target:  "p95 ≤ 100 ms at ≥ 8 req/s (80 %), no 503",
+		},
+		LiveScenario{
+			Name: "nginx-conn", About: "nginx limit_conn 5 (503) before a 100 ms backend (50 req/s)",
+			Nginx:   &NginxSite{Conn: 5, Status: 503},
+			Hosts:   []testbed.HostConfig{{Name: "backend.test", Latency: 100 * ms}},
+			Seconds: 30,
+		},
+	)
+}
+
+// LiveOptions configure RunLive.
+type LiveOptions struct {
+	// Polite is the path of the built CLI. Required.
+	Polite string
+	// Scenarios to run; nil means LiveScenarios().
+	Scenarios []LiveScenario
+	// Runs of each scenario; zero means 3.
+	Runs int
+	// Parallel is how many runs go at once (each against its own hosts and
+	// process); zero means 1.
+	Parallel int
+	// Dir holds each run's job directory and logs; "" means a temporary
+	// directory, removed at the end.
+	Dir string
+	// Progress, when set, gets a line as each run ends.
+	Progress io.Writer
+}
+
+// LiveRun is one run of a live scenario, measured on the server's side.
+type LiveRun struct {
+	Scenario string  `json:"scenario"`
+	Run      int     `json:"run"`
+	Wall     float64 `json:"wall_s"` // the fetch process's wall time
+	Exit     int     `json:"exit"`   // its exit status
+	Load     float64 `json:"load1"`  // 1-minute load average at the start
+	// Goodput is the requests the hosts admitted (served) over what their
+	// capacity allowed during the process's wall time (for a host whose
+	// URLs ran out sooner, up to its last second with requests).
+	Goodput float64 `json:"goodput"`
+	// Refused is the share of requests answered 429 or 503; RefusedAfter
+	// the same after a capacity step (the scenario's first).
+	Refused      float64 `json:"refused"`
+	RefusedAfter float64 `json:"refused_after"`
+	// P95 is the worst host's p95 server-side latency of served requests,
+	// queueing included; P95Ratio the same over its unloaded latency.
+	P95      time.Duration `json:"p95_ns"`
+	P95Ratio float64       `json:"p95_ratio"`
+	// Settle is the time from a step until the requests sent were within
+	// 10 % of the new capacity (the simulated benchmark's definition); -1
+	// never, 0 without a step.
+	Settle   time.Duration `json:"settle_ns"`
+	Requests int64         `json:"requests"`
+	Admitted int64         `json:"admitted"`
+	Err      string        `json:"error,omitempty"`
+	// Sent and Capacity per 1-second window since the hosts started (the
+	// first host with a schedule, or the first host).
+	Sent     []int     `json:"sent"`
+	Denied   []int     `json:"denied"`
+	Capacity []float64 `json:"capacity"`
+}
+
+// RunLive runs every scenario Runs times with the built CLI and measures
+// each run from the servers' records.
+func RunLive(ctx context.Context, o LiveOptions) ([]LiveRun, error) {
+	if o.Polite == "" {
+		return nil, errors.New("politeness: live: no CLI to run")
+	}
+	if o.Scenarios == nil {
+		o.Scenarios = LiveScenarios()
+	}
+	if o.Runs <= 0 {
+		o.Runs = 3
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 1
+	}
+	if o.Dir == "" {
+		d, err := os.MkdirTemp("", "polite-live-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		o.Dir = d
+	}
+	type job struct {
+		sc  LiveScenario
+		run int
+	}
+	var jobs []job
+	for r := range o.Runs { // runs of one scenario apart in time
+		for _, sc := range o.Scenarios {
+			jobs = append(jobs, job{sc, r})
+		}
+	}
+	out := make([]LiveRun, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex // guards o.Progress
+	for range o.Parallel {
+		wg.Go(func() {
+			for i := range next {
+				j := jobs[i]
+				res, err := runLiveOne(ctx, o, j.sc, j.run)
+				if err != nil {
+					res.Err = err.Error()
+				}
+				out[i] = res
+				if o.Progress != nil {
+					mu.Lock()
+					fmt.Fprintf(o.Progress, "%-16s run %d  wall %5.1f s  goodput %5.1f%%  refused %5.2f%%  p95 %6.1f ms  settle %s  load %.2f  exit %d %s\n",
+						res.Scenario, res.Run+1, res.Wall, 100*res.Goodput, 100*res.Refused,
+						float64(res.P95)/1e6, fmtSettle(res.Settle), res.Load, res.Exit, res.Err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range jobs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+		}
+	}
+	close(next)
+	wg.Wait()
+	return out, ctx.Err()
+}
+
+// runLiveOne serves a scenario's hosts afresh, runs `polite fetch` over
+// them once, and measures the run.
+func runLiveOne(ctx context.Context, o LiveOptions, sc LiveScenario, run int) (LiveRun, error) {
+	res := LiveRun{Scenario: sc.Name, Run: run, Load: loadAvg()}
+	dir := filepath.Join(o.Dir, fmt.Sprintf("%s-%d", sc.Name, run+1))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return res, err
+	}
+	var srv *testbed.Server
+	if len(sc.Hosts) > 0 {
+		srv = testbed.NewServer(sc.Hosts...)
+		if err := srv.StartPerHostIP(); err != nil {
+			return res, err
+		}
+		defer srv.Close()
+	}
+	var ng *nginx
+	var bases []string
+	var pages []int
+	if sc.Nginx != nil {
+		backend := ""
+		if srv != nil {
+			backend = srv.URL(sc.Hosts[0].Name)
+		}
+		var err error
+		if ng, err = startNginx(ctx, filepath.Join(dir, "nginx"), *sc.Nginx, backend); err != nil {
+			return res, err
+		}
+		defer ng.stop()
+		bases = []string{ng.url}
+		pages = []int{sc.urls(sc.Nginx.capacity(sc.Hosts) * sc.Seconds)}
+	} else {
+		for _, h := range sc.Hosts {
+			bases = append(bases, srv.URL(h.Name))
+			pages = append(pages, sc.urls(capacityOver(h, time.Duration(sc.Seconds*float64(time.Second)))))
+		}
+	}
+	list := filepath.Join(dir, "urls.txt")
+	if err := os.WriteFile(list, urlList(bases, pages, sc.Path), 0o644); err != nil {
+		return res, err
+	}
+
+	// Bound the run in time: three times its length at capacity, and a
+	// minute more for slow starts and retries.
+	limit := 3*time.Duration(max(sc.Seconds, float64(slices.Max(pages))/10)*float64(time.Second)) + time.Minute
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	args := append([]string{"fetch"}, LiveFlags...)
+	args = append(args, "--out", filepath.Join(dir, "out"), list)
+	cmd := exec.CommandContext(rctx, o.Polite, args...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	cmd.WaitDelay = 5 * time.Second
+	t0 := time.Now()
+	err := cmd.Run()
+	t1 := time.Now()
+	res.Wall = t1.Sub(t0).Seconds()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		res.Exit = exit.ExitCode()
+		if res.Exit != 4 { // 4: some URLs did not end ok, which we measure
+			os.WriteFile(filepath.Join(dir, "stderr"), stderr.Bytes(), 0o644)
+			err = fmt.Errorf("fetch exit %d: %s", res.Exit, lastLine(stderr.String()))
+		} else {
+			err = nil
+		}
+	case err != nil:
+		return res, fmt.Errorf("fetch: %w", err)
+	}
+	if rctx.Err() != nil {
+		err = fmt.Errorf("fetch stopped after %v", limit)
+	}
+	if ng != nil {
+		ng.stop()
+		secs, lat, err2 := ng.timeline(t0, sc.Nginx.capacity(sc.Hosts))
+		if err2 != nil {
+			return res, err2
+		}
+		unloaded := time.Duration(0)
+		if len(sc.Hosts) > 0 {
+			unloaded = sc.Hosts[0].Latency
+		}
+		res.measure(secs, 0, res.Wall, percentile(lat, 0.95), unloaded)
+		return res, err
+	}
+	res.measureHosts(srv, t0, t1)
+	return res, err
+}
+
+// measureHosts fills r from the testbed hosts' timelines between the
+// process's start t0 and end t1.
+func (r *LiveRun) measureHosts(srv *testbed.Server, t0, t1 time.Time) {
+	var capSum, adm float64
+	var all, refused, afterAll, afterRefused int64
+	settle := time.Duration(0)
+	shown := -1 // the host whose timeline r shows: the first with a step, else the first
+	for i, h := range srv.Hosts() {
+		if shown < 0 || len(h.Config().Schedule) > 0 && len(srv.Hosts()[shown].Config().Schedule) == 0 {
+			shown = i
+		}
+	}
+	for i, h := range srv.Hosts() {
+		cfg := h.Config()
+		tl := h.Timeline()
+		// From the process's start to its end, or to the end of the
+		// host's last second with arrivals when its list ran out sooner:
+		// hosts of a mixed list finish at their own times.
+		from, to := t0.Sub(h.Started()).Seconds(), t1.Sub(h.Started()).Seconds()
+		for i := len(tl) - 1; i >= 0; i-- {
+			if tl[i].Arrivals > 0 {
+				to = min(to, tl[i].Start.Seconds()+1)
+				break
+			}
+		}
+		for _, w := range tl {
+			s := w.Start.Seconds()
+			overlap := math.Max(0, math.Min(s+1, to)-math.Max(s, from))
+			capSum += w.Capacity * overlap
+			adm += float64(w.Admitted)
+			all += int64(w.Arrivals)
+			refused += int64(w.Rejected + w.Shed)
+			if len(cfg.Schedule) > 0 && w.Start >= cfg.Schedule[0].At {
+				afterAll += int64(w.Arrivals)
+				afterRefused += int64(w.Rejected + w.Shed)
+			}
+		}
+		st := h.Stats()
+		if st.P95 > r.P95 {
+			r.P95 = st.P95
+		}
+		if cfg.Latency > 0 {
+			r.P95Ratio = max(r.P95Ratio, float64(st.P95)/float64(cfg.Latency))
+		}
+		for _, step := range cfg.Schedule {
+			if d := settleTime(tl, step.At); d < 0 || settle < 0 {
+				settle = -1
+			} else {
+				settle = max(settle, d)
+			}
+		}
+		if i == shown {
+			for _, w := range tl {
+				r.Sent = append(r.Sent, w.Arrivals)
+				r.Denied = append(r.Denied, w.Rejected+w.Shed)
+				r.Capacity = append(r.Capacity, w.Capacity)
+			}
+		}
+	}
+	r.Settle = settle
+	if capSum > 0 {
+		r.Goodput = adm / capSum
+	}
+	if all > 0 {
+		r.Refused = float64(refused) / float64(all)
+	}
+	if afterAll > 0 {
+		r.RefusedAfter = float64(afterRefused) / float64(afterAll)
+	}
+	r.Requests, r.Admitted = all, int64(adm)
+}
+
+// measure fills r from one host's windows (since the process started, which
+// ran for wall seconds from from), for sources without a testbed host.
+func (r *LiveRun) measure(tl []testbed.Second, from, wall float64, p95, unloaded time.Duration) {
+	var capSum, adm float64
+	var all, refused int64
+	for _, w := range tl {
+		s := w.Start.Seconds()
+		overlap := math.Max(0, math.Min(s+1, from+wall)-math.Max(s, from))
+		capSum += w.Capacity * overlap
+		adm += float64(w.Admitted)
+		all += int64(w.Arrivals)
+		refused += int64(w.Rejected + w.Shed)
+		r.Sent = append(r.Sent, w.Arrivals)
+		r.Denied = append(r.Denied, w.Rejected+w.Shed)
+		r.Capacity = append(r.Capacity, w.Capacity)
+	}
+	if capSum > 0 {
+		r.Goodput = adm / capSum
+	}
+	if all > 0 {
+		r.Refused = float64(refused) / float64(all)
+	}
+	r.P95 = p95
+	if unloaded > 0 {
+		r.P95Ratio = float64(p95) / float64(unloaded)
+	}
+	r.Requests, r.Admitted = all, int64(adm)
+}
+
+// urls is the page count of a host whose capacity serves n in the
+// scenario's Seconds.
+func (sc LiveScenario) urls(n float64) int {
+	if sc.URLs > 0 {
+		return sc.URLs
+	}
+	return max(int(math.Ceil(n)), 1)
+}
+
+// capacityOver is the requests host c's capacity serves over d from its
+// start: its bucket's rate (Schedule included), capped by its servers.
+func capacityOver(c testbed.HostConfig, d time.Duration) float64 {
+	svc := c.ServiceRate()
+	eff := func(rate float64) float64 {
+		if rate == 0 || svc > 0 && svc < rate {
+			return svc
+		}
+		return rate
+	}
+	at, rate := time.Duration(0), c.Rate
+	var n float64
+	for _, s := range c.Schedule {
+		if s.At >= d {
+			break
+		}
+		n += eff(rate) * (s.At - at).Seconds()
+		at, rate = s.At, s.Rate
+	}
+	return n + eff(rate)*(d-at).Seconds()
+}
+
+// urlList interleaves pages[i] URLs of each base, one per line.
+func urlList(bases []string, pages []int, path string) []byte {
+	if path == "" {
+		path = "/page/"
+	}
+	var b bytes.Buffer
+	for p := range slices.Max(pages) {
+		for i, base := range bases {
+			if p < pages[i] {
+				fmt.Fprintf(&b, "%s%s%d\n", base, path, p)
+			}
+		}
+	}
+	return b.Bytes()
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	k := int(math.Ceil(p*float64(len(s)))) - 1
+	return s[min(max(k, 0), len(s)-1)]
+}
+
+// loadAvg is the 1-minute load average (Linux), or 0.
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var l float64
+	fmt.Sscan(string(b), &l)
+	return l
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
