@@ -63,13 +63,13 @@ func TestTransportFootprint(t *testing.T) {
 		{"plain", func() *Transport { return &Transport{Base: nopBase{}, IgnoreRobots: true} }, 512},
 		{"adaptive", func() *Transport {
 			return &Transport{Base: nopBase{}, IgnoreRobots: true, Adaptive: &adaptive.Config{}}
-		}, 2048},
+		}, 1536},
 		{"cli-defaults", func() *Transport {
 			// A burst of 4, so the robots.txt request does not make the
 			// page wait for the host's next token.
 			return &Transport{Base: nopBase{}, UserAgent: "polite-test/1", Limits: Limits{Rate: 200, Burst: 4},
 				Adaptive: &adaptive.Config{Max: 200}}
-		}, 2560},
+		}, 1920},
 	} {
 		for _, keyLen := range []int{16, 64} {
 			per := footprint(t, n, keyLen, c.mk)

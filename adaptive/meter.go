@@ -6,7 +6,9 @@ import (
 )
 
 // Both meters are fixed-size arrays, so a Controller never allocates after
-// New, and their times are nanoseconds since the Controller's origin.
+// New, and their times are nanoseconds since the Controller's origin. What
+// they keep is narrow (int32 slot numbers and microseconds): a crawl keeps a
+// controller per host, a million of them.
 
 const (
 	slotSpan  = int64(125 * time.Millisecond)
@@ -17,13 +19,13 @@ const (
 // rate is what the host served lately, by the time the answers came back.
 type rateMeter struct {
 	slots [slotCount]struct {
-		idx   int64 // slot number; stale when older than the window
+		idx   int32 // slot number (125 ms slots: 8 years); stale when older than the window
 		ok, n int32
 	}
 }
 
 func (m *rateMeter) add(t int64, ok bool) {
-	i := t / slotSpan
+	i := int32(t / slotSpan)
 	s := &m.slots[i%slotCount]
 	if s.idx != i {
 		s.idx, s.ok, s.n = i, 0, 0
@@ -47,7 +49,7 @@ func (m *rateMeter) okRateOver(t int64, n int64) float64 {
 	var sum int32
 	for k := range m.slots {
 		s := &m.slots[k]
-		if s.idx > cur-n && s.idx <= cur {
+		if idx := int64(s.idx); idx > cur-n && idx <= cur {
 			sum += s.ok
 		}
 	}
@@ -71,12 +73,12 @@ const (
 // Comparing the median with the baseline reads a queue before the host sheds
 // load; the spread keeps noise from passing for one.
 type latencies struct {
-	ring [latRing]int64
+	ring [latRing]micros
 	// The ring's latencies and its newest latRecent, each kept in order as
 	// answers come and go: one answer moves a few values, where sorting
 	// them afresh on every answer costs quadratic time once latencies vary.
-	all    [latRing]int64
-	recent [latRecent]int64
+	all    [latRing]micros
+	recent [latRecent]micros
 	n      int // answers ever added
 	fresh  int // answers added since the last update
 	med    int64
@@ -85,10 +87,21 @@ type latencies struct {
 	spread int64 // interquartile range of the ring
 	// Per slot: the least median, and the spread when it was taken (the
 	// noise of the host unloaded; a queue widens the spread as it grows).
-	base [baseSlots]struct{ idx, min, spread int64 }
+	base [baseSlots]struct {
+		idx         int32 // 3 s slots: 200 years
+		min, spread micros
+	}
 }
 
-func (l *latencies) add(d int64) {
+// micros is a latency in microseconds, rounded; up to 35 minutes.
+type micros int32
+
+func toMicros(ns int64) micros { return micros(min(max((ns+500)/1000, 0), math.MaxInt32)) }
+
+func (m micros) ns() int64 { return int64(m) * 1000 }
+
+func (l *latencies) add(ns int64) {
+	d := toMicros(ns)
 	if l.n < latRing {
 		insertSorted(l.all[:l.n+1], d)
 	} else {
@@ -111,25 +124,26 @@ func (l *latencies) update(t int64) {
 	}
 	l.fresh = 0
 	k := min(l.n, latRing)
-	l.p95 = l.all[(k*95-1)/100]
-	l.spread = l.all[k*3/4] - l.all[k/4]
+	l.p95 = l.all[(k*95-1)/100].ns()
+	l.spread = l.all[k*3/4].ns() - l.all[k/4].ns()
 	r := min(l.n, latRecent)
-	l.med = l.recent[r/2]
+	l.med = l.recent[r/2].ns()
 	l.newest = math.MaxInt64
 	for k := range min(l.n, latNewest) {
-		l.newest = min(l.newest, l.ring[(l.n-1-k)%latRing])
+		l.newest = min(l.newest, l.ring[(l.n-1-k)%latRing].ns())
 	}
 	if r < latRecent/4 {
 		return // too few to call it a baseline
 	}
-	i := t / baseSlotDur
+	i := int32(t / baseSlotDur)
 	s := &l.base[i%baseSlots]
-	if s.idx != i || s.min <= 0 || l.med < s.min {
+	if s.idx != i || s.min <= 0 || l.med < s.min.ns() {
 		// The noise is that of the answers the median came from: the
 		// ring's older ones may hold a queue that is draining (or, at a
 		// cold start, building), which is not noise. And noise wider than
 		// the baseline itself is a queue too.
-		s.idx, s.min, s.spread = i, l.med, min(l.recent[r*3/4]-l.recent[r/4], l.med)
+		med := l.recent[r/2]
+		s.idx, s.min, s.spread = i, med, min(l.recent[r*3/4]-l.recent[r/4], med)
 	}
 }
 
@@ -141,11 +155,11 @@ func (l *latencies) baseline(t int64) (base, spread int64) {
 	cur := t / baseSlotDur
 	for k := range l.base {
 		s := &l.base[k]
-		if s.idx > cur-baseSlots && s.idx <= cur && s.min > 0 {
-			if base == 0 || s.min < base {
-				base = s.min
+		if idx := int64(s.idx); idx > cur-baseSlots && idx <= cur && s.min > 0 {
+			if base == 0 || s.min.ns() < base {
+				base = s.min.ns()
 			}
-			spread = max(spread, s.spread)
+			spread = max(spread, s.spread.ns())
 		}
 	}
 	return base, min(spread, base)
@@ -153,7 +167,7 @@ func (l *latencies) baseline(t int64) (base, spread int64) {
 
 // insertSorted puts v in order into a, sorted but for its last element,
 // which is free.
-func insertSorted(a []int64, v int64) {
+func insertSorted(a []micros, v micros) {
 	i := len(a) - 1
 	for i > 0 && a[i-1] > v {
 		a[i] = a[i-1]
@@ -164,7 +178,7 @@ func insertSorted(a []int64, v int64) {
 
 // replaceSorted replaces one element equal to old in the sorted a with v,
 // keeping a sorted. Only the values between old and v move.
-func replaceSorted(a []int64, old, v int64) {
+func replaceSorted(a []micros, old, v micros) {
 	i := 0
 	for a[i] != old {
 		i++
