@@ -78,6 +78,9 @@ func (j *Job) health(h *host, tr polite.Tried, err error, resp *http.Response) {
 		f.outcome, f.msg = outcomeOf(tr.Outcome), resp.Status
 	case err != nil:
 		f.msg = unwrapPolite(err).Error()
+		if tr.Outcome == polite.Overloaded {
+			f.outcome = Timeout
+		}
 	}
 	h.lastFail.Store(f)
 	if h.failing.Load() != 0 {

@@ -172,7 +172,11 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	if it.started.IsZero() {
 		it.started = time.Now()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, it.url, nil)
+	target := it.url
+	if it.cur != "" {
+		target = it.cur
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil { // CheckURL let it through; be safe
 		j.finishErr(it, InvalidURL, 0, "invalid URL: "+err.Error())
 		return
@@ -199,9 +203,12 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		j.notReady(it, tr)
 		return
 	}
+	out := outcomeOf(tr.Outcome)
+	if out == OK && j.redirect(it, resp) {
+		return
+	}
 	body, sum, truncated, rerr := j.readBody(resp)
 	now := time.Now()
-	out := outcomeOf(tr.Outcome)
 	if rerr != nil && out == OK {
 		// The status was fine but the body broke off: no response to
 		// keep. The Transport heard a success; the job retries the URL
@@ -213,7 +220,11 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 			j.deferred(it, next)
 			return
 		}
-		j.finishErr(it, NetworkError, resp.StatusCode, fmt.Sprintf("reading the body: %v (after %d attempts)", rerr, it.attempts))
+		out := NetworkError
+		if errors.Is(rerr, context.DeadlineExceeded) {
+			out = Timeout
+		}
+		j.finishErr(it, out, resp.StatusCode, fmt.Sprintf("reading the body: %v (after %d attempts)", rerr, it.attempts))
 		return
 	}
 	if j.again(it, tr, resp.Status) {
@@ -288,7 +299,13 @@ func (j *Job) again(it *item, tr polite.Tried, why string) bool {
 // notReady puts back a URL the Transport did not send because its host was
 // not ready: the host waits (the scheduler asks Ready), and the URL with it.
 func (j *Job) notReady(it *item, tr polite.Tried) {
-	j.sched.retry(it, time.Now())
+	if it.cur != "" {
+		// A redirect hop, maybe to another host than the one the
+		// scheduler asks about: wait for the hop's host.
+		j.sched.retry(it, tr.At)
+	} else {
+		j.sched.retry(it, time.Now())
+	}
 	switch tr.Reason {
 	case polite.ReasonRate, polite.ReasonSlot:
 		return // a race with another worker: nothing to record
@@ -332,7 +349,9 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 		j.finishErr(it, Throttled, 0, pausedMsg(pe.Until, pe.Reason))
 		j.persistPause(it.host, pe.Until, pe.Reason)
 	case errors.As(err, &be):
-		j.finishErr(it, Blocked, 0, fmt.Sprintf("blocked: host %s answered with a %s", be.Host, be.Reason))
+		// Not the record of the page that served the challenge: this
+		// URL was never requested (issue 18, item 2).
+		j.finishErr(it, Blocked, 0, fmt.Sprintf("not sent: host %s was blocked (it answered another URL with a %s)", be.Host, be.Reason))
 	case errors.Is(err, polite.ErrRobotsUnreachable):
 		// Disallowed for now (issue 17, defect 9): the URL waits for
 		// robots.txt to be fetched again, as many times as it may be
@@ -368,6 +387,11 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 			return
 		}
 		j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (waited %d times)", unwrapPolite(err), it.robotsTries))
+	case tr.Sent && tr.Outcome == polite.Overloaded:
+		// No answer within --timeout: retried like any timeout.
+		if !j.again(it, tr, "timeout") {
+			j.finishErr(it, Timeout, 0, fmt.Sprintf("timeout: no response within --timeout %v (after %d attempts)", j.opts.Timeout, it.attempts))
+		}
 	case tr.Sent:
 		if !j.again(it, tr, "network error") {
 			j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (after %d attempts)", unwrapPolite(err), it.attempts))

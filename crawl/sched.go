@@ -22,6 +22,11 @@ type item struct {
 	// its fetch outlasted the URL's timeout (this run): it waits for
 	// robots.txt again while it may be retried.
 	robotsTries int
+	// cur is the URL the next request goes to when redirects are being
+	// followed ("" for url itself), hops the redirect targets so far
+	// (this run).
+	cur  string
+	hops []string
 }
 
 // hostState says where a host is in the scheduler.

@@ -90,14 +90,32 @@ unless --robots=false.
 
 Output, in --out:
   results.jsonl   one JSON object per URL once finished: url, host, outcome
-                  (ok, http_error, throttled, blocked, robots_disallowed,
-                  robots_unreachable, invalid_url, network_error), status,
-                  attempts, bytes, sha256, error, started, finished; and
-                  truncated, final_url,
-                  warc_offset or file when they apply
+                  (below), status, attempts, bytes, sha256, error (why it
+                  failed; empty when ok), started, finished; and truncated,
+                  final_url, warc_offset or file when they apply
   state.db        the job's state (SQLite; open it with sqlite3)
   bodies.warc     request and response records (--bodies warc), or bodies/
                   (--bodies files)
+
+Outcomes (what to do about each in brackets):
+  ok                  a 2xx response (redirects followed, up to 10), or a
+                      1xx/3xx the server meant as the answer
+  http_error          another status (4xx, or 5xx after the retries)
+                      [status says which; 5xx may pass on a later run]
+  throttled           still 429/503 when retries ran out, or the host named a
+                      pause beyond --max-retry-after [polite retry later]
+  blocked             a soft block (WAF challenge, captcha). The page that
+                      served it has its status; the host's other URLs are
+                      not sent, and their error says "not sent"
+  robots_disallowed   robots.txt disallows it; never requested
+  robots_unreachable  robots.txt could not be fetched (refused, 5xx) after
+                      the retries; never requested [polite retry later]
+  invalid_url         the line is not an http(s) URL; never requested
+  network_error       no response: refused, reset, DNS, TLS; after retries
+  timeout             no complete response within --timeout, after retries
+                      [a larger --timeout, or polite retry later]
+  redirect_loop       a redirect came back to a URL already visited, or more
+                      than 10 redirects; not retried
 
 The job is durable: kill it at any moment and run the same command again; it
 resumes where it was, never fetching a finished URL again, and results.jsonl
@@ -149,7 +167,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	addPolicyFlags(f, o, &rate, &key)
 	f.StringVar(&o.Out, "out", "polite-out", "the job's `DIR`: state.db, results.jsonl, bodies; running again on the same DIR resumes")
 	f.IntVar(&o.Workers, "workers", crawl.DefaultWorkers, "requests in flight over all hosts")
-	f.IntVar(&o.Retries, "retries", crawl.DefaultRetries, "retries of a URL after its first attempt (429/503, 408/504, 5xx, no response)")
+	f.IntVar(&o.Retries, "retries", crawl.DefaultRetries, "retries of a URL after its first attempt (429/503, 408/504, 5xx, timeout, no response)")
 	f.DurationVar(&o.MaxDelay, "max-delay", retry.DefaultCap, "cap of every wait polite chooses itself: backoff between retries, breaker open delay")
 	f.DurationVar(&o.MaxRetryAfter, "max-retry-after", crawl.DefaultMaxRetryAfter, "longest pause a host may name (Retry-After, RateLimit reset) that its URLs wait out; beyond, they end throttled at once")
 	f.DurationVar(&o.HostGiveUp, "host-give-up", crawl.DefaultHostGiveUp, "a host whose breaker has not closed for this long has its remaining URLs finished with the reason")
