@@ -401,8 +401,19 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		return &exitError{code: ExitFatal, err: err}
 	}
 	defer job.Close()
-	if _, err := job.Load(list); err != nil {
+	before, err := job.Len()
+	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
+	}
+	added, err := job.Load(list)
+	if err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	if before > 0 && added > 0 {
+		// A different list on an existing --out is merged into the job;
+		// never silently (issue 18, item 3).
+		fmt.Fprintf(e.stderr, "polite: %s already holds a job of %d URLs; this list adds %d new ones, fetched along with the job's unfinished ones (use a new --out for a separate job)\n",
+			o.Out, before, added)
 	}
 	if o.onReady != nil {
 		o.onReady()
