@@ -121,6 +121,15 @@ type Options struct {
 	// Grace is how long Run lets requests in flight finish after its
 	// context ends. If zero, DefaultGrace.
 	Grace time.Duration
+	// Header is added to every request the job sends (robots.txt's
+	// excepted). Authorization, Proxy-Authorization and Cookie are not
+	// sent on a redirect to another host than the URL's, as net/http's
+	// Client does not, and bodies.warc records their values as "xxxxx".
+	Header http.Header
+	// MaxURLs, if positive, is how many lines of a list Load takes (the
+	// first ones; blank and comment lines do not count); Load skips the
+	// rest and Skipped says how many.
+	MaxURLs int
 	// Logger receives the job's own records (resume, commit errors). If
 	// nil, nothing is logged.
 	Logger *slog.Logger
@@ -172,6 +181,21 @@ type Job struct {
 	outcomes   map[string]int
 	start      time.Time
 	loaded     bool // Run has loaded the pending URLs (see hosts)
+	stats      Stats
+	skipped    int // lines Load skipped (MaxURLs)
+}
+
+// Stats are a Run's closing figures, over the URLs it finished and the
+// requests it sent (like Scrapy's closing stats).
+type Stats struct {
+	// Statuses counts the URLs finished by their last HTTP status (0: no
+	// response).
+	Statuses map[int]int
+	// Retries counts the retries scheduled by what the failed attempt came
+	// to: a status line, "timeout", "network error", "body: …".
+	Retries map[string]int
+	// Bytes is the body bytes kept.
+	Bytes int64
 }
 
 // Open opens (creating it if need be) the job in dir, takes its lock, and
@@ -295,7 +319,13 @@ func (j *Job) Load(r io.Reader) (int, error) {
 		batch = batch[:0]
 		return err
 	}
+	taken := 0
 	err := ReadLines(r, j.opts.MaxURLLen, func(l Line) error {
+		if j.opts.MaxURLs > 0 && taken >= j.opts.MaxURLs {
+			j.skipped++
+			return nil
+		}
+		taken++
 		batch = append(batch, l)
 		if len(batch) == 10000 {
 			return flush()
@@ -311,6 +341,9 @@ func (j *Job) Load(r io.Reader) (int, error) {
 	return added, nil
 }
 
+// Skipped returns how many lines Load skipped beyond Options.MaxURLs.
+func (j *Job) Skipped() int { return j.skipped }
+
 // Summary is what a Run came to.
 type Summary struct {
 	// Total is the number of URLs in the job, Done the finished ones (over
@@ -323,6 +356,8 @@ type Summary struct {
 	// Elapsed is how long Run took; DoneNow the URLs it finished.
 	Elapsed time.Duration
 	DoneNow int
+	// Stats are this run's closing figures.
+	Stats Stats
 }
 
 // OK reports whether every URL is finished and ok.

@@ -48,6 +48,11 @@ type Result struct {
 	// File is the body's path relative to the job's directory (--bodies
 	// files).
 	File string `json:"file,omitempty"`
+	// ContentType is the response's Content-Type, when it had one.
+	ContentType string `json:"content_type,omitempty"`
+	// LatencyMS is the last request's time from sending to the response
+	// headers (or the error), in milliseconds; 0 when none was sent.
+	LatencyMS float64 `json:"latency_ms"`
 }
 
 // Failed reports whether the result is not ok.

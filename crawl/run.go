@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -104,6 +105,7 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	for k, v := range j.outcomes {
 		sum.Outcomes[k] = v
 	}
+	sum.Stats = Stats{Statuses: maps.Clone(j.stats.Statuses), Retries: maps.Clone(j.stats.Retries), Bytes: j.stats.Bytes}
 	j.mu.Unlock()
 	return sum, err
 }
@@ -181,6 +183,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		j.finishErr(it, InvalidURL, 0, "invalid URL: "+err.Error())
 		return
 	}
+	j.addHeader(req, it)
 	h := it.host
 	if g := h.gaveUp.Load(); g != nil {
 		if !g.until.IsZero() {
@@ -191,6 +194,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	}
 	resp, tr, err := j.tr.Try(req, polite.TryOptions{Attempt: it.attempts + 1, Retries: j.retries(h.key)})
 	if tr.Sent {
+		it.latency = tr.Latency
 		it.attempts++
 		h.stats.record(tr)
 		j.health(h, tr, err, resp)
@@ -215,6 +219,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		// itself, as for a network error, while attempts are left.
 		it.reason = "body: " + rerr.Error()
 		if it.attempts <= j.retries(h.key) {
+			j.countRetry("body broke off")
 			next := now.Add(j.backoff.Next(it.attempts, 0))
 			j.sched.retry(it, next)
 			j.deferred(it, next)
@@ -234,7 +239,8 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	// (issue 17, defect 12).
 	truncated = truncated || rerr != nil
 	res := &Result{URL: it.url, Host: h.key, Outcome: out, Status: resp.StatusCode, Attempts: it.attempts,
-		Bytes: int64(len(body)), SHA256: sum, Truncated: truncated, Started: it.started.UTC(), Finished: now.UTC()}
+		Bytes: int64(len(body)), SHA256: sum, Truncated: truncated, Started: it.started.UTC(), Finished: now.UTC(),
+		ContentType: resp.Header.Get("Content-Type"), LatencyMS: ms(it.latency)}
 	if u := resp.Request.URL.String(); u != it.url {
 		res.FinalURL = u
 	}
@@ -291,9 +297,20 @@ func (j *Job) again(it *item, tr polite.Tried, why string) bool {
 		return false
 	}
 	it.reason = why
+	j.countRetry(why)
 	j.sched.retry(it, next)
 	j.deferred(it, next)
 	return true
+}
+
+// countRetry counts a retry scheduled for why, for the closing stats.
+func (j *Job) countRetry(why string) {
+	j.mu.Lock()
+	if j.stats.Retries == nil {
+		j.stats.Retries = map[string]int{}
+	}
+	j.stats.Retries[why]++
+	j.mu.Unlock()
 }
 
 // notReady puts back a URL the Transport did not send because its host was
@@ -417,7 +434,7 @@ func (j *Job) finishErr(it *item, outcome string, status int, msg string) {
 		started = now
 	}
 	j.finish(it, &Result{URL: it.url, Host: it.host.key, Outcome: outcome, Status: status, Attempts: it.attempts,
-		Error: msg, Started: started.UTC(), Finished: now}, nil)
+		Error: msg, Started: started.UTC(), Finished: now, LatencyMS: ms(it.latency)}, nil)
 }
 
 // finish hands a finished URL to the committer and the scheduler.
@@ -427,6 +444,13 @@ func (j *Job) finish(it *item, res *Result, k *kept) {
 		j.backlog.acquire(n) // back-pressure: the committer is behind
 	}
 	j.commits <- commitMsg{it: it, res: res, kept: k, size: n}
+	j.mu.Lock()
+	if j.stats.Statuses == nil {
+		j.stats.Statuses = map[int]int{}
+	}
+	j.stats.Statuses[res.Status]++
+	j.stats.Bytes += res.Bytes
+	j.mu.Unlock()
 	if it.host != nil {
 		it.host.stats.done.Add(1)
 		if res.Failed() {

@@ -27,6 +27,8 @@ type item struct {
 	// (this run).
 	cur  string
 	hops []string
+	// latency is the last request's, for its result.
+	latency time.Duration
 }
 
 // hostState says where a host is in the scheduler.

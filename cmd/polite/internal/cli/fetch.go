@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -55,7 +56,11 @@ type fetchOptions struct {
 	Bodies        crawl.Bodies
 	MaxBody       int64
 	MaxURLLen     int
-	Progress      string // auto, bar, log or none
+	Progress      string      // auto, bar, log or none
+	Headers       []string    // -H as given
+	Header        http.Header // parsed
+	MaxTime       time.Duration
+	MaxURLs       int
 
 	// Set by `polite demo`, not by flags.
 	base     http.RoundTripper // dials the built-in testbed
@@ -91,8 +96,10 @@ unless --robots=false.
 Output, in --out:
   results.jsonl   one JSON object per URL once finished: url, host, outcome
                   (below), status, attempts, bytes, sha256, error (why it
-                  failed; empty when ok), started, finished; and truncated,
-                  final_url, warc_offset or file when they apply
+                  failed; empty when ok), started, finished, latency_ms
+                  (the last request's, to its response headers); and
+                  content_type, truncated, final_url, warc_offset or file
+                  when they apply
   state.db        the job's state (SQLite; open it with sqlite3)
   bodies.warc     request and response records (--bodies warc), or bodies/
                   (--bodies files)
@@ -182,6 +189,9 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc), files (DIR/bodies/) or none")
 	f.StringVar(&maxBody, "max-body", "10MiB", "bytes of a body kept; the rest is not downloaded and the result says truncated")
 	f.IntVar(&o.MaxURLLen, "max-url-len", crawl.DefaultMaxURLLen, "longest line taken as a URL, in bytes")
+	f.StringArrayVarP(&o.Headers, "header", "H", nil, "add `\"Name: value\"` to every request (repeatable); Authorization, Cookie and Proxy-Authorization go only to the hosts the list names (not on a redirect elsewhere) and are never written to bodies.warc")
+	f.DurationVar(&o.MaxTime, "max-time", 0, "stop the whole job after this long (as Ctrl-C does: resumable); 0 for no limit")
+	f.IntVar(&o.MaxURLs, "max-urls", 0, "take only the first N URLs of the list (a sample run); 0 for all")
 	f.StringVar(&o.Progress, "progress", "auto", "live display: bar (on a terminal), log (a line every 5 s), none, or auto (bar on a terminal, else log)")
 	f.SortFlags = false
 	return c
@@ -238,6 +248,18 @@ func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 	if o.MaxURLLen < 1 {
 		return usageErr("--max-url-len %d: must be positive", o.MaxURLLen)
 	}
+	if o.MaxTime < 0 {
+		return usageErr("--max-time %v: must not be negative", o.MaxTime)
+	}
+	if o.MaxURLs < 0 {
+		return usageErr("--max-urls %d: must not be negative", o.MaxURLs)
+	}
+	if len(o.Headers) == 0 {
+		o.Headers = nil
+	}
+	if o.Header, err = parseHeaders(o.Headers); err != nil {
+		return usageErr("%v", err)
+	}
 	switch o.Progress {
 	case "auto", "bar", "log", "none":
 	default:
@@ -249,6 +271,46 @@ func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 		}
 	}
 	return nil
+}
+
+// parseHeaders reads -H values, "Name: value" each.
+func parseHeaders(hs []string) (http.Header, error) {
+	if len(hs) == 0 {
+		return nil, nil
+	}
+	h := http.Header{}
+	for _, s := range hs {
+		name, value, ok := strings.Cut(s, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || !isToken(name) || strings.ContainsAny(value, "\r\n\x00") {
+			return nil, fmt.Errorf("--header %q: want \"Name: value\"", redactHeader(s))
+		}
+		h.Add(name, strings.TrimSpace(value))
+	}
+	return h, nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110, section 5.6.2),
+// as a field name must be.
+func isToken(s string) bool {
+	for _, c := range []byte(s) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// redactHeader hides the value of a credentials field in an error message.
+func redactHeader(s string) string {
+	name, _, ok := strings.Cut(s, ":")
+	switch http.CanonicalHeaderKey(strings.TrimSpace(name)) {
+	case "Authorization", "Proxy-Authorization", "Cookie":
+		if ok {
+			return name + ": xxxxx"
+		}
+	}
+	return s
 }
 
 func parseRate(s string) (float64, error) {
@@ -327,6 +389,8 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 	return tr
 }
 
+var errMaxTime = errors.New("--max-time reached")
+
 func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	if o.Metrics != "" {
 		return usageErr("--metrics: metrics are not supported yet (a later version serves them for Prometheus)")
@@ -389,6 +453,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
 		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
 		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp,
+		Header: o.Header, MaxURLs: o.MaxURLs,
 	}
 	if o.Retries == 0 {
 		opts.Retries = -1
@@ -409,6 +474,9 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
 	}
+	if n := job.Skipped(); n > 0 {
+		fmt.Fprintf(e.stderr, "polite: --max-urls %d: took the first %d URLs of the list, skipped %d\n", o.MaxURLs, o.MaxURLs, n)
+	}
 	if before > 0 && added > 0 {
 		// A different list on an existing --out is merged into the job;
 		// never silently (issue 18, item 3).
@@ -425,8 +493,14 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 			mode = "bar"
 		}
 	}
+	run := soft
+	if o.MaxTime > 0 {
+		var cancel context.CancelFunc
+		run, cancel = context.WithTimeoutCause(soft, o.MaxTime, errMaxTime)
+		defer cancel()
+	}
 	d := startDisplay(mode, job, e.stderr)
-	sum, err := job.Run(soft, hard)
+	sum, err := job.Run(run, hard)
 	d.stop()
 	n := o.summaryN
 	if n == 0 {
@@ -437,6 +511,8 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		return &exitError{code: ExitFatal, err: err}
 	}
 	switch {
+	case sum.Interrupted && context.Cause(run) == errMaxTime:
+		return &exitError{code: ExitFatal, err: fmt.Errorf("stopped by --max-time %v with %d of %d URLs finished; run the same command again to resume", o.MaxTime, sum.Done, sum.Total)}
 	case sum.Interrupted:
 		return &exitError{code: ExitFatal, err: fmt.Errorf("interrupted with %d of %d URLs finished; run the same command again to resume", sum.Done, sum.Total)}
 	case sum.OK():

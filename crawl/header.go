@@ -1,0 +1,42 @@
+package crawl
+
+import (
+	"math"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// secret are the request fields that carry credentials: bodies.warc
+// records their values as "xxxxx", and a redirect to another host does not
+// carry them (net/http's Client drops them too).
+var secret = map[string]bool{"Authorization": true, "Proxy-Authorization": true, "Cookie": true}
+
+// addHeader adds the job's Header to req, a request for it (maybe a
+// redirect hop): the credentials fields only when req goes to the host of
+// the URL the list named.
+func (j *Job) addHeader(req *http.Request, it *item) {
+	if len(j.opts.Header) == 0 {
+		return
+	}
+	same := it.cur == ""
+	if !same {
+		u, err := url.Parse(it.url)
+		same = err == nil && u.Host == req.URL.Host
+	}
+	for k, vs := range j.opts.Header {
+		if secret[k] && !same {
+			continue
+		}
+		if k == "Host" {
+			req.Host = vs[0]
+			continue
+		}
+		req.Header[k] = append([]string(nil), vs...)
+	}
+}
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 {
+	return math.Round(float64(d)/1e3) / 1e3
+}
