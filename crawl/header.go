@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/polite-go/polite"
 )
 
 // secret are the request fields that carry credentials: bodies.warc
@@ -34,6 +36,20 @@ func (j *Job) addHeader(req *http.Request, it *item) {
 		}
 		req.Header[k] = append([]string(nil), vs...)
 	}
+}
+
+// retryOn applies Options.RetryOn to an attempt answered with status:
+// it returns tr with Retry (and At) as the user's list says.
+func (j *Job) retryOn(it *item, tr polite.Tried, status int, now time.Time) polite.Tried {
+	want := j.opts.RetryOn[status]
+	switch {
+	case tr.Outcome == polite.Blocked || tr.Reason == polite.ReasonRetryAfter:
+	case !want:
+		tr.Retry, tr.Reason = false, ""
+	case !tr.Retry && tr.Reason != polite.ReasonBudget && it.attempts <= j.retries(it.host.key):
+		tr.Retry, tr.Reason, tr.At = true, "", now.Add(j.backoff.Next(it.attempts, 0))
+	}
+	return tr
 }
 
 // ms is d in milliseconds, to the microsecond.

@@ -126,6 +126,13 @@ type Options struct {
 	// sent on a redirect to another host than the URL's, as net/http's
 	// Client does not, and bodies.warc records their values as "xxxxx".
 	Header http.Header
+	// RetryOn, if not nil, names the statuses retried (while attempts
+	// are left), in place of the Transport's reading (429/503, 408/504,
+	// other 5xx): a status it names is retried with the backoff even when
+	// the Transport would not, one it does not name is not retried. A soft
+	// block is never retried, nor a pause beyond MaxRetryAfter; a 429 or
+	// 503 still pauses its host.
+	RetryOn map[int]bool
 	// MaxURLs, if positive, is how many lines of a list Load takes (the
 	// first ones; blank and comment lines do not count); Load skips the
 	// rest and Skipped says how many.

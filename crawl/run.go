@@ -232,6 +232,9 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		j.finishErr(it, out, resp.StatusCode, fmt.Sprintf("reading the body: %v (after %d attempts)", rerr, it.attempts))
 		return
 	}
+	if j.opts.RetryOn != nil {
+		tr = j.retryOn(it, tr, resp.StatusCode, now)
+	}
 	if j.again(it, tr, resp.Status) {
 		return
 	}

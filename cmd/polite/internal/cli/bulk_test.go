@@ -176,3 +176,39 @@ func TestClosingStats(t *testing.T) {
 		}
 	}
 }
+
+// --retry-on names the statuses retried (issue 18, item 8): a 404 named
+// is retried until it passes, a 503 not named is not retried.
+func TestRetryOn(t *testing.T) {
+	var n404, n503 atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+		case "/late":
+			if n404.Add(1) < 3 {
+				http.NotFound(w, r)
+				return
+			}
+			w.Write([]byte("at last"))
+		case "/busy":
+			n503.Add(1)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	code, res, stderr := runHostile(t, t.TempDir(), urls(srv.URL, "/late", "/busy"), "--rate", "100", "--max-delay", "50ms",
+		"--retry-on", "404,500")
+	if code != ExitFailures {
+		t.Errorf("exit %d, want %d; stderr %s", code, ExitFailures, stderr)
+	}
+	if r := res[srv.URL+"/late"]; r.Outcome != crawl.OK || r.Attempts != 3 {
+		t.Errorf("/late: outcome %q after %d attempts, want ok after 3", r.Outcome, r.Attempts)
+	}
+	if r := res[srv.URL+"/busy"]; r.Attempts != 1 || n503.Load() != 1 {
+		t.Errorf("/busy: %d attempts, %d requests; want 1 (503 is not in --retry-on)", r.Attempts, n503.Load())
+	}
+	if code, _, stderr := politeCmd(t, "fetch", "--retry-on", "404,abc", "-"); code != ExitUsage || !strings.Contains(stderr, `"abc"`) {
+		t.Errorf("--retry-on 404,abc: exit %d, stderr %q; want %d naming abc", code, stderr, ExitUsage)
+	}
+}

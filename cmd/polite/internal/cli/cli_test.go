@@ -208,7 +208,7 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 		if cmd == "fetch" {
 			for _, f := range []string{"--out", "--rate", "--max-rate", "--burst", "--concurrency", "--workers", "--adaptive",
 				"--retries", "--max-delay", "--timeout", "--robots", "--user-agent", "--key", "--config", "--redis", "--metrics",
-				"--bodies", "--max-body", "(default \"polite-out\")", "[[rule]]", "--header", "-H", "--max-time", "--max-urls",
+				"--bodies", "--max-body", "(default \"polite-out\")", "[[rule]]", "--header", "-H", "--max-time", "--max-urls", "--retry-on",
 				"timeout ", "redirect_loop", "robots_unreachable", "not sent"} {
 				if !strings.Contains(out.String(), f) {
 					t.Errorf("fetch --help lacks %s", f)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,6 +62,7 @@ type fetchOptions struct {
 	Header        http.Header // parsed
 	MaxTime       time.Duration
 	MaxURLs       int
+	RetryOn       map[int]bool // nil: polite's reading of the status
 
 	// Set by `polite demo`, not by flags.
 	base     http.RoundTripper // dials the built-in testbed
@@ -190,6 +192,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&maxBody, "max-body", "10MiB", "bytes of a body kept; the rest is not downloaded and the result says truncated")
 	f.IntVar(&o.MaxURLLen, "max-url-len", crawl.DefaultMaxURLLen, "longest line taken as a URL, in bytes")
 	f.StringArrayVarP(&o.Headers, "header", "H", nil, "add `\"Name: value\"` to every request (repeatable); Authorization, Cookie and Proxy-Authorization go only to the hosts the list names (not on a redirect elsewhere) and are never written to bodies.warc")
+	f.Var(retryOnFlag{&o.RetryOn}, "retry-on", "comma-separated `STATUSES` that are retried, in place of polite's own reading (429,503,408,504 and other 5xx); a status left out is not retried")
 	f.DurationVar(&o.MaxTime, "max-time", 0, "stop the whole job after this long (as Ctrl-C does: resumable); 0 for no limit")
 	f.IntVar(&o.MaxURLs, "max-urls", 0, "take only the first N URLs of the list (a sample run); 0 for all")
 	f.StringVar(&o.Progress, "progress", "auto", "live display: bar (on a terminal), log (a line every 5 s), none, or auto (bar on a terminal, else log)")
@@ -272,6 +275,37 @@ func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 	}
 	return nil
 }
+
+// retryOnFlag is --retry-on: a list of HTTP statuses.
+type retryOnFlag struct{ m *map[int]bool }
+
+func (f retryOnFlag) String() string {
+	if f.m == nil || *f.m == nil {
+		return ""
+	}
+	codes := make([]string, 0, len(*f.m))
+	for c := range *f.m {
+		codes = append(codes, strconv.Itoa(c))
+	}
+	sort.Strings(codes)
+	return strings.Join(codes, ",")
+}
+
+func (f retryOnFlag) Set(s string) error {
+	m := map[int]bool{}
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		c, err := strconv.Atoi(p)
+		if err != nil || c < 100 || c > 599 {
+			return fmt.Errorf("%q is not an HTTP status (100-599)", p)
+		}
+		m[c] = true
+	}
+	*f.m = m
+	return nil
+}
+
+func (retryOnFlag) Type() string { return "statuses" }
 
 // parseHeaders reads -H values, "Name: value" each.
 func parseHeaders(hs []string) (http.Header, error) {
@@ -453,7 +487,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
 		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
 		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp,
-		Header: o.Header, MaxURLs: o.MaxURLs,
+		Header: o.Header, MaxURLs: o.MaxURLs, RetryOn: o.RetryOn,
 	}
 	if o.Retries == 0 {
 		opts.Retries = -1
