@@ -192,10 +192,17 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		j.finishErr(it, g.outcome, 0, g.msg)
 		return
 	}
-	resp, tr, err := j.tr.Try(req, polite.TryOptions{Attempt: it.attempts + 1, Retries: j.retries(h.key)})
+	attempt := it.attempts + 1
+	if it.hop {
+		attempt-- // a redirect hop is part of the attempt that met the redirect
+	}
+	resp, tr, err := j.tr.Try(req, polite.TryOptions{Attempt: max(attempt, 1), Retries: j.retries(h.key)})
 	if tr.Sent {
 		it.latency = tr.Latency
-		it.attempts++
+		if !it.hop {
+			it.attempts++
+		}
+		it.hop = false
 		h.stats.record(tr)
 		j.health(h, tr, err, resp)
 	}
@@ -372,6 +379,14 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 		// Not the record of the page that served the challenge: this
 		// URL was never requested (issue 18, item 2).
 		j.finishErr(it, Blocked, 0, fmt.Sprintf("not sent: host %s was blocked (it answered another URL with a %s)", be.Host, be.Reason))
+	case errors.Is(err, polite.ErrNotPublic):
+		// The destination (the URL's, a redirect's, or its robots.txt's)
+		// is an address the job may not connect to: retrying cannot help.
+		out := NetworkError
+		if errors.Is(err, polite.ErrRobotsUnreachable) {
+			out = RobotsUnreachable
+		}
+		j.finishErr(it, out, 0, fmt.Sprintf("destination refused, not a public address (--allow-private lifts this): %v", unwrapPolite(err)))
 	case errors.Is(err, polite.ErrRobotsUnreachable):
 		// Disallowed for now (issue 17, defect 9): the URL waits for
 		// robots.txt to be fetched again, as many times as it may be

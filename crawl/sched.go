@@ -27,6 +27,7 @@ type item struct {
 	// (this run).
 	cur  string
 	hops []string
+	hop  bool // the next request is a redirect hop, not a new attempt
 	// latency is the last request's, for its result.
 	latency time.Duration
 }

@@ -90,13 +90,40 @@ func TestRedirects(t *testing.T) {
 	if code != ExitFailures {
 		t.Errorf("exit %d, want %d; stderr: %s", code, ExitFailures, stderr)
 	}
-	if r := res[srv.URL+"/old"]; r.Outcome != crawl.OK || r.Status != 200 || r.FinalURL != srv.URL+"/new" || r.Bytes != int64(len("the page")) {
-		t.Errorf("/old: outcome %q status %d final %q bytes %d, want ok 200 %s/new %d", r.Outcome, r.Status, r.FinalURL, r.Bytes, srv.URL, len("the page"))
+	if r := res[srv.URL+"/old"]; r.Outcome != crawl.OK || r.Status != 200 || r.FinalURL != srv.URL+"/new" || r.Bytes != int64(len("the page")) || r.Attempts != 1 {
+		t.Errorf("/old: outcome %q status %d final %q bytes %d attempts %d, want ok 200 %s/new %d 1", r.Outcome, r.Status, r.FinalURL, r.Bytes, r.Attempts, srv.URL, len("the page"))
 	}
 	if r := res[lsrv.URL+"/a"]; r.Outcome != crawl.RedirectLoop || !strings.Contains(r.Error, "redirect") {
 		t.Errorf("loop: outcome %q (%q), want redirect_loop", r.Outcome, r.Error)
 	}
 	if n := loop.Count("/a"); n > 11 {
 		t.Errorf("the loop got %d requests, want at most 11", n)
+	}
+}
+
+// A redirect to a destination the job may not connect to (an unlisted
+// loopback port, a private address) ends at once, saying why and how to
+// allow it; before, it waited out every retry and said only "disallowed by
+// implied rule Disallow: /". (Its robots.txt is what is refused first, so
+// the outcome stays robots_unreachable.)
+func TestRedirectToRefusedDestination(t *testing.T) {
+	inner := &testbed.Hostile{Body: "internal"}
+	isrv := httptest.NewServer(inner)
+	defer isrv.Close()
+	srv := httptest.NewServer(&testbed.Hostile{Location: isrv.URL + "/secret"})
+	defer srv.Close()
+	start := time.Now()
+	code, res, stderr := runHostile(t, t.TempDir(), urls(srv.URL, "/a"), "--rate", "100", "--max-delay", "200ms", "--retries", "3")
+	if code != ExitFailures {
+		t.Errorf("exit %d, want %d; stderr %s", code, ExitFailures, stderr)
+	}
+	if r := res[srv.URL+"/a"]; r.Outcome != crawl.RobotsUnreachable || !strings.Contains(r.Error, "--allow-private") || r.Attempts != 1 {
+		t.Errorf("outcome %q after %d attempts (%s), want robots_unreachable after 1 (the redirect) naming --allow-private", r.Outcome, r.Attempts, r.Error)
+	}
+	if n := inner.Count(""); n != 0 {
+		t.Errorf("the refused destination got %d requests", n)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("took %v: the refusal was retried", d)
 	}
 }
