@@ -203,6 +203,11 @@ type Stats struct {
 	Retries map[string]int
 	// Bytes is the body bytes kept.
 	Bytes int64
+	// Paused is, by host key, the time the host was paused this run
+	// (Retry-After, RateLimit, backoff, breaker; a pause beyond
+	// MaxRetryAfter ends the host's URLs instead): hosts never paused are
+	// left out.
+	Paused map[string]time.Duration
 }
 
 // Open opens (creating it if need be) the job in dir, takes its lock, and

@@ -107,6 +107,15 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	}
 	sum.Stats = Stats{Statuses: maps.Clone(j.stats.Statuses), Retries: maps.Clone(j.stats.Retries), Bytes: j.stats.Bytes}
 	j.mu.Unlock()
+	end := time.Now()
+	for _, h := range j.hostList {
+		if d := h.pausedFor(end); d > 0 {
+			if sum.Stats.Paused == nil {
+				sum.Stats.Paused = map[string]time.Duration{}
+			}
+			sum.Stats.Paused[h.key] = d
+		}
+	}
 	return sum, err
 }
 

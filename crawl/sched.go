@@ -68,6 +68,9 @@ type host struct {
 	gaveUp atomic.Pointer[givenUp]
 	// persisted is the pause end last written to the hosts table (unix ms).
 	persisted atomic.Int64
+	// pauseSeen is the latest pause end seen (unix ns), paused the time
+	// the host's pauses covered this run (ns; see notePause).
+	pauseSeen, paused atomic.Int64
 	// failing is since when (unix ns) the host's breaker has not closed,
 	// 0 while it is closed; lastFail what its last failed attempt came to.
 	failing  atomic.Int64

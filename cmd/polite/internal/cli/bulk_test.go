@@ -212,3 +212,39 @@ func TestRetryOn(t *testing.T) {
 		t.Errorf("--retry-on 404,abc: exit %d, stderr %q; want %d naming abc", code, stderr, ExitUsage)
 	}
 }
+
+// The closing stats say how long each host was paused (issue 18, item 8):
+// here one Retry-After of a second.
+func TestClosingStatsPausedTime(t *testing.T) {
+	var first atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/robots.txt":
+			http.NotFound(w, r)
+		case first.CompareAndSwap(false, true):
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		default:
+			w.Write([]byte("x"))
+		}
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, []string{"fetch", "--progress", "none", "--out", t.TempDir(), "--rate", "100", "-"},
+		strings.NewReader(urls(srv.URL, "/a", "/b")), &stdout, &stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d; stderr %s", code, stderr.String())
+	}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	var d time.Duration
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "time paused (this run): "+host+" "); ok {
+			d, _ = time.ParseDuration(strings.TrimSuffix(rest, ";"))
+		}
+	}
+	if d < 900*time.Millisecond || d > 1500*time.Millisecond {
+		t.Errorf("time paused %v, want about 1s:\n%s", d, stdout.String())
+	}
+}

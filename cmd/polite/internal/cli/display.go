@@ -316,4 +316,25 @@ func writeStats(w io.Writer, st crawl.Stats) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "bytes kept (this run): %d\n", st.Bytes)
+	if len(st.Paused) > 0 {
+		hosts := make([]string, 0, len(st.Paused))
+		for h := range st.Paused {
+			hosts = append(hosts, h)
+		}
+		sort.Slice(hosts, func(a, b int) bool {
+			if st.Paused[hosts[a]] != st.Paused[hosts[b]] {
+				return st.Paused[hosts[a]] > st.Paused[hosts[b]]
+			}
+			return hosts[a] < hosts[b]
+		})
+		fmt.Fprint(w, "time paused (this run):")
+		for i, h := range hosts {
+			if i == 10 {
+				fmt.Fprintf(w, " … and %d more hosts", len(hosts)-i)
+				break
+			}
+			fmt.Fprintf(w, " %s %s;", h, st.Paused[h].Round(time.Millisecond))
+		}
+		fmt.Fprintln(w)
+	}
 }
