@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -162,17 +161,14 @@ func TestClosingStats(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	code := Main(ctx, []string{"fetch", "--progress", "none", "--out", t.TempDir(), "--rate", "100", "--max-delay", "50ms", "-"},
-		strings.NewReader(urls(srv.URL, "/ok", "/flaky", "/missing")), &stdout, &stderr)
+	code, stdout, stderr := politeIn(t, urls(srv.URL, "/ok", "/flaky", "/missing"),
+		"fetch", "--progress", "none", "--out", t.TempDir(), "--rate", "100", "--max-delay", "50ms", "-")
 	if code != ExitFailures {
-		t.Fatalf("exit %d; stderr %s", code, stderr.String())
+		t.Fatalf("exit %d; stderr %s", code, stderr)
 	}
 	for _, want := range []string{"status (this run): 200×2 404×1", "retries (this run): 1: 502 Bad Gateway×1", "bytes kept (this run): 29"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("summary does not say %q:\n%s", want, stdout.String())
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary does not say %q:\n%s", want, stdout)
 		}
 	}
 }
@@ -229,22 +225,18 @@ func TestClosingStatsPausedTime(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	code := Main(ctx, []string{"fetch", "--progress", "none", "--out", t.TempDir(), "--rate", "100", "-"},
-		strings.NewReader(urls(srv.URL, "/a", "/b")), &stdout, &stderr)
+	code, stdout, stderr := politeIn(t, urls(srv.URL, "/a", "/b"), "fetch", "--progress", "none", "--out", t.TempDir(), "--rate", "100", "-")
 	if code != ExitOK {
-		t.Fatalf("exit %d; stderr %s", code, stderr.String())
+		t.Fatalf("exit %d; stderr %s", code, stderr)
 	}
 	host := strings.TrimPrefix(srv.URL, "http://")
 	var d time.Duration
-	for _, line := range strings.Split(stdout.String(), "\n") {
+	for _, line := range strings.Split(stdout, "\n") {
 		if rest, ok := strings.CutPrefix(line, "time paused (this run): "+host+" "); ok {
 			d, _ = time.ParseDuration(strings.TrimSuffix(rest, ";"))
 		}
 	}
 	if d < 900*time.Millisecond || d > 1500*time.Millisecond {
-		t.Errorf("time paused %v, want about 1s:\n%s", d, stdout.String())
+		t.Errorf("time paused %v, want about 1s:\n%s", d, stdout)
 	}
 }

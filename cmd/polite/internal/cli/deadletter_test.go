@@ -15,14 +15,20 @@ import (
 	"github.com/polite-go/polite/testbed"
 )
 
-// polite runs the command in-process and returns its exit status, stdout
-// and stderr.
+// politeCmd runs the command in-process with an empty stdin and returns
+// its exit status, stdout and stderr.
 func politeCmd(t *testing.T, argv ...string) (int, string, string) {
+	t.Helper()
+	return politeIn(t, "", argv...)
+}
+
+// politeIn runs the command in-process with stdin.
+func politeIn(t *testing.T, stdin string, argv ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	code := Main(ctx, argv, strings.NewReader(""), &stdout, &stderr)
+	code := Main(ctx, argv, strings.NewReader(stdin), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
