@@ -430,7 +430,9 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 			j.deferred(it, now)
 			return
 		}
-		j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (waited %d times)", unwrapPolite(err), it.robotsTries))
+		// The URL itself was never sent (issue 18, item 2).
+		j.finishErr(it, RobotsUnreachable, 0, fmt.Sprintf("robots.txt did not arrive within --timeout %v (waited %d times); never requested: %v",
+			j.opts.Timeout, it.robotsTries, unwrapPolite(err)))
 	case tr.Sent && tr.Outcome == polite.Overloaded:
 		// No answer within --timeout: retried like any timeout.
 		if !j.again(it, tr, "timeout") {

@@ -117,8 +117,9 @@ Outcomes (what to do about each in brackets):
                       served it has its status; the host's other URLs are
                       not sent, and their error says "not sent"
   robots_disallowed   robots.txt disallows it; never requested
-  robots_unreachable  robots.txt could not be fetched (refused, 5xx) after
-                      the retries; never requested [polite retry later]
+  robots_unreachable  robots.txt could not be fetched (refused, 5xx, not
+                      within --timeout) after the retries; never requested
+                      [polite retry later]
   invalid_url         the line is not an http(s) URL; never requested
   network_error       no response: refused, reset, DNS, TLS; after retries
   timeout             no complete response within --timeout, after retries

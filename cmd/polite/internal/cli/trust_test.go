@@ -127,3 +127,31 @@ func TestRedirectToRefusedDestination(t *testing.T) {
 		t.Errorf("took %v: the refusal was retried", d)
 	}
 }
+
+// A robots.txt that never arrives within the URL's --timeout ended the URL
+// as network_error, although the URL itself was never sent: it is
+// robots_unreachable, and says so.
+func TestRobotsNeverArrives(t *testing.T) {
+	var pages atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(time.Second):
+			}
+			return
+		}
+		pages.Add(1)
+	}))
+	defer srv.Close()
+	code, res, stderr := runHostile(t, t.TempDir(), urls(srv.URL, "/a"), "--timeout", "100ms", "--retries", "1", "--rate", "100")
+	if code != ExitFailures {
+		t.Errorf("exit %d, want %d; stderr %s", code, ExitFailures, stderr)
+	}
+	if r := res[srv.URL+"/a"]; r.Outcome != crawl.RobotsUnreachable || r.Attempts != 0 || !strings.Contains(r.Error, "robots.txt") {
+		t.Errorf("outcome %q after %d attempts (%s), want robots_unreachable after 0", r.Outcome, r.Attempts, r.Error)
+	}
+	if n := pages.Load(); n != 0 {
+		t.Errorf("the page got %d requests", n)
+	}
+}
