@@ -148,4 +148,9 @@ func TestStatusShowsHostPause(t *testing.T) {
 	if code != ExitOK || !strings.Contains(stdout, "(retry-after)") || !strings.Contains(stdout, "dead letters (2)") {
 		t.Errorf("status: exit %d, stderr %q; want the host's pause and its reason:\n%s", code, stderr, stdout)
 	}
+	// Re-queued, its URLs would end throttled again at once: retry says so.
+	code, stdout, stderr = politeCmd(t, "retry", out)
+	if code != ExitOK || !strings.Contains(stdout, "2 URLs re-queued") || !strings.Contains(stdout, "asked for a pause until") {
+		t.Errorf("retry: exit %d, stderr %q; want a note on the pause:\n%s", code, stderr, stdout)
+	}
 }

@@ -169,12 +169,22 @@ func runRetry(e *env, o *retryOptions) error {
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
 	}
-	defer job.Close()
 	n, err := job.Requeue(o.Outcomes)
+	if cerr := job.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
 	}
 	fmt.Fprintf(e.stdout, "%d URLs re-queued (%s) in %s; run 'polite fetch --out %s' with the job's list to fetch them again\n",
 		n, strings.Join(o.Outcomes, ", "), o.Out, o.Out)
+	if s, err := crawl.ReadStatus(o.Out, 0); err == nil {
+		for _, h := range s.Hosts {
+			if !h.PausedUntil.IsZero() && h.Pending > 0 {
+				fmt.Fprintf(e.stdout, "note: %s asked for a pause until %s (%s); its %d pending URLs end throttled again until then\n",
+					h.Host, h.PausedUntil.Format(time.RFC3339), h.PauseWhy, h.Pending)
+			}
+		}
+	}
 	return nil
 }
