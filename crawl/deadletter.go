@@ -29,10 +29,21 @@ func (j *Job) Requeue(outcomes []string) (int, error) {
 			return 0, fmt.Errorf("crawl: outcome %q cannot be re-queued", o)
 		}
 	}
+	n, err := j.st.requeue(outcomes)
+	if err != nil || n == 0 {
+		return n, err
+	}
+	return n, j.rewriteResults()
+}
+
+// requeue is Requeue's transaction: the URLs pending again, and
+// results.jsonl's marks zeroed so that the next Open rewrites it from
+// state.db should the rewrite not happen now.
+func (s *store) requeue(outcomes []string) (int, error) {
 	if len(outcomes) == 0 {
 		return 0, nil
 	}
-	tx, err := j.st.db.Begin()
+	tx, err := s.db.Begin()
 	if err != nil {
 		return 0, fmt.Errorf("crawl: %w", err)
 	}
@@ -65,9 +76,6 @@ func (j *Job) Requeue(outcomes []string) (int, error) {
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("crawl: re-queueing: %w", err)
-	}
-	if err := j.rewriteResults(); err != nil {
-		return int(n), err
 	}
 	return int(n), nil
 }

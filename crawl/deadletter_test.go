@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,10 +13,9 @@ import (
 	"github.com/polite-go/polite/bucket"
 )
 
-// Requeue is durable on its own: killed after its transaction (here: the
-// file rewritten by hand as it was before), the next Open rewrites
-// results.jsonl from state.db, and a Run fetches the URLs again, each
-// keeping one line.
+// Requeue is durable on its own: killed after its transaction, before
+// results.jsonl is rewritten, the next Open rewrites it from state.db, and
+// a Run fetches the URLs again, each keeping one line.
 func TestRequeueSurvivesACrash(t *testing.T) {
 	var fail atomic.Bool
 	fail.Store(true)
@@ -49,13 +49,13 @@ func TestRequeueSurvivesACrash(t *testing.T) {
 	if err == nil || n != 0 {
 		t.Errorf("Requeue(invalid_url) = %d, %v; want an error", n, err)
 	}
-	if n, err = j.Requeue([]string{HTTPError}); n != 1 || err != nil {
-		t.Fatalf("Requeue(http_error) = %d, %v; want 1", n, err)
+	// The crash: the transaction only.
+	if n, err = j.st.requeue([]string{HTTPError}); n != 1 || err != nil {
+		t.Fatalf("requeue(http_error) = %d, %v; want 1", n, err)
 	}
 	j.Close()
-	// The crash: results.jsonl as it was before the rewrite.
-	if err := os.WriteFile(filepath.Join(dir, ResultsFile), before, 0o644); err != nil {
-		t.Fatal(err)
+	if after, _ := os.ReadFile(filepath.Join(dir, ResultsFile)); !bytes.Equal(after, before) {
+		t.Fatalf("results.jsonl changed before the rewrite")
 	}
 	fail.Store(false)
 	runJob(t, dir, tr(), list, Options{Bodies: BodiesNone, Retries: -1})

@@ -31,7 +31,9 @@ func (j *Job) addHeader(req *http.Request, it *item) {
 			continue
 		}
 		if k == "Host" {
-			req.Host = vs[0]
+			if same { // a redirect elsewhere names its own host
+				req.Host = vs[0]
+			}
 			continue
 		}
 		req.Header[k] = append([]string(nil), vs...)

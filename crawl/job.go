@@ -122,9 +122,10 @@ type Options struct {
 	// context ends. If zero, DefaultGrace.
 	Grace time.Duration
 	// Header is added to every request the job sends (robots.txt's
-	// excepted). Authorization, Proxy-Authorization and Cookie are not
-	// sent on a redirect to another host than the URL's, as net/http's
-	// Client does not, and bodies.warc records their values as "xxxxx".
+	// excepted). Authorization, Proxy-Authorization, Cookie and Host are
+	// not sent on a redirect to another host than the URL's, as net/http's
+	// Client does not, and bodies.warc records the values of the first
+	// three as "xxxxx".
 	Header http.Header
 	// RetryOn, if not nil, names the statuses retried (while attempts
 	// are left), in place of the Transport's reading (429/503, 408/504,

@@ -8,6 +8,17 @@ import (
 	"time"
 )
 
+// hopWait is the least a redirect hop waits when its host has no free
+// slot: the scheduler asks about the URL's host, not the hop's.
+const hopWait = 10 * time.Millisecond
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // MaxRedirects is how many redirects a URL may follow before it ends as
 // redirect_loop (the number net/http's Client allows).
 const MaxRedirects = 10

@@ -337,8 +337,9 @@ func (j *Job) countRetry(why string) {
 func (j *Job) notReady(it *item, tr polite.Tried) {
 	if it.cur != "" {
 		// A redirect hop, maybe to another host than the one the
-		// scheduler asks about: wait for the hop's host.
-		j.sched.retry(it, tr.At)
+		// scheduler asks about: wait for the hop's host (for a free
+		// slot, which has no known time, a little: not a busy loop).
+		j.sched.retry(it, maxTime(tr.At, time.Now().Add(hopWait)))
 	} else {
 		j.sched.retry(it, time.Now())
 	}
