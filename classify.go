@@ -31,7 +31,8 @@ const (
 	NetworkError
 	// ClientError: any other 4xx: the request is wrong, not the pace.
 	ClientError
-	// Canceled: the caller's context ended.
+	// Canceled: the caller canceled the context (a deadline that runs out
+	// is a timeout: Overloaded).
 	Canceled
 )
 
@@ -60,7 +61,14 @@ func (o Outcome) failure() bool {
 
 // classifyError reads a RoundTrip error.
 func classifyError(ctx context.Context, err error) Outcome {
-	if ctx.Err() != nil {
+	if err := ctx.Err(); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			// The request's own deadline ran out while it was in flight:
+			// the host did not answer in time, a timeout like any other
+			// (issue 18: a crawl's --timeout was read as a cancellation,
+			// never retried).
+			return Overloaded
+		}
 		return Canceled
 	}
 	if errors.Is(err, ErrNotPublic) {

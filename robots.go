@@ -31,6 +31,11 @@ func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host)
 	if rb.Source() == robots.Unreachable {
 		// Disallowed for now only (RFC 9309 §2.3.1.3): say so, so that a
 		// scheduler can try the URL again once robots.txt is re-fetched.
+		if cause := rb.Err(); cause != nil {
+			// Why it could not be fetched rides along: a destination
+			// refused (ErrNotPublic) is no reason to wait and retry.
+			return fmt.Errorf("%w: %w (fetching robots.txt: %w)", ErrRobotsUnreachable, err, cause)
+		}
 		return fmt.Errorf("%w: %w", ErrRobotsUnreachable, err)
 	}
 	return err

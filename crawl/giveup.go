@@ -25,7 +25,35 @@ func (j *Job) ready(h *host, now time.Time) (time.Duration, polite.Reason) {
 	if h.pausedUntil.After(now) {
 		return h.pausedUntil.Sub(now), h.pauseWhy
 	}
-	return j.tr.Ready(h.key, now)
+	d, why := j.tr.Ready(h.key, now)
+	switch why {
+	case polite.ReasonRetryAfter, polite.ReasonRateLimit, polite.ReasonBackoff, polite.ReasonBreaker, polite.ReasonStore:
+		if d <= j.opts.MaxRetryAfter { // beyond, its URLs end at once
+			h.notePause(now, now.Add(d))
+		}
+	}
+	return d, why
+}
+
+// notePause adds to the host's paused time the part of [now, until) not
+// counted yet: the union of the pauses seen, for the closing stats.
+func (h *host) notePause(now, until time.Time) {
+	u := until.UnixNano()
+	for {
+		seen := h.pauseSeen.Load()
+		if u <= seen {
+			return
+		}
+		if h.pauseSeen.CompareAndSwap(seen, u) {
+			h.paused.Add(u - max(seen, now.UnixNano()))
+			return
+		}
+	}
+}
+
+// pausedFor is the time h was paused this run, up to now.
+func (h *host) pausedFor(now time.Time) time.Duration {
+	return time.Duration(h.paused.Load() - max(0, h.pauseSeen.Load()-now.UnixNano()))
 }
 
 // giveUp decides, for a host not ready for d (why), whether its remaining
@@ -78,6 +106,9 @@ func (j *Job) health(h *host, tr polite.Tried, err error, resp *http.Response) {
 		f.outcome, f.msg = outcomeOf(tr.Outcome), resp.Status
 	case err != nil:
 		f.msg = unwrapPolite(err).Error()
+		if tr.Outcome == polite.Overloaded {
+			f.outcome = Timeout
+		}
 	}
 	h.lastFail.Store(f)
 	if h.failing.Load() != 0 {

@@ -121,6 +121,23 @@ type Options struct {
 	// Grace is how long Run lets requests in flight finish after its
 	// context ends. If zero, DefaultGrace.
 	Grace time.Duration
+	// Header is added to every request the job sends (robots.txt's
+	// excepted). Authorization, Proxy-Authorization, Cookie and Host are
+	// not sent on a redirect to another host than the URL's, as net/http's
+	// Client does not, and bodies.warc records the values of the first
+	// three as "xxxxx".
+	Header http.Header
+	// RetryOn, if not nil, names the statuses retried (while attempts
+	// are left), in place of the Transport's reading (429/503, 408/504,
+	// other 5xx): a status it names is retried with the backoff even when
+	// the Transport would not, one it does not name is not retried. A soft
+	// block is never retried, nor a pause beyond MaxRetryAfter; a 429 or
+	// 503 still pauses its host.
+	RetryOn map[int]bool
+	// MaxURLs, if positive, is how many lines of a list Load takes (the
+	// first ones; blank and comment lines do not count); Load skips the
+	// rest and Skipped says how many.
+	MaxURLs int
 	// Logger receives the job's own records (resume, commit errors). If
 	// nil, nothing is logged.
 	Logger *slog.Logger
@@ -172,6 +189,26 @@ type Job struct {
 	outcomes   map[string]int
 	start      time.Time
 	loaded     bool // Run has loaded the pending URLs (see hosts)
+	stats      Stats
+	skipped    int // lines Load skipped (MaxURLs)
+}
+
+// Stats are a Run's closing figures, over the URLs it finished and the
+// requests it sent (like Scrapy's closing stats).
+type Stats struct {
+	// Statuses counts the URLs finished by their last HTTP status (0: no
+	// response).
+	Statuses map[int]int
+	// Retries counts the retries scheduled by what the failed attempt came
+	// to: a status line, "timeout", "network error", "body: …".
+	Retries map[string]int
+	// Bytes is the body bytes kept.
+	Bytes int64
+	// Paused is, by host key, the time the host was paused this run
+	// (Retry-After, RateLimit, backoff, breaker; a pause beyond
+	// MaxRetryAfter ends the host's URLs instead): hosts never paused are
+	// left out.
+	Paused map[string]time.Duration
 }
 
 // Open opens (creating it if need be) the job in dir, takes its lock, and
@@ -295,7 +332,13 @@ func (j *Job) Load(r io.Reader) (int, error) {
 		batch = batch[:0]
 		return err
 	}
+	taken := 0
 	err := ReadLines(r, j.opts.MaxURLLen, func(l Line) error {
+		if j.opts.MaxURLs > 0 && taken >= j.opts.MaxURLs {
+			j.skipped++
+			return nil
+		}
+		taken++
 		batch = append(batch, l)
 		if len(batch) == 10000 {
 			return flush()
@@ -311,6 +354,9 @@ func (j *Job) Load(r io.Reader) (int, error) {
 	return added, nil
 }
 
+// Skipped returns how many lines Load skipped beyond Options.MaxURLs.
+func (j *Job) Skipped() int { return j.skipped }
+
 // Summary is what a Run came to.
 type Summary struct {
 	// Total is the number of URLs in the job, Done the finished ones (over
@@ -323,6 +369,8 @@ type Summary struct {
 	// Elapsed is how long Run took; DoneNow the URLs it finished.
 	Elapsed time.Duration
 	DoneNow int
+	// Stats are this run's closing figures.
+	Stats Stats
 }
 
 // OK reports whether every URL is finished and ok.

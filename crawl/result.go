@@ -14,11 +14,13 @@ const (
 	RobotsDisallowed  = "robots_disallowed"  // robots.txt disallows it; never requested
 	RobotsUnreachable = "robots_unreachable" // robots.txt could not be fetched, after the job's retries; never requested
 	InvalidURL        = "invalid_url"        // the line is not a URL to fetch; never requested
-	NetworkError      = "network_error"      // no response (refused, reset, timeout), after any retries
+	NetworkError      = "network_error"      // no response (refused, reset, DNS), after any retries
+	Timeout           = "timeout"            // no complete response within --timeout, after any retries
+	RedirectLoop      = "redirect_loop"      // redirects came back to a URL already visited, or went on too long
 )
 
 // Outcomes lists every outcome in a stable order, for reports.
-var Outcomes = []string{OK, HTTPError, Throttled, Blocked, RobotsDisallowed, RobotsUnreachable, InvalidURL, NetworkError}
+var Outcomes = []string{OK, HTTPError, Throttled, Blocked, RobotsDisallowed, RobotsUnreachable, InvalidURL, NetworkError, Timeout, RedirectLoop}
 
 // Result is one line of results.jsonl: what became of one URL. The fields up
 // to Finished are the CLI contract's; the rest are polite's additions.
@@ -46,6 +48,11 @@ type Result struct {
 	// File is the body's path relative to the job's directory (--bodies
 	// files).
 	File string `json:"file,omitempty"`
+	// ContentType is the response's Content-Type, when it had one.
+	ContentType string `json:"content_type,omitempty"`
+	// LatencyMS is the last request's time from sending to the response
+	// headers (or the error), in milliseconds; 0 when none was sent.
+	LatencyMS float64 `json:"latency_ms"`
 }
 
 // Failed reports whether the result is not ok.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -104,7 +105,17 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	for k, v := range j.outcomes {
 		sum.Outcomes[k] = v
 	}
+	sum.Stats = Stats{Statuses: maps.Clone(j.stats.Statuses), Retries: maps.Clone(j.stats.Retries), Bytes: j.stats.Bytes}
 	j.mu.Unlock()
+	end := time.Now()
+	for _, h := range j.hostList {
+		if d := h.pausedFor(end); d > 0 {
+			if sum.Stats.Paused == nil {
+				sum.Stats.Paused = map[string]time.Duration{}
+			}
+			sum.Stats.Paused[h.key] = d
+		}
+	}
 	return sum, err
 }
 
@@ -172,11 +183,16 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	if it.started.IsZero() {
 		it.started = time.Now()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, it.url, nil)
+	target := it.url
+	if it.cur != "" {
+		target = it.cur
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil { // CheckURL let it through; be safe
 		j.finishErr(it, InvalidURL, 0, "invalid URL: "+err.Error())
 		return
 	}
+	j.addHeader(req, it)
 	h := it.host
 	if g := h.gaveUp.Load(); g != nil {
 		if !g.until.IsZero() {
@@ -185,9 +201,17 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		j.finishErr(it, g.outcome, 0, g.msg)
 		return
 	}
-	resp, tr, err := j.tr.Try(req, polite.TryOptions{Attempt: it.attempts + 1, Retries: j.retries(h.key)})
+	attempt := it.attempts + 1
+	if it.hop {
+		attempt-- // a redirect hop is part of the attempt that met the redirect
+	}
+	resp, tr, err := j.tr.Try(req, polite.TryOptions{Attempt: max(attempt, 1), Retries: j.retries(h.key)})
 	if tr.Sent {
-		it.attempts++
+		it.latency = tr.Latency
+		if !it.hop {
+			it.attempts++
+		}
+		it.hop = false
 		h.stats.record(tr)
 		j.health(h, tr, err, resp)
 	}
@@ -199,22 +223,33 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		j.notReady(it, tr)
 		return
 	}
+	out := outcomeOf(tr.Outcome)
+	if out == OK && j.redirect(it, resp) {
+		return
+	}
 	body, sum, truncated, rerr := j.readBody(resp)
 	now := time.Now()
-	out := outcomeOf(tr.Outcome)
 	if rerr != nil && out == OK {
 		// The status was fine but the body broke off: no response to
 		// keep. The Transport heard a success; the job retries the URL
 		// itself, as for a network error, while attempts are left.
 		it.reason = "body: " + rerr.Error()
 		if it.attempts <= j.retries(h.key) {
+			j.countRetry("body broke off")
 			next := now.Add(j.backoff.Next(it.attempts, 0))
 			j.sched.retry(it, next)
 			j.deferred(it, next)
 			return
 		}
-		j.finishErr(it, NetworkError, resp.StatusCode, fmt.Sprintf("reading the body: %v (after %d attempts)", rerr, it.attempts))
+		out := NetworkError
+		if errors.Is(rerr, context.DeadlineExceeded) {
+			out = Timeout
+		}
+		j.finishErr(it, out, resp.StatusCode, fmt.Sprintf("reading the body: %v (after %d attempts)", rerr, it.attempts))
 		return
+	}
+	if j.opts.RetryOn != nil {
+		tr = j.retryOn(it, tr, resp.StatusCode, now)
 	}
 	if j.again(it, tr, resp.Status) {
 		return
@@ -223,7 +258,8 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	// (issue 17, defect 12).
 	truncated = truncated || rerr != nil
 	res := &Result{URL: it.url, Host: h.key, Outcome: out, Status: resp.StatusCode, Attempts: it.attempts,
-		Bytes: int64(len(body)), SHA256: sum, Truncated: truncated, Started: it.started.UTC(), Finished: now.UTC()}
+		Bytes: int64(len(body)), SHA256: sum, Truncated: truncated, Started: it.started.UTC(), Finished: now.UTC(),
+		ContentType: resp.Header.Get("Content-Type"), LatencyMS: ms(it.latency)}
 	if u := resp.Request.URL.String(); u != it.url {
 		res.FinalURL = u
 	}
@@ -280,15 +316,33 @@ func (j *Job) again(it *item, tr polite.Tried, why string) bool {
 		return false
 	}
 	it.reason = why
+	j.countRetry(why)
 	j.sched.retry(it, next)
 	j.deferred(it, next)
 	return true
 }
 
+// countRetry counts a retry scheduled for why, for the closing stats.
+func (j *Job) countRetry(why string) {
+	j.mu.Lock()
+	if j.stats.Retries == nil {
+		j.stats.Retries = map[string]int{}
+	}
+	j.stats.Retries[why]++
+	j.mu.Unlock()
+}
+
 // notReady puts back a URL the Transport did not send because its host was
 // not ready: the host waits (the scheduler asks Ready), and the URL with it.
 func (j *Job) notReady(it *item, tr polite.Tried) {
-	j.sched.retry(it, time.Now())
+	if it.cur != "" {
+		// A redirect hop, maybe to another host than the one the
+		// scheduler asks about: wait for the hop's host (for a free
+		// slot, which has no known time, a little: not a busy loop).
+		j.sched.retry(it, maxTime(tr.At, time.Now().Add(hopWait)))
+	} else {
+		j.sched.retry(it, time.Now())
+	}
 	switch tr.Reason {
 	case polite.ReasonRate, polite.ReasonSlot:
 		return // a race with another worker: nothing to record
@@ -332,7 +386,17 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 		j.finishErr(it, Throttled, 0, pausedMsg(pe.Until, pe.Reason))
 		j.persistPause(it.host, pe.Until, pe.Reason)
 	case errors.As(err, &be):
-		j.finishErr(it, Blocked, 0, fmt.Sprintf("blocked: host %s answered with a %s", be.Host, be.Reason))
+		// Not the record of the page that served the challenge: this
+		// URL was never requested (issue 18, item 2).
+		j.finishErr(it, Blocked, 0, fmt.Sprintf("not sent: host %s was blocked (it answered another URL with a %s)", be.Host, be.Reason))
+	case errors.Is(err, polite.ErrNotPublic):
+		// The destination (the URL's, a redirect's, or its robots.txt's)
+		// is an address the job may not connect to: retrying cannot help.
+		out := NetworkError
+		if errors.Is(err, polite.ErrRobotsUnreachable) {
+			out = RobotsUnreachable
+		}
+		j.finishErr(it, out, 0, fmt.Sprintf("destination refused, not a public address (--allow-private lifts this): %v", unwrapPolite(err)))
 	case errors.Is(err, polite.ErrRobotsUnreachable):
 		// Disallowed for now (issue 17, defect 9): the URL waits for
 		// robots.txt to be fetched again, as many times as it may be
@@ -367,7 +431,14 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 			j.deferred(it, now)
 			return
 		}
-		j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (waited %d times)", unwrapPolite(err), it.robotsTries))
+		// The URL itself was never sent (issue 18, item 2).
+		j.finishErr(it, RobotsUnreachable, 0, fmt.Sprintf("robots.txt did not arrive within --timeout %v (waited %d times); never requested: %v",
+			j.opts.Timeout, it.robotsTries, unwrapPolite(err)))
+	case tr.Sent && tr.Outcome == polite.Overloaded:
+		// No answer within --timeout: retried like any timeout.
+		if !j.again(it, tr, "timeout") {
+			j.finishErr(it, Timeout, 0, fmt.Sprintf("timeout: no response within --timeout %v (after %d attempts)", j.opts.Timeout, it.attempts))
+		}
 	case tr.Sent:
 		if !j.again(it, tr, "network error") {
 			j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (after %d attempts)", unwrapPolite(err), it.attempts))
@@ -393,7 +464,7 @@ func (j *Job) finishErr(it *item, outcome string, status int, msg string) {
 		started = now
 	}
 	j.finish(it, &Result{URL: it.url, Host: it.host.key, Outcome: outcome, Status: status, Attempts: it.attempts,
-		Error: msg, Started: started.UTC(), Finished: now}, nil)
+		Error: msg, Started: started.UTC(), Finished: now, LatencyMS: ms(it.latency)}, nil)
 }
 
 // finish hands a finished URL to the committer and the scheduler.
@@ -403,6 +474,13 @@ func (j *Job) finish(it *item, res *Result, k *kept) {
 		j.backlog.acquire(n) // back-pressure: the committer is behind
 	}
 	j.commits <- commitMsg{it: it, res: res, kept: k, size: n}
+	j.mu.Lock()
+	if j.stats.Statuses == nil {
+		j.stats.Statuses = map[int]int{}
+	}
+	j.stats.Statuses[res.Status]++
+	j.stats.Bytes += res.Bytes
+	j.mu.Unlock()
 	if it.host != nil {
 		it.host.stats.done.Add(1)
 		if res.Failed() {

@@ -22,6 +22,14 @@ type item struct {
 	// its fetch outlasted the URL's timeout (this run): it waits for
 	// robots.txt again while it may be retried.
 	robotsTries int
+	// cur is the URL the next request goes to when redirects are being
+	// followed ("" for url itself), hops the redirect targets so far
+	// (this run).
+	cur  string
+	hops []string
+	hop  bool // the next request is a redirect hop, not a new attempt
+	// latency is the last request's, for its result.
+	latency time.Duration
 }
 
 // hostState says where a host is in the scheduler.
@@ -60,6 +68,9 @@ type host struct {
 	gaveUp atomic.Pointer[givenUp]
 	// persisted is the pause end last written to the hosts table (unix ms).
 	persisted atomic.Int64
+	// pauseSeen is the latest pause end seen (unix ns), paused the time
+	// the host's pauses covered this run (ns; see notePause).
+	pauseSeen, paused atomic.Int64
 	// failing is since when (unix ns) the host's breaker has not closed,
 	// 0 while it is closed; lastFail what its last failed attempt came to.
 	failing  atomic.Int64

@@ -158,6 +158,9 @@ func writeHeader(b *bytes.Buffer, h http.Header) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		for _, v := range h[k] {
+			if secret[k] {
+				v = "xxxxx" // never keep credentials (STYLE.md)
+			}
 			b.WriteString(k + ": " + headerValue.Replace(v) + "\r\n")
 		}
 	}

@@ -111,6 +111,8 @@ every mechanism within a minute.`,
 		newDemoCmd(e, r["demo"]),
 		newTestbedCmd(e, r["testbed"]),
 		newRobotsCmd(e, r["robots"]),
+		newStatusCmd(e, r["status"]),
+		newRetryCmd(e, r["retry"]),
 		newBenchCmd(e, r["bench"]),
 		newVersionCmd(e),
 	)

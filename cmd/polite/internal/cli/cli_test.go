@@ -206,7 +206,7 @@ func TestBenchParse(t *testing.T) {
 }
 
 func TestHelpExplainsEveryFlag(t *testing.T) {
-	for _, cmd := range []string{"fetch", "demo", "testbed", "robots", "version", "bench"} {
+	for _, cmd := range []string{"fetch", "demo", "testbed", "robots", "version", "bench", "status", "retry"} {
 		var out, errb bytes.Buffer
 		code := Main(context.Background(), []string{cmd, "--help"}, strings.NewReader(""), &out, &errb)
 		if code != 0 {
@@ -215,7 +215,8 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 		if cmd == "fetch" {
 			for _, f := range []string{"--out", "--rate", "--max-rate", "--burst", "--concurrency", "--workers", "--adaptive",
 				"--retries", "--max-delay", "--timeout", "--robots", "--user-agent", "--key", "--config", "--redis", "--metrics",
-				"--bodies", "--max-body", "(default \"polite-out\")", "[[rule]]"} {
+				"--bodies", "--max-body", "(default \"polite-out\")", "[[rule]]", "--header", "-H", "--max-time", "--max-urls", "--retry-on",
+				"timeout ", "redirect_loop", "robots_unreachable", "not sent"} {
 				if !strings.Contains(out.String(), f) {
 					t.Errorf("fetch --help lacks %s", f)
 				}

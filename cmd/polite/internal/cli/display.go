@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -241,6 +242,7 @@ func writeSummary(w io.Writer, p crawl.Progress, sum crawl.Summary, dir string, 
 	if left := sum.Total - sum.Done; left > 0 {
 		fmt.Fprintf(w, "  %-18s %d\n", "not finished", left)
 	}
+	writeStats(w, sum.Stats)
 	hosts := p.Hosts
 	sort.SliceStable(hosts, func(a, b int) bool { return hosts[a].Requests > hosts[b].Requests })
 	shown := 0
@@ -272,4 +274,67 @@ func writeSummary(w io.Writer, p crawl.Progress, sum crawl.Summary, dir string, 
 		fmt.Fprintf(w, "  … and %d more hosts\n", shown-n)
 	}
 	fmt.Fprintf(w, "\nresults: %s/%s\n", dir, crawl.ResultsFile)
+}
+
+// writeStats writes a run's closing figures: URLs by last status, retries
+// by reason, bytes kept.
+func writeStats(w io.Writer, st crawl.Stats) {
+	if len(st.Statuses) == 0 {
+		return
+	}
+	codes := make([]int, 0, len(st.Statuses))
+	for c := range st.Statuses {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	fmt.Fprint(w, "\nstatus (this run):")
+	for _, c := range codes {
+		name := strconv.Itoa(c)
+		if c == 0 {
+			name = "none"
+		}
+		fmt.Fprintf(w, " %s×%d", name, st.Statuses[c])
+	}
+	fmt.Fprintln(w)
+	if len(st.Retries) > 0 {
+		whys := make([]string, 0, len(st.Retries))
+		n := 0
+		for k, v := range st.Retries {
+			whys = append(whys, k)
+			n += v
+		}
+		sort.Slice(whys, func(a, b int) bool {
+			if st.Retries[whys[a]] != st.Retries[whys[b]] {
+				return st.Retries[whys[a]] > st.Retries[whys[b]]
+			}
+			return whys[a] < whys[b]
+		})
+		fmt.Fprintf(w, "retries (this run): %d:", n)
+		for _, k := range whys {
+			fmt.Fprintf(w, " %s×%d;", k, st.Retries[k])
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "bytes kept (this run): %d\n", st.Bytes)
+	if len(st.Paused) > 0 {
+		hosts := make([]string, 0, len(st.Paused))
+		for h := range st.Paused {
+			hosts = append(hosts, h)
+		}
+		sort.Slice(hosts, func(a, b int) bool {
+			if st.Paused[hosts[a]] != st.Paused[hosts[b]] {
+				return st.Paused[hosts[a]] > st.Paused[hosts[b]]
+			}
+			return hosts[a] < hosts[b]
+		})
+		fmt.Fprint(w, "time paused (this run):")
+		for i, h := range hosts {
+			if i == 10 {
+				fmt.Fprintf(w, " … and %d more hosts", len(hosts)-i)
+				break
+			}
+			fmt.Fprintf(w, " %s %s;", h, st.Paused[h].Round(time.Millisecond))
+		}
+		fmt.Fprintln(w)
+	}
 }

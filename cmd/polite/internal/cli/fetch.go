@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/signal"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -55,7 +57,12 @@ type fetchOptions struct {
 	Bodies        crawl.Bodies
 	MaxBody       int64
 	MaxURLLen     int
-	Progress      string // auto, bar, log or none
+	Progress      string      // auto, bar, log or none
+	Headers       []string    // -H as given
+	Header        http.Header // parsed
+	MaxTime       time.Duration
+	MaxURLs       int
+	RetryOn       map[int]bool // nil: polite's reading of the status
 
 	// Set by `polite demo`, not by flags.
 	base     http.RoundTripper // dials the built-in testbed
@@ -90,14 +97,35 @@ unless --robots=false.
 
 Output, in --out:
   results.jsonl   one JSON object per URL once finished: url, host, outcome
-                  (ok, http_error, throttled, blocked, robots_disallowed,
-                  robots_unreachable, invalid_url, network_error), status,
-                  attempts, bytes, sha256, error, started, finished; and
-                  truncated, final_url,
-                  warc_offset or file when they apply
+                  (below), status, attempts, bytes, sha256, error (why it
+                  failed; empty when ok), started, finished, latency_ms
+                  (the last request's, to its response headers); and
+                  content_type, truncated, final_url, warc_offset or file
+                  when they apply
   state.db        the job's state (SQLite; open it with sqlite3)
   bodies.warc     request and response records (--bodies warc), or bodies/
                   (--bodies files)
+
+Outcomes (what to do about each in brackets):
+  ok                  a 2xx response (redirects followed, up to 10), or a
+                      1xx/3xx the server meant as the answer
+  http_error          another status (4xx, or 5xx after the retries)
+                      [status says which; 5xx may pass on a later run]
+  throttled           still 429/503 when retries ran out, or the host named a
+                      pause beyond --max-retry-after [polite retry later]
+  blocked             a soft block (WAF challenge, captcha). The page that
+                      served it has its status; the host's other URLs are
+                      not sent, and their error says "not sent"
+  robots_disallowed   robots.txt disallows it; never requested
+  robots_unreachable  robots.txt could not be fetched (refused, 5xx, not
+                      within --timeout) after the retries; never requested
+                      [polite retry later]
+  invalid_url         the line is not an http(s) URL; never requested
+  network_error       no response: refused, reset, DNS, TLS; after retries
+  timeout             no complete response within --timeout, after retries
+                      [a larger --timeout, or polite retry later]
+  redirect_loop       a redirect came back to a URL already visited, or more
+                      than 10 redirects; not retried
 
 The job is durable: kill it at any moment and run the same command again; it
 resumes where it was, never fetching a finished URL again, and results.jsonl
@@ -149,7 +177,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	addPolicyFlags(f, o, &rate, &key)
 	f.StringVar(&o.Out, "out", "polite-out", "the job's `DIR`: state.db, results.jsonl, bodies; running again on the same DIR resumes")
 	f.IntVar(&o.Workers, "workers", crawl.DefaultWorkers, "requests in flight over all hosts")
-	f.IntVar(&o.Retries, "retries", crawl.DefaultRetries, "retries of a URL after its first attempt (429/503, 408/504, 5xx, no response)")
+	f.IntVar(&o.Retries, "retries", crawl.DefaultRetries, "retries of a URL after its first attempt (429/503, 408/504, 5xx, timeout, no response)")
 	f.DurationVar(&o.MaxDelay, "max-delay", retry.DefaultCap, "cap of every wait polite chooses itself: backoff between retries, breaker open delay")
 	f.DurationVar(&o.MaxRetryAfter, "max-retry-after", crawl.DefaultMaxRetryAfter, "longest pause a host may name (Retry-After, RateLimit reset) that its URLs wait out; beyond, they end throttled at once")
 	f.DurationVar(&o.HostGiveUp, "host-give-up", crawl.DefaultHostGiveUp, "a host whose breaker has not closed for this long has its remaining URLs finished with the reason")
@@ -164,6 +192,10 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc), files (DIR/bodies/) or none")
 	f.StringVar(&maxBody, "max-body", "10MiB", "bytes of a body kept; the rest is not downloaded and the result says truncated")
 	f.IntVar(&o.MaxURLLen, "max-url-len", crawl.DefaultMaxURLLen, "longest line taken as a URL, in bytes")
+	f.StringArrayVarP(&o.Headers, "header", "H", nil, "add `\"Name: value\"` to every request (repeatable); Authorization, Cookie and Proxy-Authorization go only to the hosts the list names (not on a redirect elsewhere) and are never written to bodies.warc")
+	f.Var(retryOnFlag{&o.RetryOn}, "retry-on", "comma-separated `STATUSES` that are retried, in place of polite's own reading (429,503,408,504 and other 5xx); a status left out is not retried")
+	f.DurationVar(&o.MaxTime, "max-time", 0, "stop the whole job after this long (as Ctrl-C does: resumable); 0 for no limit")
+	f.IntVar(&o.MaxURLs, "max-urls", 0, "take only the first N URLs of the list (a sample run); 0 for all")
 	f.StringVar(&o.Progress, "progress", "auto", "live display: bar (on a terminal), log (a line every 5 s), none, or auto (bar on a terminal, else log)")
 	f.SortFlags = false
 	return c
@@ -220,6 +252,18 @@ func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 	if o.MaxURLLen < 1 {
 		return usageErr("--max-url-len %d: must be positive", o.MaxURLLen)
 	}
+	if o.MaxTime < 0 {
+		return usageErr("--max-time %v: must not be negative", o.MaxTime)
+	}
+	if o.MaxURLs < 0 {
+		return usageErr("--max-urls %d: must not be negative", o.MaxURLs)
+	}
+	if len(o.Headers) == 0 {
+		o.Headers = nil
+	}
+	if o.Header, err = parseHeaders(o.Headers); err != nil {
+		return usageErr("%v", err)
+	}
 	switch o.Progress {
 	case "auto", "bar", "log", "none":
 	default:
@@ -231,6 +275,77 @@ func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 		}
 	}
 	return nil
+}
+
+// retryOnFlag is --retry-on: a list of HTTP statuses.
+type retryOnFlag struct{ m *map[int]bool }
+
+func (f retryOnFlag) String() string {
+	if f.m == nil || *f.m == nil {
+		return ""
+	}
+	codes := make([]string, 0, len(*f.m))
+	for c := range *f.m {
+		codes = append(codes, strconv.Itoa(c))
+	}
+	sort.Strings(codes)
+	return strings.Join(codes, ",")
+}
+
+func (f retryOnFlag) Set(s string) error {
+	m := map[int]bool{}
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		c, err := strconv.Atoi(p)
+		if err != nil || c < 100 || c > 599 {
+			return fmt.Errorf("%q is not an HTTP status (100-599)", p)
+		}
+		m[c] = true
+	}
+	*f.m = m
+	return nil
+}
+
+func (retryOnFlag) Type() string { return "statuses" }
+
+// parseHeaders reads -H values, "Name: value" each.
+func parseHeaders(hs []string) (http.Header, error) {
+	if len(hs) == 0 {
+		return nil, nil
+	}
+	h := http.Header{}
+	for _, s := range hs {
+		name, value, ok := strings.Cut(s, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || !isToken(name) || strings.ContainsAny(value, "\r\n\x00") {
+			return nil, fmt.Errorf("--header %q: want \"Name: value\"", redactHeader(s))
+		}
+		h.Add(name, strings.TrimSpace(value))
+	}
+	return h, nil
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110, section 5.6.2),
+// as a field name must be.
+func isToken(s string) bool {
+	for _, c := range []byte(s) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// redactHeader hides the value of a credentials field in an error message.
+func redactHeader(s string) string {
+	name, _, ok := strings.Cut(s, ":")
+	switch http.CanonicalHeaderKey(strings.TrimSpace(name)) {
+	case "Authorization", "Proxy-Authorization", "Cookie":
+		if ok {
+			return name + ": xxxxx"
+		}
+	}
+	return s
 }
 
 func parseRate(s string) (float64, error) {
@@ -309,6 +424,8 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 	return tr
 }
 
+var errMaxTime = errors.New("--max-time reached")
+
 func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	if o.Metrics != "" {
 		return usageErr("--metrics: metrics are not supported yet (a later version serves them for Prometheus)")
@@ -367,6 +484,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
 		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
 		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp,
+		Header: o.Header, MaxURLs: o.MaxURLs, RetryOn: o.RetryOn,
 	}
 	if o.Retries == 0 {
 		opts.Retries = -1
@@ -379,8 +497,22 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		return &exitError{code: ExitFatal, err: err}
 	}
 	defer job.Close()
-	if _, err := job.Load(list); err != nil {
+	before, err := job.Len()
+	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
+	}
+	added, err := job.Load(list)
+	if err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	if n := job.Skipped(); n > 0 {
+		fmt.Fprintf(e.stderr, "polite: --max-urls %d: took the first %d URLs of the list, skipped %d\n", o.MaxURLs, o.MaxURLs, n)
+	}
+	if before > 0 && added > 0 {
+		// A different list on an existing --out is merged into the job;
+		// never silently (issue 18, item 3).
+		fmt.Fprintf(e.stderr, "polite: %s already holds a job of %d URLs; this list adds %d new ones, fetched along with the job's unfinished ones (use a new --out for a separate job)\n",
+			o.Out, before, added)
 	}
 	if o.onReady != nil {
 		o.onReady()
@@ -392,8 +524,14 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 			mode = "bar"
 		}
 	}
+	run := soft
+	if o.MaxTime > 0 {
+		var cancel context.CancelFunc
+		run, cancel = context.WithTimeoutCause(soft, o.MaxTime, errMaxTime)
+		defer cancel()
+	}
 	d := startDisplay(mode, job, e.stderr)
-	sum, err := job.Run(soft, hard)
+	sum, err := job.Run(run, hard)
 	d.stop()
 	n := o.summaryN
 	if n == 0 {
@@ -404,6 +542,8 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		return &exitError{code: ExitFatal, err: err}
 	}
 	switch {
+	case sum.Interrupted && context.Cause(run) == errMaxTime:
+		return &exitError{code: ExitFatal, err: fmt.Errorf("stopped by --max-time %v with %d of %d URLs finished; run the same command again to resume", o.MaxTime, sum.Done, sum.Total)}
 	case sum.Interrupted:
 		return &exitError{code: ExitFatal, err: fmt.Errorf("interrupted with %d of %d URLs finished; run the same command again to resume", sum.Done, sum.Total)}
 	case sum.OK():

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/polite-go/polite/crawl"
+	"github.com/polite-go/polite/testbed"
+)
+
+// politeCmd runs the command in-process with an empty stdin and returns
+// its exit status, stdout and stderr.
+func politeCmd(t *testing.T, argv ...string) (int, string, string) {
+	t.Helper()
+	return politeIn(t, "", argv...)
+}
+
+// politeIn runs the command in-process with stdin.
+func politeIn(t *testing.T, stdin string, argv ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, argv, strings.NewReader(stdin), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// Dead letters could be neither inspected nor retried (issue 18, item 3):
+// `polite status` lists them with their reasons and each host's state,
+// `polite retry` re-queues them durably, and the next fetch on the same
+// --out fetches them again, results.jsonl keeping one line per URL.
+func TestStatusAndRetry(t *testing.T) {
+	var healthy atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/robots.txt":
+			http.NotFound(w, r)
+		case r.URL.Path == "/gone":
+			http.NotFound(w, r)
+		case healthy.Load() || r.URL.Path == "/fine":
+			w.Write([]byte("ok"))
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	out := t.TempDir()
+	list := urls(srv.URL, "/fine", "/gone", "/busy")
+	flags := []string{"--retries", "0", "--rate", "100", "--concurrency", "1"}
+	code, res, stderr := runHostile(t, out, list, flags...)
+	if code != ExitFailures || res[srv.URL+"/busy"].Outcome != crawl.Throttled {
+		t.Fatalf("first run: exit %d, /busy %q; stderr: %s", code, res[srv.URL+"/busy"].Outcome, stderr)
+	}
+
+	code, stdout, stderr := politeCmd(t, "status", out)
+	if code != ExitOK {
+		t.Fatalf("status: exit %d; stderr: %s", code, stderr)
+	}
+	for _, want := range []string{"3 URLs, 3 finished, 0 pending", "throttled", "http_error", "dead letters (2)",
+		srv.URL + "/busy", "503 Service Unavailable", "404 Not Found", strings.TrimPrefix(srv.URL, "http://")} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("status does not say %q:\n%s", want, stdout)
+		}
+	}
+
+	code, stdout, stderr = politeCmd(t, "retry", out, "--outcome", "throttled")
+	if code != ExitOK || !strings.Contains(stdout, "1 URLs re-queued") {
+		t.Fatalf("retry: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if code, stdout, _ = politeCmd(t, "status", out); !strings.Contains(stdout, "1 pending") || !strings.Contains(stdout, "re-queued (was throttled)") {
+		t.Errorf("status after retry: exit %d:\n%s", code, stdout)
+	}
+	healthy.Store(true)
+	code, res, stderr = runHostile(t, out, list, flags...)
+	if code != ExitFailures { // /gone is still 404
+		t.Errorf("second run: exit %d, want %d; stderr: %s", code, ExitFailures, stderr)
+	}
+	if r := res[srv.URL+"/busy"]; r.Outcome != crawl.OK || r.Attempts != 1 {
+		t.Errorf("/busy after retry: outcome %q after %d attempts, want ok after 1", r.Outcome, r.Attempts)
+	}
+	data, err := os.ReadFile(filepath.Join(out, crawl.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "\n"); n != 3 {
+		t.Errorf("results.jsonl has %d lines, want 3 (one per URL):\n%s", n, data)
+	}
+}
+
+func TestRetryUsage(t *testing.T) {
+	for _, tc := range []struct {
+		argv []string
+		code int
+		want string
+	}{
+		{[]string{"retry", t.TempDir(), "--outcome", "throttled,bogus"}, ExitUsage, `"bogus"`},
+		{[]string{"retry", t.TempDir(), "--outcome", "ok"}, ExitUsage, `"ok"`},
+		{[]string{"retry", filepath.Join(t.TempDir(), "nojob")}, ExitFatal, "no job here"},
+		{[]string{"status", filepath.Join(t.TempDir(), "nojob")}, ExitFatal, "no job here"},
+	} {
+		code, _, stderr := politeCmd(t, tc.argv...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("polite %v: exit %d, stderr %q; want %d naming %s", tc.argv, code, stderr, tc.code, tc.want)
+		}
+	}
+}
+
+// A different URL list on an existing --out was merged into the job
+// silently (issue 18, item 3): now it is said out loud.
+func TestOtherListOnSameOutSaysSo(t *testing.T) {
+	h := &testbed.Hostile{}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	out := t.TempDir()
+	if code, _, stderr := runHostile(t, out, urls(srv.URL, "/a", "/b"), "--rate", "100"); code != ExitOK || stderr != "" {
+		t.Fatalf("first run: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, stderr := runHostile(t, out, urls(srv.URL, "/a", "/b"), "--rate", "100"); code != ExitOK || stderr != "" {
+		t.Errorf("same list again: exit %d, stderr %q, want 0 and silence", code, stderr)
+	}
+	code, res, stderr := runHostile(t, out, urls(srv.URL, "/c"), "--rate", "100")
+	if code != ExitOK || !strings.Contains(stderr, "already holds a job of 2 URLs; this list adds 1 new") {
+		t.Errorf("other list: exit %d, stderr %q", code, stderr)
+	}
+	if len(res) != 3 {
+		t.Errorf("results.jsonl has %d URLs, want 3", len(res))
+	}
+}
+
+// The pause a host named beyond --max-retry-after is kept in state.db;
+// `polite status` says until when and why.
+func TestStatusShowsHostPause(t *testing.T) {
+	h := &testbed.Hostile{Status: 429, Header: http.Header{"Retry-After": {"3600"}}}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	out := t.TempDir()
+	if code, _, stderr := runHostile(t, out, urls(srv.URL, "/a", "/b"), "--rate", "100", "--max-retry-after", "1m"); code != ExitFailures {
+		t.Fatalf("exit %d; stderr %s", code, stderr)
+	}
+	code, stdout, stderr := politeCmd(t, "status", out)
+	if code != ExitOK || !strings.Contains(stdout, "(retry-after)") || !strings.Contains(stdout, "dead letters (2)") {
+		t.Errorf("status: exit %d, stderr %q; want the host's pause and its reason:\n%s", code, stderr, stdout)
+	}
+	// Re-queued, its URLs would end throttled again at once: retry says so.
+	code, stdout, stderr = politeCmd(t, "retry", out)
+	if code != ExitOK || !strings.Contains(stdout, "2 URLs re-queued") || !strings.Contains(stdout, "asked for a pause until") {
+		t.Errorf("retry: exit %d, stderr %q; want a note on the pause:\n%s", code, stderr, stdout)
+	}
+}

@@ -1,0 +1,190 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/polite-go/polite/crawl"
+)
+
+// statusOptions are the settings of `polite status`.
+type statusOptions struct {
+	Out  string
+	Dead int // dead letters listed
+}
+
+func newStatusCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
+	o := &statusOptions{}
+	c := &cobra.Command{
+		Use:   "status [flags] DIR",
+		Short: "What became of a job's URLs: outcomes, dead letters with reasons, per-host state",
+		Long: `Read DIR/state.db (a job's --out) and print: the URLs by outcome and the
+pending ones by why they wait; the dead letters (URLs that did not end ok)
+with their reasons; and each host's state: URLs done and pending, how many
+ended throttled (and with a last status of 429 or 503) or blocked, and a
+pause the host named beyond --max-retry-after, until when and why. A running
+job may be read. Re-queue dead letters with 'polite retry DIR'.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			o.Out = a[0]
+			if o.Dead < 0 {
+				return usageErr("--dead %d: must not be negative", o.Dead)
+			}
+			if runF != nil {
+				return runF(c.Context(), o)
+			}
+			return runStatus(e, o)
+		},
+	}
+	c.Flags().IntVar(&o.Dead, "dead", 50, "dead letters listed (results.jsonl has them all)")
+	return c
+}
+
+func runStatus(e *env, o *statusOptions) error {
+	s, err := crawl.ReadStatus(o.Out, o.Dead)
+	if err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	w := e.stdout
+	fmt.Fprintf(w, "%s: %d URLs, %d finished, %d pending\n", o.Out, s.Total, s.Total-s.Pending, s.Pending)
+	for _, k := range crawl.Outcomes {
+		if n := s.Outcomes[k]; n > 0 {
+			fmt.Fprintf(w, "  %-19s %d\n", k, n)
+		}
+	}
+	if s.Pending > 0 {
+		fmt.Fprintln(w, "\npending, by why they wait:")
+		whys := make([]string, 0, len(s.Waiting))
+		for k := range s.Waiting {
+			whys = append(whys, k)
+		}
+		sort.Strings(whys)
+		for _, k := range whys {
+			name := k
+			if name == "" {
+				name = "not tried yet"
+			}
+			fmt.Fprintf(w, "  %-30s %d\n", name, s.Waiting[k])
+		}
+	}
+	if s.DeadTotal > 0 {
+		fmt.Fprintf(w, "\ndead letters (%d):\n", s.DeadTotal)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "outcome\tstatus\tattempts\turl\treason")
+		for _, r := range s.Dead {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", r.Outcome, r.Status, r.Attempts, r.URL, r.Error)
+		}
+		tw.Flush()
+		if n := s.DeadTotal - len(s.Dead); n > 0 {
+			fmt.Fprintf(w, "  ... and %d more (--dead, or %s)\n", n, crawl.ResultsFile)
+		}
+		fmt.Fprintf(w, "re-queue them with: polite retry %s [--outcome LIST]\n", o.Out)
+	}
+	if len(s.Hosts) > 0 {
+		fmt.Fprintln(w, "\nhosts:")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "host\turls\tdone\tok\tpending\tthrottled\t429\t503\tblocked\tpaused until\t")
+		for _, h := range s.Hosts {
+			paused := "-"
+			if !h.PausedUntil.IsZero() {
+				paused = h.PausedUntil.Format(time.RFC3339) + " (" + h.PauseWhy + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", h.Host, h.URLs, h.Done, h.OK, h.Pending,
+				h.Throttled, h.Status429, h.Status503, h.Blocked, paused)
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+// retryOptions are the settings of `polite retry`.
+type retryOptions struct {
+	Out      string
+	Outcomes []string
+}
+
+// retryable are the outcomes `polite retry` re-queues by default: every
+// failure a later attempt may turn out otherwise.
+var retryable = []string{crawl.HTTPError, crawl.Throttled, crawl.Blocked, crawl.RobotsDisallowed,
+	crawl.RobotsUnreachable, crawl.NetworkError, crawl.Timeout, crawl.RedirectLoop}
+
+func newRetryCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
+	o := &retryOptions{}
+	var list string
+	c := &cobra.Command{
+		Use:   "retry [flags] DIR",
+		Short: "Re-queue a job's dead letters so the next fetch tries them again",
+		Long: `Put the finished URLs of the job in DIR (its --out) that ended with one of
+--outcome back in its queue, in state.db, as if never tried. Their lines leave
+results.jsonl; running 'polite fetch --out DIR' again (with the same list)
+fetches them and records their new outcome. A pause a host named beyond
+--max-retry-after still holds (see 'polite status DIR').
+
+Outcomes that may be re-queued: ` + strings.Join(retryable, ", ") + `.`,
+		Example: `  polite retry out --outcome throttled,network_error,timeout
+  polite fetch --out out urls.txt`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			o.Out = a[0]
+			o.Outcomes = nil
+			for _, s := range strings.Split(list, ",") {
+				s = strings.TrimSpace(s)
+				if s == "" {
+					continue
+				}
+				ok := false
+				for _, k := range retryable {
+					ok = ok || k == s
+				}
+				if !ok {
+					return usageErr("--outcome %q: want a comma-separated list of %s", s, strings.Join(retryable, ", "))
+				}
+				o.Outcomes = append(o.Outcomes, s)
+			}
+			if len(o.Outcomes) == 0 {
+				return usageErr("--outcome %q: name at least one outcome", list)
+			}
+			if runF != nil {
+				return runF(c.Context(), o)
+			}
+			return runRetry(e, o)
+		},
+	}
+	c.Flags().StringVar(&list, "outcome", strings.Join([]string{crawl.Throttled, crawl.NetworkError, crawl.Timeout, crawl.RobotsUnreachable}, ","),
+		"comma-separated `LIST` of outcomes to re-queue")
+	return c
+}
+
+func runRetry(e *env, o *retryOptions) error {
+	if _, err := crawl.ReadStatus(o.Out, 0); err != nil { // no job: say so, create nothing
+		return &exitError{code: ExitFatal, err: err}
+	}
+	job, err := crawl.Open(o.Out, crawl.Options{Bodies: crawl.BodiesNone})
+	if err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	n, err := job.Requeue(o.Outcomes)
+	if cerr := job.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	fmt.Fprintf(e.stdout, "%d URLs re-queued (%s) in %s; run 'polite fetch --out %s' with the job's list to fetch them again\n",
+		n, strings.Join(o.Outcomes, ", "), o.Out, o.Out)
+	if s, err := crawl.ReadStatus(o.Out, 0); err == nil {
+		for _, h := range s.Hosts {
+			if !h.PausedUntil.IsZero() && h.Pending > 0 {
+				fmt.Fprintf(e.stdout, "note: %s asked for a pause until %s (%s); its %d pending URLs end throttled again until then\n",
+					h.Host, h.PausedUntil.Format(time.RFC3339), h.PauseWhy, h.Pending)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package crawl
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/bucket"
+)
+
+// Requeue is durable on its own: killed after its transaction, before
+// results.jsonl is rewritten, the next Open rewrites it from state.db, and
+// a Run fetches the URLs again, each keeping one line.
+func TestRequeueSurvivesACrash(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fail.Load() && r.URL.Path == "/b" {
+			http.Error(w, "no", http.StatusBadGateway)
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	list := srv.URL + "/a\n" + srv.URL + "/b\nnot a url\n"
+	tr := func() *polite.Transport {
+		return &polite.Transport{Base: srv.Client().Transport, IgnoreRobots: true, Limits: polite.Limits{Rate: bucket.Inf, Concurrency: 4}}
+	}
+	runJob(t, dir, tr(), list, Options{Bodies: BodiesNone, Retries: -1})
+	before, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	j, err := Open(dir, Options{Bodies: BodiesNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Requeue([]string{"bogus"}); err == nil {
+		t.Errorf("Requeue(bogus) = nil error")
+	}
+	n, err := j.Requeue([]string{HTTPError, InvalidURL})
+	if err == nil || n != 0 {
+		t.Errorf("Requeue(invalid_url) = %d, %v; want an error", n, err)
+	}
+	// The crash: the transaction only.
+	if n, err = j.st.requeue([]string{HTTPError}); n != 1 || err != nil {
+		t.Fatalf("requeue(http_error) = %d, %v; want 1", n, err)
+	}
+	j.Close()
+	if after, _ := os.ReadFile(filepath.Join(dir, ResultsFile)); !bytes.Equal(after, before) {
+		t.Fatalf("results.jsonl changed before the rewrite")
+	}
+	fail.Store(false)
+	runJob(t, dir, tr(), list, Options{Bodies: BodiesNone, Retries: -1})
+	got := map[string]Result{}
+	for _, r := range readResults(t, dir) {
+		if _, dup := got[r.URL]; dup {
+			t.Errorf("%s has two lines", r.URL)
+		}
+		got[r.URL] = r
+	}
+	if len(got) != 3 || got[srv.URL+"/b"].Outcome != OK {
+		t.Errorf("after the retry: %d URLs, /b %q; want 3 and ok", len(got), got[srv.URL+"/b"].Outcome)
+	}
+}

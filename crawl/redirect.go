@@ -1,0 +1,68 @@
+package crawl
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// hopWait is the least a redirect hop waits when its host has no free
+// slot: the scheduler asks about the URL's host, not the hop's.
+const hopWait = 10 * time.Millisecond
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// MaxRedirects is how many redirects a URL may follow before it ends as
+// redirect_loop (the number net/http's Client allows).
+const MaxRedirects = 10
+
+// redirect follows resp when it is a redirect with a Location: the URL goes
+// back to the queue with its next hop, sent through the Transport like any
+// request (the hop's host's budget, robots.txt, the destination check).
+// A hop to a URL already visited, or more than MaxRedirects, ends the URL
+// as redirect_loop, never retried: the loop would only repeat (issue 18,
+// item 2). It reports whether resp was handled; it was not when resp is no
+// redirect to follow.
+func (j *Job) redirect(it *item, resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	default:
+		return false
+	}
+	loc, err := resp.Location()
+	if err != nil || (loc.Scheme != "http" && loc.Scheme != "https") {
+		return false // no Location to follow: the 3xx is the answer
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	next := loc.String()
+	chain := append([]string{it.url}, it.hops...)
+	for _, u := range chain {
+		if u == next {
+			j.finishErr(it, RedirectLoop, resp.StatusCode, "redirect loop: "+strings.Join(append(chain, next), " -> "))
+			return true
+		}
+	}
+	if len(it.hops) >= MaxRedirects {
+		j.finishErr(it, RedirectLoop, resp.StatusCode, fmt.Sprintf("more than %d redirects: %s", MaxRedirects, strings.Join(append(chain, next), " -> ")))
+		return true
+	}
+	// Following a redirect is part of the attempt, not a new one: the
+	// count of attempts (and so of retries left) stays.
+	it.hop = true
+	it.hops = append(it.hops, next)
+	it.cur = next
+	it.reason = "redirect"
+	now := time.Now()
+	j.sched.retry(it, now)
+	j.deferred(it, now)
+	return true
+}
