@@ -126,9 +126,11 @@ type Store struct {
 	idle   int64 // µs
 	lease  int64 // µs
 
-	// worker names this Store's leases, seq numbers them.
+	// worker names this Store's leases and calls; seq numbers the leases,
+	// calls the mutating calls.
 	worker string
 	seq    atomic.Uint64
+	calls  atomic.Uint64
 
 	health    health
 	hosts     sync.Map      // host key -> *combiner, while it has calls to make
@@ -416,8 +418,20 @@ func (s *Store) run(script *redis.Script, key string, args []any) (any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
 	defer cancel()
 	base := s.o.Prefix + "{" + key + "}:"
+	keys := []string{base + "h", base + "f", base + "l"}
+	mutating := script == admitScript || script == reportScript
+	if mutating {
+		// Named, so that sending it again (below) is safe: see prelude.lua.
+		keys = append(keys, base+"d")
+		args = append(args, s.worker+"/"+strconv.FormatUint(s.calls.Add(1), 10))
+	}
 	sent := time.Now()
-	res, err := script.Run(ctx, s.c, []string{base + "h", base + "f", base + "l"}, args...).Result()
+	res, err := script.Run(ctx, s.c, keys, args...).Result()
+	if err != nil && mutating && ctx.Err() == nil && !errors.Is(err, redis.Nil) {
+		// Once more within the call's time: the first may have run and
+		// lost its reply; then this one gets that reply.
+		res, err = script.Run(ctx, s.c, keys, args...).Result()
+	}
 	if err != nil {
 		err = fmt.Errorf("redisstore: %w", err)
 		s.failed(err)

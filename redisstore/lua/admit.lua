@@ -56,4 +56,4 @@ for k = 0, n - 1 do
   out[#out + 1] = admitOne(num(ARGV[i + 3 * k], 0), ARGV[i + 3 * k + 1] == '1', ARGV[i + 3 * k + 2])
 end
 save()
-return out
+return remember(out)

@@ -25,6 +25,26 @@
 --   ti       when the fleet's AIMD last raised (or cut) the rate
 local H, F, L = KEYS[1], KEYS[2], KEYS[3]
 
+-- A mutating script (admit, report) is safe to repeat: its caller names
+-- the call (the last ARGV) and KEYS[4] keeps each call's reply for a
+-- minute. A call repeated because its reply was lost gets the first reply
+-- back and changes nothing again: no second token, no second failure.
+local D, rid = KEYS[4], nil
+if D then
+  rid = ARGV[#ARGV]
+  local prev = redis.call('HGET', D, rid)
+  if prev then return cmsgpack.unpack(prev) end
+end
+
+-- remember keeps a mutating call's reply under its name, and returns it.
+local function remember(out)
+  if D then
+    redis.call('HSET', D, rid, cmsgpack.pack(out))
+    redis.call('PEXPIRE', D, 60000)
+  end
+  return out
+end
+
 local function num(v, d)
   local n = tonumber(v)
   if n == nil then return d end

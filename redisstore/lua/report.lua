@@ -130,4 +130,4 @@ if retry then
   end
 end
 save()
-return out
+return remember(out)

@@ -1,0 +1,56 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/internal/redistest"
+)
+
+// TestRepeatedCallsChangeNothing: an admit or report call sent twice under
+// one name (its first reply lost) gets the first reply back and takes no
+// second token, counts no second failure.
+func TestRepeatedCallsChangeNothing(t *testing.T) {
+	addr := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer client.Close()
+	reg := &polite.Registry{Limits: polite.Limits{Rate: 1, Burst: 1, Concurrency: 1000}}
+	s, err := New(client, reg, Options{Prefix: "rep:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := reg.Get("a.test")
+	defer reg.Put(h)
+	now := time.Now()
+	base := "rep:{a.test}:"
+	keys := []string{base + "h", base + "f", base + "l", base + "d"}
+	l := reg.LimitsFor("a.test")
+	args := append(s.common(now, l, 0, 0, 0, 0.2, 1, 10.0, 0, 0, 0, 1, 0, 0, s.leaseID(0)), "call-1")
+	ctx := context.Background()
+	first, err := admitScript.Run(ctx, client, keys, args...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := admitScript.Run(ctx, client, keys, args...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1, ok1 := s.admission("a.test", polite.Query{Now: now}, first.([]any)[1], 0, time.Second)
+	a2, ok2 := s.admission("a.test", polite.Query{Now: now}, again.([]any)[1], 0, time.Second)
+	if !ok1 || !ok2 || !a1.Granted || !a2.Granted || integer(first, 0) != integer(again, 0) {
+		t.Fatalf("the same call twice = %v (%+v), %v (%+v); want the first reply, exactly, twice", first, a1, again, a2)
+	}
+	// The one token is gone once, not twice: a new call is refused now and
+	// granted a second later (burst 1, 1 req/s), not two seconds later.
+	if a := s.Admit(h, polite.Query{Now: now}); a.Granted {
+		t.Errorf("a second admission right away = %+v, want refused", a)
+	}
+	if st := s.State(h, time.Now()); st.Tokens < -0.5 {
+		t.Errorf("tokens after one admission sent twice = %v, want about 0 (one taken)", st.Tokens)
+	}
+}
