@@ -553,14 +553,14 @@ func TestFleetRedisOutage(t *testing.T) {
 	checkRate(t, s.url, s.log(), rate, workers)
 }
 
-// TestFleetAdaptive: four workers with --adaptive against a host whose
+// TestFleetAdaptive: eight workers with --adaptive against a host whose
 // hidden capacity is 20 req/s (429 beyond it, no Retry-After), starting at
 // 5 req/s: the fleet finds the capacity together, cuts once per wave, and
 // keeps the 429s few. Judged on the host's own log.
 func TestFleetAdaptive(t *testing.T) {
 	t.Parallel()
 	addr := redistest.Start(t)
-	const capacity, workers, each = 20.0, 4, 50
+	const capacity, workers, each = 20.0, 8, 25
 	s := startSite(t, testbed.HostConfig{Name: "adaptive", Rate: capacity, Burst: 5, Latency: 10 * time.Millisecond})
 	start := time.Now()
 	fleet(t, s, workers, each, nil, "--rate", "5", "--max-rate", "100", "--adaptive", "--retries", "8",
