@@ -465,9 +465,9 @@ func TestInterruptAndExitCodes(t *testing.T) {
 }
 
 // fleet runs workers polite fetch processes with args, each with its own
-// list of each pages of s and its own job folder, waits for them all (after
+// list of each pages of every site in ss and its own job folder, waits for them all (after
 // meanwhile, run as they go) and checks each exited 0 with a result per URL.
-func fleet(t *testing.T, s *site, workers, each int, meanwhile func(), args ...string) []run {
+func fleet(t *testing.T, ss []*site, workers, each int, meanwhile func(), args ...string) []run {
 	t.Helper()
 	var wg sync.WaitGroup
 	outs := make([]string, workers)
@@ -475,7 +475,9 @@ func fleet(t *testing.T, s *site, workers, each int, meanwhile func(), args ...s
 	for w := range workers {
 		var b strings.Builder
 		for i := range each {
-			fmt.Fprintf(&b, "%s/w%d/%d\n", s.url, w, i)
+			for _, s := range ss {
+				fmt.Fprintf(&b, "%s/w%d/%d\n", s.url, w, i)
+			}
 		}
 		list := filepath.Join(t.TempDir(), "urls.txt")
 		if err := os.WriteFile(list, []byte(b.String()), 0o644); err != nil {
@@ -493,8 +495,8 @@ func fleet(t *testing.T, s *site, workers, each int, meanwhile func(), args ...s
 		if r.code != 0 {
 			t.Fatalf("worker %d: exit %d\n%s", w, r.code, r.stderr)
 		}
-		if n := len(results(t, outs[w], false)); n != each {
-			t.Errorf("worker %d: %d results, want %d", w, n, each)
+		if n := len(results(t, outs[w], false)); n != each*len(ss) {
+			t.Errorf("worker %d: %d results, want %d", w, n, each*len(ss))
 		}
 	}
 	return runs
@@ -506,22 +508,30 @@ func fleet(t *testing.T, s *site, workers, each int, meanwhile func(), args ...s
 func TestFleetSharesRate(t *testing.T) {
 	t.Parallel()
 	addr := redistest.Start(t)
-	// At 60 ms a request, 40 req/s would keep 2.4 in flight: the cap of 2
-	// binds too.
+	// Two hosts: at 5 ms a request the rate binds on one; at 60 ms, where
+	// 40 req/s would keep 2.4 in flight, the cap of 2 binds on the other.
 	const rate, burst, conc, workers, each = 40.0, 2, 2, 8, 20
-	s := startSite(t, testbed.HostConfig{Name: "fleet", Latency: 60 * time.Millisecond})
+	fast := startSite(t, testbed.HostConfig{Name: "fleet-rate", Latency: 5 * time.Millisecond})
+	slow := startSite(t, testbed.HostConfig{Name: "fleet-cap", Latency: 60 * time.Millisecond})
 	start := time.Now()
-	fleet(t, s, workers, each, nil, "--rate", fmt.Sprint(rate), "--burst", fmt.Sprint(burst),
+	fleet(t, []*site{fast, slow}, workers, each, nil, "--rate", fmt.Sprint(rate), "--burst", fmt.Sprint(burst),
 		"--concurrency", fmt.Sprint(conc), "--adaptive=false", "--redis", "redis://"+addr+"/0", "--fleet", "e2e")
-	hits := s.log()
-	if want := workers*each + workers; len(hits) != want { // pages, and each worker's robots.txt
-		t.Errorf("the host saw %d requests, want %d", len(hits), want)
+	for _, s := range []*site{fast, slow} {
+		hits := s.log()
+		if want := workers*each + workers; len(hits) != want { // pages, and each worker's robots.txt
+			t.Errorf("%s saw %d requests, want %d", s.url, len(hits), want)
+		}
+		checkRate(t, s.url, hits, rate, burst)
+		if st := s.host.Stats(); st.MaxInFlight > conc {
+			t.Errorf("%s had %d requests in flight at once, want at most %d", s.url, st.MaxInFlight, conc)
+		}
 	}
-	checkRate(t, s.url, hits, rate, burst)
-	if st := s.host.Stats(); st.MaxInFlight > conc {
-		t.Errorf("the host had %d requests in flight at once, want at most %d", st.MaxInFlight, conc)
+	most := busiestSecond(fast.log())
+	if limit := 1.02 * (rate + burst); float64(most) > limit {
+		t.Errorf("%d requests in the rate-bound host's busiest second, want at most rate + burst + 2 %% = %.1f", most, limit)
 	}
-	t.Logf("%d requests from %d workers in %v (one host at %v/s)", len(hits), workers, time.Since(start).Round(time.Millisecond), rate)
+	t.Logf("%d workers, two hosts at %v/s and %d in flight, in %v; busiest second of the rate-bound host: %d (rate + burst = %v)",
+		workers, rate, conc, time.Since(start).Round(time.Millisecond), most, rate+burst)
 }
 
 // TestFleetRedisOutage: Redis is killed under two workers mid-run and
@@ -532,7 +542,7 @@ func TestFleetRedisOutage(t *testing.T) {
 	srv := redistest.StartServer(t)
 	const rate, workers, each = 20.0, 2, 40
 	s := startSite(t, testbed.HostConfig{Name: "outage", Latency: 5 * time.Millisecond})
-	runs := fleet(t, s, workers, each, func() {
+	runs := fleet(t, []*site{s}, workers, each, func() {
 		time.Sleep(1500 * time.Millisecond)
 		srv.Kill()
 		time.Sleep(time.Second)
@@ -563,7 +573,7 @@ func TestFleetAdaptive(t *testing.T) {
 	const capacity, workers, each = 20.0, 8, 25
 	s := startSite(t, testbed.HostConfig{Name: "adaptive", Rate: capacity, Burst: 5, Latency: 10 * time.Millisecond})
 	start := time.Now()
-	fleet(t, s, workers, each, nil, "--rate", "5", "--max-rate", "100", "--adaptive", "--retries", "8",
+	fleet(t, []*site{s}, workers, each, nil, "--rate", "5", "--max-rate", "100", "--adaptive", "--retries", "8",
 		"--redis", "redis://"+addr+"/0", "--fleet", "adaptive")
 	wall := time.Since(start)
 	hits := s.log()
@@ -632,4 +642,17 @@ func TestFleetKilledWorker(t *testing.T) {
 	if st := s.host.Stats(); st.MaxInFlight > 1 {
 		t.Errorf("the host had %d requests in flight at once, want 1", st.MaxInFlight)
 	}
+}
+
+// busiestSecond returns the most requests of hits within any one second.
+func busiestSecond(hits []hit) int {
+	sort.Slice(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })
+	most, j := 0, 0
+	for i := range hits {
+		for j < len(hits) && hits[j].at.Sub(hits[i].at) < time.Second {
+			j++
+		}
+		most = max(most, j-i)
+	}
+	return most
 }
