@@ -121,6 +121,12 @@ func loadTestbedConfig(name string) ([]testbed.HostConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
 	}
+	return parseTestbedConfig(name, src)
+}
+
+// parseTestbedConfig reads a testbed config file's contents; errors name the
+// file and line.
+func parseTestbedConfig(name string, src []byte) ([]testbed.HostConfig, error) {
 	var f testbedFile
 	md, err := decodeTOML(name, src, &f)
 	if err != nil {
