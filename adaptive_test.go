@@ -132,3 +132,27 @@ func TestAdaptiveUnlimitedStartsAtMax(t *testing.T) {
 		})
 	}
 }
+
+// A host's Limits.MaxRate caps its adaptive rate: a fast host that never
+// throttles is ridden at its MaxRate, not raised toward Adaptive.Max.
+func TestLimitsMaxRateCapsAdaptive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &Transport{Limits: Limits{Rate: 5, Burst: 1, Concurrency: 4, MaxRate: 5},
+			Adaptive: &adaptive.Config{Max: 1000}}
+		c, _ := setup(t, tr, map[string]http.HandlerFunc{
+			"fast.test": func(w http.ResponseWriter, r *http.Request) {},
+		})
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for range 50 {
+					get(t, c, "http://fast.test/")
+				}
+			})
+		}
+		wg.Wait()
+		if st, _ := tr.State("fast.test"); st.Rate > 5 {
+			t.Errorf("after 200 requests to a host that never throttles the rate is %v, want at most MaxRate 5", st.Rate)
+		}
+	})
+}

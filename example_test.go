@@ -43,9 +43,9 @@ func ExampleTransport_rules() {
 	fmt.Printf("%+v\n", t.Registry().LimitsFor("api.example.com"))
 	fmt.Printf("%+v\n", t.Registry().LimitsFor("other.org"))
 	// Output:
-	// {Rate:0.5 Burst:2 Concurrency:1 Smooth:false}
-	// {Rate:10 Burst:2 Concurrency:4 Smooth:true}
-	// {Rate:5 Burst:2 Concurrency:4 Smooth:false}
+	// {Rate:0.5 Burst:2 Concurrency:1 Smooth:false MaxRate:0}
+	// {Rate:10 Burst:2 Concurrency:4 Smooth:true MaxRate:0}
+	// {Rate:5 Burst:2 Concurrency:4 Smooth:false MaxRate:0}
 }
 
 // attempts is an Observer that prints each attempt: a metrics exporter

@@ -39,6 +39,10 @@ type Limits struct {
 	// Smooth spaces requests evenly (burst 1) for hosts that must not see
 	// bursts.
 	Smooth bool
+	// MaxRate is the most an adaptive rate may reach for these hosts, below
+	// the Transport's Adaptive.Max: a rate the user named for a fragile
+	// host is a ceiling, not a starting point. Zero means Adaptive.Max.
+	MaxRate float64
 }
 
 func (l Limits) or(d Limits) Limits {
@@ -52,6 +56,9 @@ func (l Limits) or(d Limits) Limits {
 		l.Concurrency = d.Concurrency
 	}
 	l.Smooth = l.Smooth || d.Smooth
+	if l.MaxRate == 0 {
+		l.MaxRate = d.MaxRate
+	}
 	return l
 }
 

@@ -250,6 +250,12 @@ func (t *Transport) rater() func(key string, l Limits) adaptive.Rater {
 		default:
 			c.Initial = l.Rate
 		}
+		if l.MaxRate > 0 && (c.Max <= 0 || l.MaxRate < c.Max) {
+			c.Max = l.MaxRate
+			if c.Initial > c.Max {
+				c.Initial = c.Max
+			}
+		}
 		return adaptive.New(c, time.Now())
 	}
 }

@@ -656,3 +656,18 @@ func busiestSecond(hits []hit) int {
 	}
 	return most
 }
+
+// TestExplicitRateIsACeiling: with --adaptive on (the default), a --rate
+// the user sets is never exceeded, however much the host would bear
+// (issue 18, item 1: --rate 1 once produced 4-9 req/s).
+func TestExplicitRateIsACeiling(t *testing.T) {
+	t.Parallel()
+	const rate = 5.0
+	s := startSite(t, testbed.HostConfig{Name: "ceiling", Latency: 5 * time.Millisecond})
+	list := urls(t, "", 30, s)
+	r := polite(t, "fetch", "--out", t.TempDir(), "--rate", fmt.Sprint(rate), "--progress", "none", list)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	checkRate(t, s.url, s.log(), rate, 1)
+}

@@ -249,3 +249,19 @@ func TestFetchBadRedis(t *testing.T) {
 		}
 	}
 }
+
+// A rule's rate is its hosts' ceiling under --adaptive unless max_rate
+// raises it; a bad max_rate names its line.
+func TestRuleRateIsACeiling(t *testing.T) {
+	c, err := parseConfig("r.toml", []byte("[[rule]]\nhosts = \"a.test\"\nrate = 1\n[[rule]]\nhosts = \"b.test\"\nrate = 1\nmax_rate = 20\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := c.politeRules()
+	if rules[0].MaxRate != 1 || rules[1].MaxRate != 20 {
+		t.Errorf("MaxRate = %v, %v; want 1 (the rate) and 20 (max_rate)", rules[0].MaxRate, rules[1].MaxRate)
+	}
+	if _, err := parseConfig("r.toml", []byte("[[rule]]\nhosts = \"a\"\n\nmax_rate = -2\n")); err == nil || !strings.Contains(err.Error(), "r.toml:4: max_rate") {
+		t.Errorf("max_rate = -2: error %v, want it to name r.toml:4", err)
+	}
+}

@@ -33,6 +33,9 @@ type rule struct {
 	Concurrency *int     `toml:"concurrency"`
 	Smooth      *bool    `toml:"smooth"`
 	Retries     *int     `toml:"retries"`
+	// MaxRate lets an adaptive rate rise above rate, up to it; without it
+	// a rule's rate is also its hosts' ceiling.
+	MaxRate *float64 `toml:"max_rate"`
 }
 
 // loadConfig reads and checks a rules file. Its errors name the file and
@@ -79,6 +82,8 @@ func parseConfig(name string, src []byte) (*config, error) {
 			return nil, fmt.Errorf("%s: hosts %q is not a valid glob", at("hosts"), r.Hosts)
 		case r.Rate != nil && (math.IsNaN(*r.Rate) || *r.Rate <= 0):
 			return nil, fmt.Errorf("%s: rate %v: must be positive (inf for no limit)", at("rate"), *r.Rate)
+		case r.MaxRate != nil && (math.IsNaN(*r.MaxRate) || *r.MaxRate <= 0 || math.IsInf(*r.MaxRate, 1)):
+			return nil, fmt.Errorf("%s: max_rate %v: must be a positive number of requests per second", at("max_rate"), *r.MaxRate)
 		case r.Burst != nil && *r.Burst < 1:
 			return nil, fmt.Errorf("%s: burst %d: must be at least 1", at("burst"), *r.Burst)
 		case r.Concurrency != nil && *r.Concurrency < 1:
@@ -171,7 +176,12 @@ func (c *config) politeRules() []polite.Rule {
 			pr.Rate = *r.Rate
 			if math.IsInf(pr.Rate, 1) {
 				pr.Rate = bucket.Inf
+			} else {
+				pr.MaxRate = pr.Rate // a rule's rate is a ceiling...
 			}
+		}
+		if r.MaxRate != nil && *r.MaxRate > 0 {
+			pr.MaxRate = *r.MaxRate // ...unless it says how far above it may go
 		}
 		if r.Burst != nil {
 			pr.Burst = *r.Burst

@@ -144,7 +144,9 @@ Fields left out take the flags' values.
 
   [[rule]]
   hosts = "*.example.com"
-  rate = 5            # requests per second ("inf" for no limit)
+  rate = 5            # requests per second ("inf" for no limit); with --adaptive
+                      # the start and the ceiling
+  max_rate = 20       # with --adaptive, how far above rate it may rise
   burst = 2
   concurrency = 2     # requests in flight
   smooth = false      # space requests evenly (no bursts)
@@ -166,6 +168,11 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 			o.List = a[0]
 			if err := o.parse(rate, maxBody, key, bodies); err != nil {
 				return err
+			}
+			// A rate the user names is a ceiling for the adaptive rate
+			// too, unless --max-rate raises it.
+			if c.Flags().Changed("rate") && !c.Flags().Changed("max-rate") && o.Rate < bucket.Inf {
+				o.MaxRate = o.Rate
 			}
 			if runF != nil {
 				return runF(c.Context(), o)
@@ -203,7 +210,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 
 // addPolicyFlags defines the per-host policy flags, shared with demo.
 func addPolicyFlags(f *pflag.FlagSet, o *fetchOptions, rate, key *string) {
-	f.StringVar(rate, "rate", strconv.FormatFloat(polite.DefaultRate, 'g', -1, 64), "requests per second per host (the starting rate with --adaptive); \"inf\" for no limit (with --adaptive: start at --max-rate)")
+	f.StringVar(rate, "rate", strconv.FormatFloat(polite.DefaultRate, 'g', -1, 64), "requests per second per host; with --adaptive the starting rate, and, when given, also the ceiling unless --max-rate raises it; \"inf\" for no limit (with --adaptive: start at --max-rate)")
 	f.Float64Var(&o.MaxRate, "max-rate", 0, "ceiling of a host's adaptive rate (0: "+strconv.FormatFloat(adaptive.DefaultMax, 'g', -1, 64)+" req/s)")
 	f.IntVar(&o.Burst, "burst", polite.DefaultBurst, "requests a host may get at once after an idle spell")
 	f.IntVar(&o.Concurrency, "concurrency", polite.DefaultConcurrency, "requests in flight per host")
