@@ -670,4 +670,7 @@ func TestExplicitRateIsACeiling(t *testing.T) {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	checkRate(t, s.url, s.log(), rate, 1)
+	if want := "rates: each host started at 5.0 req/s and could rise to 5.0"; !strings.Contains(r.stdout, want) {
+		t.Errorf("the summary does not say %q:\n%s", want, r.stdout)
+	}
 }

@@ -5,6 +5,20 @@ import (
 	"github.com/polite-go/polite/adaptive"
 )
 
+// DefaultMaxRate is the adaptive rate's ceiling when the user names none:
+// a polite one. An unknown server's owner agreed to no load at all; ten
+// times the default --rate lets a host that bears it be crawled briskly,
+// and an API job that needs more says so with --max-rate.
+const DefaultMaxRate = 20.0
+
+// maxRate is the ceiling of the adaptive rate in force.
+func (o *fetchOptions) maxRate() float64 {
+	if o.MaxRate > 0 {
+		return o.MaxRate
+	}
+	return adaptive.DefaultMax
+}
+
 // adaptive sets the Transport's adaptive controller for --adaptive: each
 // host's rate starts at --rate (its Limits.Rate) and tunes itself, up to
 // --max-rate (0: the controller's default ceiling).

@@ -37,7 +37,7 @@ func TestFetchDefaults(t *testing.T) {
 	}
 	o := got.(*fetchOptions)
 	want := fetchOptions{
-		List: "urls.txt", Out: "polite-out", Rate: polite.DefaultRate, Burst: polite.DefaultBurst,
+		List: "urls.txt", Out: "polite-out", Rate: polite.DefaultRate, MaxRate: DefaultMaxRate, Burst: polite.DefaultBurst,
 		Concurrency: polite.DefaultConcurrency, Workers: crawl.DefaultWorkers, Adaptive: true, Robots: true,
 		Retries: 5, MaxDelay: 60 * time.Second, MaxRetryAfter: 10 * time.Minute, Timeout: 30 * time.Second,
 		Grace: 10 * time.Second, HostGiveUp: crawl.DefaultHostGiveUp, UserAgent: defaultUserAgent(), Key: polite.KeyHost, Bodies: crawl.BodiesWARC,

@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/polite-go/polite"
-	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/crawl"
 	"github.com/polite-go/polite/inflight"
@@ -211,7 +210,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 // addPolicyFlags defines the per-host policy flags, shared with demo.
 func addPolicyFlags(f *pflag.FlagSet, o *fetchOptions, rate, key *string) {
 	f.StringVar(rate, "rate", strconv.FormatFloat(polite.DefaultRate, 'g', -1, 64), "requests per second per host; with --adaptive the starting rate, and, when given, also the ceiling unless --max-rate raises it; \"inf\" for no limit (with --adaptive: start at --max-rate)")
-	f.Float64Var(&o.MaxRate, "max-rate", 0, "ceiling of a host's adaptive rate (0: "+strconv.FormatFloat(adaptive.DefaultMax, 'g', -1, 64)+" req/s)")
+	f.Float64Var(&o.MaxRate, "max-rate", DefaultMaxRate, "ceiling of a host's adaptive rate: a server's owner agreed to nothing, so without --rate or --max-rate a host is not pushed past this ("+strconv.FormatFloat(DefaultMaxRate, 'g', -1, 64)+" req/s, ten times the default --rate); with --rate given and no --max-rate, --rate")
 	f.IntVar(&o.Burst, "burst", polite.DefaultBurst, "requests a host may get at once after an idle spell")
 	f.IntVar(&o.Concurrency, "concurrency", polite.DefaultConcurrency, "requests in flight per host")
 	f.BoolVar(&o.Smooth, "smooth", false, "space each host's requests evenly (no bursts)")
@@ -545,6 +544,10 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		n = 20
 	}
 	writeSummary(e.stdout, job.Progress(-1), sum, o.Out, n)
+	if o.Adaptive {
+		fmt.Fprintf(e.stdout, "rates: each host started at %s req/s and could rise to %s (--max-rate); the rate column is where each ended\n",
+			fmtRate(o.Rate), fmtRate(o.maxRate()))
+	}
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
 	}
