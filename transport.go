@@ -217,8 +217,7 @@ func (t *Transport) init() {
 		t.agent = []string{t.UserAgent}
 		t.store = t.Store
 		if t.store == nil {
-			t.store = NewLocalStore(&t.reg, LocalOptions{Breaker: t.Breaker, Budget: t.Budget, Backoff: t.Backoff,
-				MaxRetryAfter: t.maxAfter, KeepBlocked: t.KeepBlocked, NewRater: t.rater(), MaxSpacing: t.CrawlDelay.Max})
+			t.store = NewLocalStore(&t.reg, t.LocalOptions())
 		}
 		if t.UserAgent != "" && !t.IgnoreRobots {
 			t.robots = t.RobotsCache
@@ -227,6 +226,14 @@ func (t *Transport) init() {
 			}
 		}
 	})
+}
+
+// LocalOptions returns the per-host policy settings of the Transport's
+// fields, as its local store gets them: what a Store kept elsewhere (a
+// fleet's) takes to apply the same rules.
+func (t *Transport) LocalOptions() LocalOptions {
+	return LocalOptions{Breaker: t.Breaker, Budget: t.Budget, Backoff: t.Backoff, MaxRetryAfter: t.MaxRetryAfter,
+		KeepBlocked: t.KeepBlocked, NewRater: t.rater(), MaxSpacing: t.CrawlDelay.Max}
 }
 
 // rater returns the Rater factory of the Transport's settings: NewRater,

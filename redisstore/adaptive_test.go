@@ -6,8 +6,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/internal/redistest"
 )
@@ -18,14 +16,8 @@ import (
 func TestFleetAIMD(t *testing.T) {
 	addr := redistest.Start(t)
 	synctest.Test(t, func(t *testing.T) {
-		client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 16})
-		defer client.Close()
 		reg := &polite.Registry{Limits: polite.Limits{Rate: 10, Burst: 1, Concurrency: 1000}}
-		s, err := New(client, reg, Options{Prefix: "aimd:", CallerClock: true, Adaptive: &Adaptive{Max: 100}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s, _ := newStore(t, addr, reg, Options{Prefix: "aimd:", CallerClock: true, Adaptive: &Adaptive{Max: 100}})
 		h := reg.Get("a.test")
 		defer reg.Put(h)
 		t0 := time.Now()

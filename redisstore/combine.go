@@ -42,7 +42,10 @@ const maxBatch = 128
 func (s *Store) combine(h *polite.Host, p *pending, rel string) {
 	key := h.Key()
 	for {
-		v, _ := s.hosts.LoadOrStore(key, new(combiner))
+		v, ok := s.hosts.Load(key)
+		if !ok {
+			v, _ = s.hosts.LoadOrStore(key, new(combiner))
+		}
 		c := v.(*combiner)
 		c.mu.Lock()
 		if c.dead {
@@ -105,6 +108,8 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string) {
 	if l.Concurrency > 0 && l.Concurrency < inflight.Max {
 		fleetCap = l.Concurrency
 	}
+	// The batch runs at one instant: Redis's TIME, or with CallerClock the
+	// first admission's (tests ask concurrent admissions at one instant).
 	now := time.Now()
 	if len(qs) > 0 {
 		now = qs[0].q.Now

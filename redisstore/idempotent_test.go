@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/internal/redistest"
 )
@@ -16,14 +14,8 @@ import (
 // second token, counts no second failure.
 func TestRepeatedCallsChangeNothing(t *testing.T) {
 	addr := redistest.Start(t)
-	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer client.Close()
 	reg := &polite.Registry{Limits: polite.Limits{Rate: 1, Burst: 1, Concurrency: 1000}}
-	s, err := New(client, reg, Options{Prefix: "rep:"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, client := newStore(t, addr, reg, Options{Prefix: "rep:"})
 	h := reg.Get("a.test")
 	defer reg.Put(h)
 	now := time.Now()

@@ -56,7 +56,12 @@ func TestOutage(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			time.Sleep(100 * time.Millisecond) // the first heartbeat counts the workers
+			for deadline := time.Now().Add(2 * time.Second); s.health.workers.Load() < 2 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond) // the first heartbeat counts the workers
+			}
+			if n := s.health.workers.Load(); n != 2 {
+				t.Fatalf("the heartbeat counted %d live workers, want 2", n)
+			}
 			h := reg.Get("a.test")
 			defer reg.Put(h)
 			if a := s.Admit(h, polite.Query{Now: time.Now()}); !a.Granted {

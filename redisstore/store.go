@@ -73,9 +73,7 @@ var (
 	releaseScript    = redis.NewScript(releaseLua) // no prelude: it touches the leases only
 )
 
-// Options configure a Store. Each field but Prefix, Timeout and CallerClock
-// means what the polite.Transport field of the same name does, zero values
-// included; every worker of a fleet must use the same.
+// Options configure a Store. Every worker of a fleet must use the same.
 type Options struct {
 	// Prefix starts every key, "polite:" if empty: name the fleet with it
 	// when several share one Redis.
@@ -83,14 +81,11 @@ type Options struct {
 	// Timeout bounds one call to Redis; 250 ms if zero.
 	Timeout time.Duration
 
-	Breaker       breaker.Config
-	Budget        retry.BudgetConfig
-	Backoff       retry.Backoff
-	MaxRetryAfter time.Duration
-	KeepBlocked   bool
-	// MaxSpacing caps the spacing a RateLimit ceiling may ask for, as
-	// polite.LocalOptions.MaxSpacing does.
-	MaxSpacing time.Duration
+	// The per-host policy: breaker, retry budget, backoff, the longest
+	// Retry-After waited out, blocks kept, the RateLimit spacing cap, each
+	// as polite.LocalOptions has it (Transport.LocalOptions gives a
+	// Transport's). NewRater is not used: the fleet's rate is Adaptive's.
+	polite.LocalOptions
 	// Adaptive, when set, has the fleet tune each host's shared rate (see
 	// Adaptive).
 	Adaptive *Adaptive
@@ -181,8 +176,9 @@ func New(c redis.UniversalClient, reg *polite.Registry, o Options) (*Store, erro
 	s := &Store{c: c, reg: reg, o: o, br: breaker.Share(o.Breaker).Config(),
 		budget: o.Budget.WithDefaults(), idle: idle.Microseconds(), lease: o.LeaseTTL.Microseconds(),
 		worker: hex.EncodeToString(id[:]), done: make(chan struct{})}
-	s.health.local = polite.NewLocalStore(reg, polite.LocalOptions{Breaker: o.Breaker, Budget: o.Budget,
-		Backoff: o.Backoff, MaxRetryAfter: o.MaxRetryAfter, KeepBlocked: o.KeepBlocked, MaxSpacing: o.MaxSpacing})
+	local := o.LocalOptions
+	local.NewRater = nil // while degraded, Local mode sets each host's share itself
+	s.health.local = polite.NewLocalStore(reg, local)
 	go s.beat()
 	return s, nil
 }
@@ -202,7 +198,7 @@ func (s *Store) Degraded() (bool, Outage) {
 // retries returns how often the client retries a command on its own
 // (go-redis turns MaxRetries -1 into 0 and 0 into the default, 3), or 0 for
 // a client it cannot tell.
-func retries(c redis.Scripter) int {
+func retries(c redis.UniversalClient) int {
 	var n int
 	switch c := c.(type) {
 	case *redis.Client:

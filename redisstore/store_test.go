@@ -18,28 +18,36 @@ import (
 
 var caseN atomic.Int64
 
+// newStore returns a Store with options o for reg, on a client of the
+// redis-server at addr (returned too), both closed when t ends. The pool is
+// as large as the suite's most concurrent case: go-redis waits for a
+// connection with timers from a package-wide pool, which a synctest bubble
+// must not share with another.
+func newStore(t *testing.T, addr string, reg *polite.Registry, o Options) (*Store, *redis.Client) {
+	t.Helper()
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 128})
+	t.Cleanup(func() { client.Close() })
+	s, err := New(client, reg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, client
+}
+
 // TestConformance runs the Store conformance suite against a real
 // redis-server, the scripts following the suite's fake clock.
 func TestConformance(t *testing.T) {
 	addr := redistest.Start(t)
 	storetest.Run(t, func(t *testing.T, c storetest.Config) (polite.Store, *polite.Registry) {
-		// A pool as large as the suite's most concurrent case: go-redis
-		// waits for a connection with timers from a package-wide pool,
-		// which a synctest bubble must not share with another.
-		client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 128})
-		t.Cleanup(func() { client.Close() })
 		reg := &polite.Registry{Limits: c.Limits, IdleTimeout: c.IdleTimeout}
-		s, err := New(client, reg, Options{
-			Prefix:      fmt.Sprintf("t%d:", caseN.Add(1)),
-			Breaker:     breaker.Config{Threshold: c.BreakerThreshold, OpenDelay: c.BreakerOpen, Jitter: -1},
-			IdleTimeout: c.IdleTimeout,
-			LeaseTTL:    c.LeaseTTL,
-			CallerClock: true,
+		s, _ := newStore(t, addr, reg, Options{
+			Prefix:       fmt.Sprintf("t%d:", caseN.Add(1)),
+			LocalOptions: polite.LocalOptions{Breaker: breaker.Config{Threshold: c.BreakerThreshold, OpenDelay: c.BreakerOpen, Jitter: -1}},
+			IdleTimeout:  c.IdleTimeout,
+			LeaseTTL:     c.LeaseTTL,
+			CallerClock:  true,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
 		return s, reg
 	})
 }

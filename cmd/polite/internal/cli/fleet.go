@@ -82,18 +82,13 @@ func (o *fetchOptions) fleetStore(ctx context.Context, e *env, tr *polite.Transp
 		return nil, &exitError{code: ExitFatal, err: fmt.Errorf("--redis %s: %v", redact(o.Redis), err)}
 	}
 	s, err := redisstore.New(c, tr.Registry(), redisstore.Options{
-		Prefix:        "polite:" + o.Fleet + ":",
-		Timeout:       redisTimeout,
-		Breaker:       tr.Breaker,
-		Budget:        tr.Budget,
-		Backoff:       tr.Backoff,
-		MaxRetryAfter: tr.MaxRetryAfter,
-		KeepBlocked:   tr.KeepBlocked,
-		MaxSpacing:    tr.CrawlDelay.Max,
-		LeaseTTL:      o.Timeout + leaseMargin,
-		Outage:        outage,
-		Adaptive:      o.fleetAdaptive(),
-		Logger:        slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Prefix:       "polite:" + o.Fleet + ":",
+		Timeout:      redisTimeout,
+		LocalOptions: tr.LocalOptions(),
+		LeaseTTL:     o.Timeout + leaseMargin,
+		Outage:       outage,
+		Adaptive:     o.fleetAdaptive(),
+		Logger:       slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	if err != nil {
 		c.Close()
