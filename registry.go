@@ -3,6 +3,7 @@ package polite
 import (
 	"fmt"
 	"hash/maphash"
+	"math"
 	"path"
 	"sort"
 	"strings"
@@ -79,7 +80,7 @@ type Rule struct {
 type Host struct {
 	key    string // in the Host's own allocation when it fits (see newHost)
 	bucket bucket.Bucket
-	refs   atomic.Int32 // Get without Put yet; a Host with refs is never evicted
+	refs   atomic.Int32 // Get without Put yet; a Host with refs is never evicted; deadRefs once evicted
 	rule   int32        // index into the registry's rules; -1 = defaults
 	gate   inflight.Gate
 	pol    atomic.Pointer[hostPolicy] // the rest of its state, once a Transport sends to the host
@@ -141,7 +142,7 @@ func (h *Host) InFlight() (n, limit int) { return h.gate.InFlight(), h.gate.Limi
 // request in flight or waiting, no reference, a bucket full since since, and
 // nothing pending in its extended state.
 func (h *Host) idleSince(since, now time.Time) bool {
-	if h.refs.Load() != 0 || !h.gate.Idle() || !h.bucket.Full(since) {
+	if !h.gate.Idle() || !h.bucket.Full(since) {
 		return false
 	}
 	if p := h.pol.Load(); p != nil && !p.idle(now) {
@@ -153,7 +154,7 @@ func (h *Host) idleSince(since, now time.Time) bool {
 const shardCount = 256
 
 type shard struct {
-	mu        sync.RWMutex // guards tab, sweepAt
+	mu        sync.Mutex // serializes writers of tab, and guards sweepAt
 	tab       table
 	sweepAt   int // sweep for idle hosts when the table holds this many
 	evictions atomic.Int64
@@ -334,14 +335,20 @@ func (r *Registry) find(key string) (*Host, uint64, *shard) {
 	r.init()
 	hash := maphash.String(r.seed, key) | 1
 	s := &r.shards[hash>>56%shardCount] // top bits pick the shard, low bits the slot
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	h := s.tab.get(key, hash)
-	if h != nil {
-		h.refs.Add(1)
+	if h != nil && h.refs.Add(1) <= 0 {
+		// Evicted, or being looked at by a sweep: Get asks again under
+		// the lock, after the sweep.
+		h.refs.Add(-1)
+		h = nil
 	}
 	return h, hash, s
 }
+
+// deadRefs is what refs holds while a sweep looks at a host, and forever
+// once it evicted it: so far below zero that no count of readers adding
+// and taking back their reference brings it up to one.
+const deadRefs = math.MinInt32 / 2
 
 // Put releases the reference Get took.
 func (r *Registry) Put(h *Host) {
@@ -359,7 +366,14 @@ func (r *Registry) sweep(s *shard) {
 	}
 	since := now.Add(-idle)
 	s.tab.sweep(func(h *Host) bool {
+		// Claim the host first, so that no Get can take it between the
+		// look and the eviction: a Get racing the claim sees it dead and
+		// asks again under the lock, after the sweep.
+		if !h.refs.CompareAndSwap(0, deadRefs) {
+			return false
+		}
 		if !h.idleSince(since, now) {
+			h.refs.Add(-deadRefs) // readers that raced the claim keep their count
 			return false
 		}
 		s.evictions.Add(1)
@@ -385,9 +399,9 @@ func (r *Registry) Len() int {
 	n := 0
 	for i := range r.shards {
 		s := &r.shards[i]
-		s.mu.RLock()
+		s.mu.Lock()
 		n += s.tab.n
-		s.mu.RUnlock()
+		s.mu.Unlock()
 	}
 	return n
 }
@@ -402,20 +416,22 @@ func (r *Registry) Evictions() int64 {
 	return n
 }
 
-// Range calls f for each host until f returns false. Hosts may be added or
-// evicted meanwhile. f runs under a shard's read lock: it must not call Get
-// or Put on this Registry.
+// Range calls f for each host until f returns false: each host the registry
+// held throughout, once. Hosts may be added or evicted meanwhile. f runs
+// under no lock, and may call Get and Put.
 func (r *Registry) Range(f func(h *Host) bool) {
 	r.init()
+	var hosts []*Host
 	for i := range r.shards {
 		s := &r.shards[i]
-		s.mu.RLock()
-		for _, sl := range s.tab.slots {
-			if sl.hash != 0 && !f(sl.h) {
-				s.mu.RUnlock()
+		s.mu.Lock()
+		hosts = hosts[:0]
+		s.tab.each(func(h *Host) bool { hosts = append(hosts, h); return true })
+		s.mu.Unlock()
+		for _, h := range hosts {
+			if !f(h) {
 				return
 			}
 		}
-		s.mu.RUnlock()
 	}
 }

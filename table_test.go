@@ -3,7 +3,10 @@ package polite
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestTableAgainstMap drives the table and a map with the same random
@@ -53,5 +56,58 @@ func TestTableAgainstMap(t *testing.T) {
 				t.Fatalf("round %d: get(%q) = %v, want %v", round, k, got, ref[k])
 			}
 		}
+	}
+}
+
+// TestRegistryLockFreeGets runs lock-free Gets against sweeps that evict
+// every idle host and inserts that grow and shrink the tables: a host held
+// between Get and Put is never evicted (it is what Get returns for its key),
+// and a host once evicted is never handed out again.
+func TestRegistryLockFreeGets(t *testing.T) {
+	later := time.Now().Add(time.Hour) // every host without a holder is idle
+	r := &Registry{Limits: Limits{Rate: 1e9, Burst: 1}, IdleTimeout: time.Nanosecond, now: func() time.Time { return later }}
+	keys := make([]string, 300)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("h%d.example", i)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; i < 2000 && !stop.Load(); i++ {
+			r.Sweep()
+		}
+	})
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			for range 20_000 {
+				k := keys[rng.IntN(len(keys))]
+				h := r.Get(k)
+				if n := h.refs.Load(); n <= 0 {
+					errs <- fmt.Errorf("Get(%q) returned a host with refs %d", k, n)
+					return
+				}
+				if again := r.Get(k); again != h {
+					errs <- fmt.Errorf("Get(%q) returned another host while the first was held", k)
+					return
+				} else {
+					r.Put(again)
+				}
+				r.Put(h)
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case err := <-errs:
+		stop.Store(true)
+		<-done
+		t.Fatal(err)
+	case <-done:
+	}
+	if r.Evictions() == 0 {
+		t.Fatal("no host was evicted: the test did not race sweeps against Gets")
 	}
 }
