@@ -119,7 +119,7 @@ func TestAdaptiveUnlimitedStartsAtMax(t *testing.T) {
 		{adaptive.Config{Initial: 3}, 3}, // an explicit Initial wins
 	} {
 		synctest.Test(t, func(t *testing.T) {
-			tr := &Transport{Limits: Limits{Rate: bucket.Inf, Concurrency: 4}, Adaptive: &tc.cfg}
+			tr := &Transport{IgnoreRobots: true, Limits: Limits{Rate: bucket.Inf, Concurrency: 4}, Adaptive: &tc.cfg}
 			c, _ := setup(t, tr, map[string]http.HandlerFunc{"a.test": func(http.ResponseWriter, *http.Request) {}})
 			if resp, _, err := get(t, c, "http://a.test/"); err != nil || resp.StatusCode != 200 {
 				t.Fatalf("GET = %v, %v", resp, err)

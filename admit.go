@@ -22,7 +22,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 		if !slot {
 			if !h.gate.TryAcquire() {
 				t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonSlot})
-				if err := h.gate.Acquire(ctx); err != nil {
+				if err := t.acquireSlot(ctx, h); err != nil {
 					return err
 				}
 				a.now = time.Now()

@@ -54,10 +54,17 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 	now := time.Now()
 	a.now, a.resp, a.err, a.status, a.block = now, resp, err, 0, ""
 	block := ""
-	if err != nil {
+	if resp != nil {
+		a.status = resp.StatusCode
+	}
+	if o, ok := t.classify(resp, err); ok {
+		a.out = o
+		if o == Blocked {
+			block, a.block = classifiedBlock, classifiedBlock
+		}
+	} else if err != nil {
 		a.out = classifyError(ctx, err)
 	} else {
-		a.status = resp.StatusCode
 		a.out = classifyStatus(a.status)
 		if t.blocks.Peek(resp) {
 			var peek []byte

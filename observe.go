@@ -86,6 +86,12 @@ type Observer interface {
 	Observe(Event)
 }
 
+// ObserverFunc is a function that is an Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
 // emit hands e to the observer and the logger, at Debug per attempt and
 // wait, Info on state changes, Warn on degraded paths.
 func (t *Transport) emit(ctx context.Context, e Event) {

@@ -1,0 +1,81 @@
+package polite
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Wait waits until the host with this key would admit a request, and takes
+// its token: the same per-host budget RoundTrip spends, for a client that
+// does not speak HTTP through this Transport (a gRPC or database client, a
+// headless browser) but shares the host with requests that do. It waits at
+// the same gates, in the same order: the host's in-flight slot, its block
+// mark, pause, breaker and token, then the global slot; the slots are given
+// back when Wait returns, as there is no response body to hold them. It
+// fails as RoundTrip would without sending: ErrBlocked, a *PausedError for
+// a pause beyond MaxRetryAfter, breaker.ErrOpen (unless BreakerWait), or the
+// context's error.
+//
+// The key is the one the Transport keeps the host under (see KeyOf and
+// HostKey). Nothing is learned from what the caller then sends: outcomes
+// reach the host's breaker, pauses and adaptive rate only through requests
+// the Transport sends itself.
+func (t *Transport) Wait(ctx context.Context, key string) error {
+	t.init()
+	if t.initErr != nil {
+		return t.initErr
+	}
+	if key == "" {
+		return errors.New("polite: Wait: empty host key")
+	}
+	h := t.reg.Get(key)
+	defer t.reg.Put(h)
+	a := attempt{h: h, now: time.Now()}
+	if err := t.admit(ctx, &a); err != nil {
+		return err
+	}
+	t.releaseHeld(&a, t.global != nil)
+	return nil
+}
+
+// retriesOffKey marks a context whose requests are never retried.
+type retriesOffKey struct{}
+
+// WithoutRetries returns a context under which a Transport sends each
+// request once: a failed attempt comes back as it is (a 429 or 503 as a
+// response, a network failure as an error), without backoff. The host still
+// hears it: a throttle pauses the host for every other request. For a
+// request a caller would rather drop than delay, or retries on its own.
+func WithoutRetries(ctx context.Context) context.Context {
+	return context.WithValue(ctx, retriesOffKey{}, true)
+}
+
+// retriesOff reports whether ctx came from WithoutRetries.
+func retriesOff(ctx context.Context) bool {
+	off, _ := ctx.Value(retriesOffKey{}).(bool)
+	return off
+}
+
+// slotWarnAfter is how long a request waits for its host's in-flight slot
+// before the Transport logs a warning: a response body left unclosed holds
+// its slot for good, and the host then seems to hang.
+const slotWarnAfter = time.Minute
+
+// acquireSlot waits for h's in-flight slot, and warns once the wait passes
+// slotWarnAfter (with a Logger to warn to).
+func (t *Transport) acquireSlot(ctx context.Context, h *Host) error {
+	if t.Logger == nil {
+		return h.gate.Acquire(ctx)
+	}
+	wctx, cancel := context.WithTimeout(ctx, slotWarnAfter)
+	err := h.gate.Acquire(wctx)
+	cancel()
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	n, limit := h.InFlight()
+	t.Logger.WarnContext(ctx, "polite: a request has waited long for its host's slot; is a response body left unclosed? (it holds the slot until closed)",
+		"host", h.key, "waited", slotWarnAfter, "in_flight", n, "limit", limit)
+	return h.gate.Acquire(ctx)
+}
