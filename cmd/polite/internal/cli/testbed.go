@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -195,7 +197,8 @@ func runTestbed(ctx context.Context, e *env, o *testbedOptions) error {
 		fmt.Fprintf(e.stdout, "%d hosts, %s … %s\n", len(o.Hosts), url(srv.Hosts()[0]), url(srv.Hosts()[len(o.Hosts)-1]))
 	}
 	if o.Addr != "" {
-		fmt.Fprintf(e.stdout, "listening on %s (route by Host header, e.g. curl --connect-to ::%s http://%s/)\n", srv.Addr(), srv.Addr(), o.Hosts[0].Name)
+		fmt.Fprintf(e.stdout, "listening on %s, routed by Host header: polite fetch --connect-to ::%s URLFILE (curl --connect-to ::%s http://%s/)\n",
+			srv.Addr(), srv.Addr(), srv.Addr(), o.Hosts[0].Name)
 	}
 	if o.URLs != "" {
 		fmt.Fprintf(e.stdout, "wrote %d URLs to %s\n", o.Pages*len(o.Hosts), o.URLs)
@@ -213,15 +216,18 @@ func runTestbed(ctx context.Context, e *env, o *testbedOptions) error {
 
 	stats := map[string]testbed.Stats{}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "host\tarrivals\tadmitted\trejected\tshed\tblocked\ttimed out\tmax in flight\tp95\t")
+	fmt.Fprintln(tw, "host\tarrivals\tadmitted\trejected\tshed\tblocked\ttimed out\tmax in flight\tp95\tpeak 1s\tcapacity\t")
 	for i, h := range srv.Hosts() {
 		s := h.Stats()
 		stats[h.Name()] = s
 		if i < 50 {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", h.Name(), s.Arrivals, s.Admitted, s.Rejected, s.Shed, s.Blocked, s.TimedOut, s.MaxInFlight, fmtDur(s.P95))
+			peak, capacity := peakSecond(h.Timeline())
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t\n", h.Name(), s.Arrivals, s.Admitted, s.Rejected, s.Shed,
+				s.Blocked, s.TimedOut, s.MaxInFlight, fmtDur(s.P95), peak, capacity)
 		}
 	}
 	tw.Flush()
+	fmt.Fprintln(e.stdout, "peak 1s: the most requests admitted in one second; capacity: what the host could admit in that second (- unlimited)")
 	if o.Stats != "" {
 		b, _ := json.MarshalIndent(stats, "", "  ")
 		if err := os.WriteFile(o.Stats, b, 0o644); err != nil {
@@ -229,4 +235,23 @@ func runTestbed(ctx context.Context, e *env, o *testbedOptions) error {
 		}
 	}
 	return nil
+}
+
+// peakSecond returns the most requests a host admitted in one of its
+// 1-second windows, and the capacity it had in that window ("-" when
+// unlimited): how close a client came to the host's limit at its busiest.
+func peakSecond(win []testbed.Second) (int, string) {
+	best := -1
+	for i, w := range win {
+		if best < 0 || w.Admitted > win[best].Admitted {
+			best = i
+		}
+	}
+	if best < 0 {
+		return 0, "-"
+	}
+	if c := win[best].Capacity; c > 0 {
+		return win[best].Admitted, strconv.FormatFloat(math.Round(c*10)/10, 'f', -1, 64)
+	}
+	return win[best].Admitted, "-"
 }
