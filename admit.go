@@ -39,6 +39,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 		adm := t.store.Admit(h, q)
 		a.grant = a.grant || adm.Granted
 		a.lease = adm.Lease
+		a.spare = adm.Spare
 		if !adm.Granted {
 			if global {
 				t.global.Release()

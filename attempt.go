@@ -16,6 +16,7 @@ type attempt struct {
 	retry bool      // a failure may be retried: ask the host's budget
 	grant bool      // a token was granted once: the budget has its share
 	lease uint64    // the in-flight lease the store granted, 0 for none
+	spare bool      // the token was waiting for the request (Admission.Spare)
 
 	resp   *http.Response
 	err    error
@@ -80,7 +81,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 	t.emit(ctx, Event{Kind: EventAttempt, Time: now, Host: h.key, Status: a.status, Outcome: a.out,
 		Attempt: a.n, Latency: now.Sub(start), Err: err})
 	rep := Report{Now: now, Sent: start, Outcome: a.out, Block: block, Status: a.status,
-		Latency: now.Sub(start), Attempt: a.n, Retry: a.retry}
+		Latency: now.Sub(start), Attempt: a.n, Retry: a.retry, Spare: a.spare}
 	if resp != nil {
 		rep.Header = resp.Header
 	}

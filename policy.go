@@ -234,8 +234,15 @@ func (s *localStore) Admit(h *Host, q Query) Admission {
 	if u := p.breaker.OpenUntil(now); !u.IsZero() {
 		return s.breakerOpen(h, now, u)
 	}
+	// Spare: neither the rate nor the in-flight cap held the request back
+	// (its token was waiting, and it did not take the host's last slot).
+	// The cap counts: a controller's rate sets it (Concurrency), so a rate
+	// whose cap binds is pressed too. Read only for a rater.
+	spare := p.rater != nil && h.bucket.Full(now) && h.gate.InFlight() < h.gate.Limit()
 	if h.bucket.AllowN(now, 1) {
-		return s.grant(h, p, q, now)
+		adm := s.grant(h, p, q, now)
+		adm.Spare = spare && adm.Granted
+		return adm
 	}
 	r, err := h.bucket.ReserveN(now, 1)
 	if err != nil {
@@ -362,7 +369,7 @@ var kinds = [...]adaptive.Kind{
 // rate did not change.
 func (s *localStore) adapt(h *Host, p *hostPolicy, r *Report, advertised time.Duration) float64 {
 	// Only a wait the server advertised, never our own backoff.
-	sig := adaptive.Signal{Kind: kinds[r.Outcome], Wait: advertised}
+	sig := adaptive.Signal{Kind: kinds[r.Outcome], Wait: advertised, Spare: r.Spare}
 	if r.Outcome != NetworkError && r.Outcome != Canceled {
 		sig.Latency = r.Latency
 	}

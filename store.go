@@ -90,6 +90,11 @@ type Admission struct {
 	Wait   time.Duration
 	Poll   time.Duration
 	Reason Reason
+	// Spare: the host's bucket was full when the token was taken and the
+	// request did not take its last in-flight slot, so neither the rate
+	// nor the cap held it back (see adaptive.Signal.Spare). Stores that
+	// cannot tell leave it false.
+	Spare bool
 	// Lease, when not 0, is the in-flight lease the grant took, for
 	// Release.
 	Lease uint64
@@ -118,6 +123,8 @@ type Report struct {
 	// its outcome is one worth retrying; Verdict.Retry says whether it was
 	// granted.
 	Retry bool
+	// Spare is the Admission's: the request's token was waiting for it.
+	Spare bool
 }
 
 // Verdict is what a Report changed, so the caller can act on it and say

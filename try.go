@@ -201,7 +201,7 @@ func (t *Transport) tryAdmit(a *attempt) (Admission, bool) {
 		h.gate.Release()
 		return adm, false
 	}
-	a.lease = adm.Lease
+	a.lease, a.spare = adm.Lease, adm.Spare
 	if t.global != nil && !t.global.TryAcquire() {
 		t.store.Cancel(h, a.now)
 		t.releaseLease(a)
