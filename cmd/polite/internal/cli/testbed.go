@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,7 +42,8 @@ and may queue, time out, soft-block or change capacity mid-run.
 
 By default the hosts are polite demo's; --hosts N serves N hosts with no limits
 instead, and --config FILE reads hosts from TOML, one [[host]] table each, keys
-named as testbed.HostConfig's fields:
+named as testbed.HostConfig's fields (or, from a program, FILE.json: a JSON
+array of testbed.HostConfig, durations in nanoseconds):
 
   [[host]]
   Name = "shop.test"
@@ -88,7 +91,7 @@ func newTestbedCmd(e *env, runF func(context.Context, any) error) *cobra.Command
 	f.StringVar(&o.URLs, "urls", "", "write a URL list to `FILE`: --pages pages of every host, interleaved")
 	f.IntVar(&o.Pages, "pages", 100, "pages per host in the --urls list")
 	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (0: at Ctrl-C)")
-	f.StringVar(&o.Stats, "stats", "", "write each host's server-side stats to `FILE` (JSON) when stopping")
+	f.StringVar(&o.Stats, "stats", "", "write each host's server-side stats, start time and 1-second timeline to `FILE` (JSON) when stopping")
 	return c
 }
 
@@ -123,7 +126,46 @@ func loadTestbedConfig(name string) ([]testbed.HostConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
 	}
+	if strings.EqualFold(filepath.Ext(name), ".json") {
+		return parseTestbedJSON(name, src)
+	}
 	return parseTestbedConfig(name, src)
+}
+
+// parseTestbedJSON reads a testbed config written by a program: a JSON
+// array of testbed.HostConfig (durations in nanoseconds).
+func parseTestbedJSON(name string, src []byte) ([]testbed.HostConfig, error) {
+	dec := json.NewDecoder(bytes.NewReader(src))
+	dec.DisallowUnknownFields()
+	var hosts []testbed.HostConfig
+	if err := dec.Decode(&hosts); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("%s: no hosts", name)
+	}
+	seen := map[string]bool{}
+	for i, h := range hosts {
+		if h.Name == "" {
+			return nil, fmt.Errorf("%s: host %d has no Name", name, i+1)
+		}
+		if seen[strings.ToLower(h.Name)] {
+			return nil, fmt.Errorf("%s: two hosts named %q", name, h.Name)
+		}
+		seen[strings.ToLower(h.Name)] = true
+		if err := h.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: host %q: %v", name, h.Name, err)
+		}
+	}
+	return hosts, nil
+}
+
+// HostReport is one host's entry in the --stats file: its Stats (at the
+// top level, as before), when it started, and its 1-second windows.
+type HostReport struct {
+	testbed.Stats
+	Started  time.Time        `json:"started"`
+	Timeline []testbed.Second `json:"timeline"`
 }
 
 // parseTestbedConfig reads a testbed config file's contents; errors name the
@@ -214,12 +256,12 @@ func runTestbed(ctx context.Context, e *env, o *testbedOptions) error {
 	}
 	<-ctx.Done()
 
-	stats := map[string]testbed.Stats{}
+	stats := map[string]HostReport{}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "host\tarrivals\tadmitted\trejected\tshed\tblocked\ttimed out\tmax in flight\tp95\tpeak 1s\tcapacity\t")
 	for i, h := range srv.Hosts() {
 		s := h.Stats()
-		stats[h.Name()] = s
+		stats[h.Name()] = HostReport{Stats: s, Started: h.Started(), Timeline: h.Timeline()}
 		if i < 50 {
 			peak, capacity := peakSecond(h.Timeline())
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t\n", h.Name(), s.Arrivals, s.Admitted, s.Rejected, s.Shed,
