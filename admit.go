@@ -29,7 +29,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 			}
 			slot = true
 		}
-		q := Query{Now: a.now, MaxWait: maxHold, First: !a.grant}
+		q := Query{Now: a.now, MaxWait: maxHold, First: !a.grant, Cost: a.cost}
 		if global {
 			q.MaxWait = 0 // a global slot is never held waiting for a token
 		}
@@ -63,13 +63,13 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 			// then make sure no throttle came meanwhile.
 			t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonRate, Delay: d})
 			if err := sleep(ctx, d); err != nil {
-				t.store.Cancel(h, time.Now())
+				t.store.Cancel(h, time.Now(), a.cost)
 				t.releaseHeld(a, global)
 				return err
 			}
 			reserved := a.now
 			a.now = time.Now()
-			if !t.store.Keep(h, a.now, reserved) {
+			if !t.store.Keep(h, a.now, reserved, a.cost) {
 				t.releaseHeld(a, global)
 				slot, global = false, false
 				continue
@@ -80,7 +80,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 				// Wait for a global slot without the token, then ask for
 				// one again: taken apart in time from their sending,
 				// tokens would all be spent at once when slots free up.
-				t.store.Cancel(h, a.now)
+				t.store.Cancel(h, a.now, a.cost)
 				t.releaseLease(a)
 				t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonSlot})
 				if err := t.global.Acquire(ctx); err != nil {

@@ -17,6 +17,7 @@ type attempt struct {
 	grant bool      // a token was granted once: the budget has its share
 	lease uint64    // the in-flight lease the store granted, 0 for none
 	spare bool      // the token was waiting for the request (Admission.Spare)
+	cost  int       // tokens each attempt takes (WithCost); 0 is 1
 
 	resp   *http.Response
 	err    error

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/retry"
 )
 
@@ -206,4 +207,38 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestWithCost: a request under WithCost(n) takes n of its host's tokens
+// (so the next waits n intervals), and a cost above the burst fails at
+// once, unsent, with an error naming cost and burst.
+func TestWithCost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, s := setup(t, &Transport{Limits: Limits{Rate: 1, Burst: 3, Concurrency: 4}}, nil)
+		ctx := WithCost(context.Background(), 3)
+		for i, want := range []time.Duration{0, 3 * time.Second} {
+			start := time.Now()
+			req, _ := http.NewRequestWithContext(ctx, "GET", "http://a.test/", nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got := time.Since(start); got != want {
+				t.Errorf("request %d of cost 3 at 1 req/s: waited %v, want %v", i+1, got, want)
+			}
+		}
+		req, _ := http.NewRequestWithContext(WithCost(ctx, 4), "GET", "http://a.test/", nil)
+		_, err := c.Do(req)
+		if !errors.Is(err, bucket.ErrExceedsBurst) || !strings.Contains(err.Error(), "cost 4, burst 3") {
+			t.Errorf("cost 4 over a burst of 3: %v, want ErrExceedsBurst naming both", err)
+		}
+		if got := s.count("a.test"); got != 2 {
+			t.Errorf("%d requests sent, want 2 (the cost over the burst is never sent)", got)
+		}
+		// The options compose: WithoutRetries keeps the cost.
+		if o := optsOf(WithoutRetries(ctx)); o.cost != 3 || !o.noRetries {
+			t.Errorf("WithoutRetries(WithCost(3)) = %+v, want cost 3 and no retries", o)
+		}
+	})
 }

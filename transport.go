@@ -365,14 +365,15 @@ func httpScheme(s string) bool {
 // host's slot, the global slot and the registry reference.
 func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 	ctx := req.Context()
-	a := attempt{req: req, h: h, now: time.Now()}
+	opts := optsOf(ctx)
+	a := attempt{req: req, h: h, now: time.Now(), cost: opts.cost}
 	// The global budget is shared by every request: count deposits with an
 	// atomic and fold them in every 64, or when a retry needs the budget,
 	// so the hot path takes no global lock.
 	if t.pending.Add(1) >= 64 {
 		t.flushDeposits(a.now)
 	}
-	replay := replayable(req, t.RetryNonIdempotent) && !retriesOff(ctx)
+	replay := replayable(req, t.RetryNonIdempotent) && !opts.noRetries
 	var prevDelay time.Duration
 	for a.n = 1; ; a.n++ {
 		if err := t.admit(ctx, &a); err != nil {

@@ -31,7 +31,7 @@ func (t *Transport) Wait(ctx context.Context, key string) error {
 	}
 	h := t.reg.Get(key)
 	defer t.reg.Put(h)
-	a := attempt{h: h, now: time.Now()}
+	a := attempt{h: h, now: time.Now(), cost: optsOf(ctx).cost}
 	if err := t.admit(ctx, &a); err != nil {
 		return err
 	}
@@ -39,8 +39,33 @@ func (t *Transport) Wait(ctx context.Context, key string) error {
 	return nil
 }
 
-// retriesOffKey marks a context whose requests are never retried.
-type retriesOffKey struct{}
+// reqOpts are the per-request terms a context carries to a Transport,
+// looked up once per request.
+type reqOpts struct {
+	cost      int  // tokens each attempt takes; 0 is 1
+	noRetries bool // send once
+}
+
+// optsKey is the context key of a request's reqOpts.
+type optsKey struct{}
+
+// optsOf returns the terms ctx carries.
+func optsOf(ctx context.Context) reqOpts {
+	o, _ := ctx.Value(optsKey{}).(reqOpts)
+	return o
+}
+
+// WithCost returns a context under which a request to a Transport (RoundTrip,
+// Try or Wait) takes n of its host's tokens instead of one, each attempt:
+// an endpoint that costs the server more (a search, a batch of 10, an
+// export) spends more of the host's budget, as APIs that price their calls
+// by weight expect. n below 1 is 1. A cost above the host's burst can never
+// be admitted, and fails with an error that says so (bucket.ErrExceedsBurst).
+func WithCost(ctx context.Context, n int) context.Context {
+	o := optsOf(ctx)
+	o.cost = max(n, 1)
+	return context.WithValue(ctx, optsKey{}, o)
+}
 
 // WithoutRetries returns a context under which a Transport sends each
 // request once: a failed attempt comes back as it is (a 429 or 503 as a
@@ -48,13 +73,9 @@ type retriesOffKey struct{}
 // hears it: a throttle pauses the host for every other request. For a
 // request a caller would rather drop than delay, or retries on its own.
 func WithoutRetries(ctx context.Context) context.Context {
-	return context.WithValue(ctx, retriesOffKey{}, true)
-}
-
-// retriesOff reports whether ctx came from WithoutRetries.
-func retriesOff(ctx context.Context) bool {
-	off, _ := ctx.Value(retriesOffKey{}).(bool)
-	return off
+	o := optsOf(ctx)
+	o.noRetries = true
+	return context.WithValue(ctx, optsKey{}, o)
 }
 
 // slotWarnAfter is how long a request waits for its host's in-flight slot
