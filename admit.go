@@ -21,6 +21,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 	for {
 		if !slot {
 			if !h.gate.TryAcquire() {
+				t.markWaiting(a)
 				t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonSlot})
 				if err := t.acquireSlot(ctx, h); err != nil {
 					return err
@@ -29,9 +30,27 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 			}
 			slot = true
 		}
+		if a.low && t.ext(h).waiting.Load() > 0 {
+			// A background request yields the host's tokens to requests
+			// of normal priority waiting for them.
+			h.gate.Release()
+			slot = false
+			if global {
+				t.global.Release()
+				global = false
+			}
+			t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonPriority, Delay: yieldPoll})
+			if err := sleep(ctx, yieldPoll); err != nil {
+				return err
+			}
+			a.now = time.Now()
+			continue
+		}
 		q := Query{Now: a.now, MaxWait: maxHold, First: !a.grant, Cost: a.cost}
-		if global {
-			q.MaxWait = 0 // a global slot is never held waiting for a token
+		if global || a.low {
+			// A global slot is never held waiting for a token; a
+			// background request reserves none ahead of others.
+			q.MaxWait = 0
 		}
 		if dl, ok := ctx.Deadline(); ok {
 			q.MaxWait = min(q.MaxWait, dl.Sub(a.now))
@@ -41,6 +60,9 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 		a.lease = adm.Lease
 		a.spare = adm.Spare
 		if !adm.Granted {
+			if adm.Reason == ReasonRate && adm.Err == nil {
+				t.markWaiting(a)
+			}
 			if global {
 				t.global.Release()
 				global = false
@@ -59,6 +81,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 			continue
 		}
 		if d := adm.At.Sub(a.now); d > 0 {
+			t.markWaiting(a)
 			// A token reserved within about one interval: wait for it,
 			// then make sure no throttle came meanwhile.
 			t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonRate, Delay: d})

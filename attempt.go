@@ -18,6 +18,8 @@ type attempt struct {
 	lease uint64    // the in-flight lease the store granted, 0 for none
 	spare bool      // the token was waiting for the request (Admission.Spare)
 	cost  int       // tokens each attempt takes (WithCost); 0 is 1
+	low   bool      // background priority (WithPriority): yields tokens to waiting requests
+	wait  bool      // counted among the host's requests waiting for a token or a slot
 
 	resp   *http.Response
 	err    error

@@ -242,3 +242,50 @@ func TestWithCost(t *testing.T) {
 		}
 	})
 }
+
+// TestBackgroundPriority: a background request yields its host's next
+// token to a request of normal priority that waits for it, though it came
+// first; alone, it is sent at its token.
+func TestBackgroundPriority(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, s := setup(t, &Transport{Limits: Limits{Rate: 1, Burst: 1, Concurrency: 4}}, nil)
+		t0 := time.Now()
+		if _, _, err := get(t, c, "http://a.test/first"); err != nil {
+			t.Fatal(err)
+		}
+		sent := map[string]time.Duration{}
+		var mu sync.Mutex
+		do := func(ctx context.Context, path string) {
+			req, _ := http.NewRequestWithContext(ctx, "GET", "http://a.test"+path, nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			mu.Lock()
+			sent[path] = time.Since(t0)
+			mu.Unlock()
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { do(WithPriority(context.Background(), Background), "/background") })
+		time.Sleep(10 * time.Millisecond)
+		wg.Go(func() { do(context.Background(), "/normal") })
+		wg.Wait()
+		if sent["/normal"] != time.Second || sent["/background"] != 2*time.Second {
+			t.Errorf("sent at %v; want the normal request at 1s (the next token), the background one at 2s", sent)
+		}
+		// Alone, a background request is not held back.
+		start := time.Now()
+		do(WithPriority(context.Background(), Background), "/alone")
+		if got := time.Since(start); got > time.Second {
+			t.Errorf("a background request alone waited %v, want at most its token's 1s", got)
+		}
+		if n := s.count("a.test"); n != 4 {
+			t.Errorf("%d requests, want 4", n)
+		}
+		if w := c.Transport.(*Transport).ext(c.Transport.(*Transport).reg.Get("a.test")).waiting.Load(); w != 0 {
+			t.Errorf("%d requests still counted waiting", w)
+		}
+	})
+}

@@ -24,6 +24,7 @@ const (
 	ReasonRobots     Reason = "robots"      // robots.txt disallows the URL
 	ReasonAttempts   Reason = "attempts"    // no retries left
 	ReasonStore      Reason = "store"       // a shared Store is unreachable and sends nothing meanwhile
+	ReasonPriority   Reason = "priority"    // a background request yields to requests of normal priority
 )
 
 // EventKind says what an Event reports.

@@ -31,6 +31,7 @@ type hostPolicy struct {
 	budget     retry.Budget
 
 	lastThrottle atomic.Int64 // unix ns when the last throttle event was counted
+	waiting      atomic.Int32 // requests of normal priority waiting for a token or a slot
 
 	rater   adaptive.Rater // nil unless the Transport is adaptive
 	lastMax atomic.Uint64  // float64 bits: the ceiling last told to rater

@@ -366,7 +366,7 @@ func httpScheme(s string) bool {
 func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 	ctx := req.Context()
 	opts := optsOf(ctx)
-	a := attempt{req: req, h: h, now: time.Now(), cost: opts.cost}
+	a := attempt{req: req, h: h, now: time.Now(), cost: opts.cost, low: opts.low}
 	// The global budget is shared by every request: count deposits with an
 	// atomic and fold them in every 64, or when a retry needs the budget,
 	// so the hot path takes no global lock.
@@ -376,7 +376,9 @@ func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 	replay := replayable(req, t.RetryNonIdempotent) && !opts.noRetries
 	var prevDelay time.Duration
 	for a.n = 1; ; a.n++ {
-		if err := t.admit(ctx, &a); err != nil {
+		err := t.admit(ctx, &a)
+		t.unmarkWaiting(&a)
+		if err != nil {
 			if a.n == 1 {
 				closeBody(req)
 			}

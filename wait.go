@@ -31,8 +31,11 @@ func (t *Transport) Wait(ctx context.Context, key string) error {
 	}
 	h := t.reg.Get(key)
 	defer t.reg.Put(h)
-	a := attempt{h: h, now: time.Now(), cost: optsOf(ctx).cost}
-	if err := t.admit(ctx, &a); err != nil {
+	opts := optsOf(ctx)
+	a := attempt{h: h, now: time.Now(), cost: opts.cost, low: opts.low}
+	err := t.admit(ctx, &a)
+	t.unmarkWaiting(&a)
+	if err != nil {
 		return err
 	}
 	t.releaseHeld(&a, t.global != nil)
@@ -44,6 +47,51 @@ func (t *Transport) Wait(ctx context.Context, key string) error {
 type reqOpts struct {
 	cost      int  // tokens each attempt takes; 0 is 1
 	noRetries bool // send once
+	low       bool // background priority
+}
+
+// Priority orders requests to one host that wait for its tokens.
+type Priority int
+
+const (
+	// Normal is every request's priority unless told otherwise.
+	Normal Priority = iota
+	// Background requests take a host's tokens only when no request of
+	// normal priority waits for them, and reserve none ahead: a crawl of
+	// an API's archive beside the calls a user is waiting on. Under steady
+	// normal demand they wait; each wait is bounded by the request's
+	// context.
+	Background
+)
+
+// WithPriority returns a context under which a request to a Transport
+// (RoundTrip or Wait) has priority p among the requests to its host.
+func WithPriority(ctx context.Context, p Priority) context.Context {
+	o := optsOf(ctx)
+	o.low = p == Background
+	return context.WithValue(ctx, optsKey{}, o)
+}
+
+// yieldPoll is how often a background request looks again while requests
+// of normal priority wait for its host.
+const yieldPoll = 20 * time.Millisecond
+
+// markWaiting counts a's request among its host's waiting ones, once, if it
+// has normal priority.
+func (t *Transport) markWaiting(a *attempt) {
+	if a.low || a.wait {
+		return
+	}
+	a.wait = true
+	t.ext(a.h).waiting.Add(1)
+}
+
+// unmarkWaiting takes a's request off its host's waiting count.
+func (t *Transport) unmarkWaiting(a *attempt) {
+	if a.wait {
+		a.wait = false
+		t.ext(a.h).waiting.Add(-1)
+	}
 }
 
 // optsKey is the context key of a request's reqOpts.
