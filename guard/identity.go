@@ -83,14 +83,15 @@ func parseTrusted(s string) (netip.Prefix, error) {
 	} else {
 		var a netip.Addr
 		if a, err = netip.ParseAddr(s); err == nil {
+			if a.Zone() != "" {
+				return netip.Prefix{}, fmt.Errorf("guard: TrustedProxies %q: a zone names no network", s)
+			}
 			p = netip.PrefixFrom(a, a.BitLen())
 		}
 	}
 	switch {
 	case err != nil:
 		return netip.Prefix{}, fmt.Errorf("guard: TrustedProxies %q: not an address or CIDR: %v", s, err)
-	case p.Addr().Zone() != "":
-		return netip.Prefix{}, fmt.Errorf("guard: TrustedProxies %q: a zone names no network", s)
 	case p != p.Masked():
 		return netip.Prefix{}, fmt.Errorf("guard: TrustedProxies %q: host bits set (did you mean %s?)", s, p.Masked())
 	case p.Bits() == 0:

@@ -42,11 +42,47 @@ type Memory struct {
 	evicted atomic.Int64
 }
 
+// shard is a part of the store. Its map holds slots in tat, so updating a
+// kept bucket writes an int64 and never the map (assigning through
+// m[string(key)] would allocate the key every time).
 type shard struct {
-	mu  sync.Mutex       // guards m
-	m   map[string]int64 // key -> tat: ns since epoch when the bucket is full again
-	max int
-	_   [40]byte // keep neighbouring shards' locks off one cache line
+	mu   sync.Mutex        // guards m, tat and free
+	m    map[string]uint32 // key -> slot
+	tat  []int64           // slot -> ns since epoch when the bucket is full again
+	free []uint32          // slots of dropped buckets
+	max  int
+	_    [40]byte // keep neighbouring shards' locks off one cache line
+}
+
+// get returns key's state, and whether it is kept.
+func (s *shard) get(key []byte) (int64, bool) {
+	if i, ok := s.m[string(key)]; ok {
+		return s.tat[i], true
+	}
+	return 0, false
+}
+
+// set stores key's state; the caller has made room.
+func (s *shard) set(key []byte, tat int64) {
+	if i, ok := s.m[string(key)]; ok {
+		s.tat[i] = tat
+		return
+	}
+	var i uint32
+	if n := len(s.free); n > 0 {
+		i, s.free = s.free[n-1], s.free[:n-1]
+		s.tat[i] = tat
+	} else {
+		i = uint32(len(s.tat))
+		s.tat = append(s.tat, tat)
+	}
+	s.m[string(key)] = i
+}
+
+// drop forgets key.
+func (s *shard) drop(key string, slot uint32) {
+	delete(s.m, key)
+	s.free = append(s.free, slot)
 }
 
 // NewMemory returns an empty Memory store.
@@ -61,7 +97,7 @@ func NewMemory(o MemoryOptions) *Memory {
 	per := max(8, o.MaxKeys/n)
 	m := &Memory{seed: maphash.MakeSeed(), epoch: time.Now(), mask: uint64(n - 1), shards: make([]shard, n)}
 	for i := range m.shards {
-		m.shards[i].m = make(map[string]int64)
+		m.shards[i].m = make(map[string]uint32)
 		m.shards[i].max = per
 	}
 	return m
@@ -106,7 +142,7 @@ func (m *Memory) decideLocked(r *Request, d *Decision, lv *[NumLevels]int, now i
 			continue
 		}
 		sh[i] = &m.shards[lv[i]]
-		t, ok := sh[i].m[string(b.Key)]
+		t, ok := sh[i].get(b.Key)
 		if !ok || t < now {
 			t = now
 		}
@@ -130,30 +166,30 @@ func (m *Memory) decideLocked(r *Request, d *Decision, lv *[NumLevels]int, now i
 		if _, ok := sh[i].m[string(k)]; !ok && len(sh[i].m) >= sh[i].max {
 			m.room(sh[i], r, now)
 		}
-		sh[i].m[string(k)] = now + next[i]
+		sh[i].set(k, now+next[i])
 	}
 }
 
 // room makes space in a full shard: full buckets first, then, if that
 // freed less than an eighth, any others but r's own.
 func (m *Memory) room(s *shard, r *Request, now int64) {
-	for k, t := range s.m {
-		if t <= now {
-			delete(s.m, k)
+	for k, i := range s.m {
+		if s.tat[i] <= now {
+			s.drop(k, i)
 		}
 	}
 	keep := s.max - s.max/8
 	if len(s.m) <= keep {
 		return
 	}
-	for k := range s.m {
+	for k, i := range s.m {
 		if len(s.m) <= keep {
 			break
 		}
 		if ownKey(r, k) {
 			continue
 		}
-		delete(s.m, k)
+		s.drop(k, i)
 		m.evicted.Add(1)
 	}
 }
@@ -207,6 +243,5 @@ func (m *Memory) state(key string) (int64, bool) {
 	s := &m.shards[maphash.String(m.seed, key)&m.mask]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.m[key]
-	return t, ok
+	return s.get([]byte(key))
 }
