@@ -36,6 +36,7 @@ type limit struct {
 	interval int64 // ns per token: ceil(1e9/Rate)
 	tau      int64 // Burst*interval
 	window   int64 // the RateLimit-Policy w: ceil(Burst/Rate) seconds, at least 1
+	quota    int64 // the RateLimit-Policy q: floor(Rate*window), at least Burst
 }
 
 // compile checks l and fills its defaults; level names it in errors.
@@ -65,6 +66,7 @@ func compile(l Limit, level string) (limit, error) {
 		c.interval = int64(math.Ceil(1e9 / l.Rate))
 		c.tau = int64(l.Burst) * c.interval
 		c.window = max(1, int64(math.Ceil(float64(l.Burst)/l.Rate)))
+		c.quota = max(int64(l.Burst), int64(math.Floor(l.Rate*float64(c.window)+1e-9)))
 	}
 	return c, nil
 }

@@ -12,8 +12,10 @@ import (
 //	RateLimit-Policy: "identity";q=20;w=2, "tenant";q=200;w=2
 //	RateLimit: "identity";r=7;t=1;pk=:wfVZ5QQzJL8X:, "tenant";r=150;t=1;pk=:…:
 //
-// q is a level's burst and w the seconds a full refill takes, rounded up,
-// so q/w never exceeds the rate (w must be a non-zero integer, section 3.1).
+// w is the seconds a full refill takes, rounded up (it must be a non-zero
+// integer, section 3.1), and q what the rate brings in w, rounded down: so
+// q/w is the sustainable rate or a hair under it (a client pacing at q/w is
+// never refused), and q is never below the burst.
 // r is the whole tokens left; t the seconds until one more arrives (on a
 // 429, for the level that refused: the Retry-After). pk (a Byte Sequence)
 // is a keyed hash of the level's key, never the identity itself.
@@ -28,7 +30,7 @@ const (
 func appendPolicyItem(b []byte, l *limit) []byte {
 	b = strconv.AppendQuote(b, l.Name) // names are [a-z0-9._-]: no escapes
 	b = append(b, ";q="...)
-	b = strconv.AppendInt(b, int64(l.Burst), 10)
+	b = strconv.AppendInt(b, l.quota, 10)
 	b = append(b, ";w="...)
 	return strconv.AppendInt(b, l.window, 10)
 }
