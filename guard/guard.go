@@ -91,6 +91,7 @@ type Guard struct {
 	inPlay   [NumLevels]bool // the level is configured
 	advert   [NumLevels]bool // the level is advertised
 	policies [1 << NumLevels]string
+	prefixes [NumLevels]string // each level's RateLimit item up to r=
 	trust    trust
 	costs    *http.ServeMux // nil: every request costs 1
 	identify func(*http.Request) Who
@@ -135,6 +136,9 @@ func New(c Config) (*Guard, error) {
 				return nil, fmt.Errorf("guard: levels %s and %s share the name %q", Level(j), Level(i), g.levels[i].Name)
 			}
 		}
+	}
+	for i := range g.levels {
+		g.prefixes[i] = limitPrefix(g.levels[i].Name)
 	}
 	g.advert = [NumLevels]bool{true, g.inPlay[Tenant], g.inPlay[Global] && c.AdvertiseGlobal}
 	for mask := range g.policies {
@@ -425,7 +429,7 @@ func (g *Guard) setFields(h http.Header, s *scratch, v verdict) {
 		if len(b) > 0 {
 			b = appendSeparator(b)
 		}
-		b = appendLimitItem(b, g.levels[i].Name, r, t, pk)
+		b = appendLimitItem(b, g.prefixes[i], r, t, pk)
 	}
 	if tight < 0 {
 		return

@@ -39,10 +39,14 @@ func appendPolicyItem(b []byte, l *limit) []byte {
 // characters.
 const pkLen = 9
 
-// appendLimitItem appends one Service Limit Item; pk is nil for none.
-func appendLimitItem(b []byte, name string, r, t int64, pk []byte) []byte {
-	b = strconv.AppendQuote(b, name)
-	b = append(b, ";r="...)
+// limitPrefix is the constant start of a level's Service Limit Item,
+// made once: "identity";r=
+func limitPrefix(name string) string { return strconv.Quote(name) + ";r=" }
+
+// appendLimitItem appends one Service Limit Item after its prefix; pk is
+// nil for none.
+func appendLimitItem(b []byte, prefix string, r, t int64, pk []byte) []byte {
+	b = append(b, prefix...)
 	b = strconv.AppendInt(b, r, 10)
 	b = append(b, ";t="...)
 	b = strconv.AppendInt(b, t, 10)
