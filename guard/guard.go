@@ -352,6 +352,9 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	g.fill(r, s, c)
 	v, err := g.decide(r.Context(), s)
 	switch {
+	case err != nil && r.Context().Err() != nil:
+		g.pool.Put(s) // the client went away while the store decided: no one to answer
+		return
 	case err != nil:
 		g.storeErrors.Add(1)
 		g.event(r.Context(), s, v, polite.ReasonStore, http.StatusServiceUnavailable, err)

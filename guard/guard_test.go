@@ -1,7 +1,9 @@
 package guard
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -191,3 +193,34 @@ func TestLevels(t *testing.T) {
 }
 
 type observerFunc func(detail string)
+
+// failing is a Store that always fails.
+type failing struct{}
+
+func (failing) Decide(context.Context, *Request, *Decision) error { return errors.New("store down") }
+
+func TestStoreFailure(t *testing.T) {
+	g := mustNew(t, Config{Store: failing{}})
+	w := do(g.Handler(ok), "GET", "/", "192.0.2.1:1")
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Content-Type") != "application/problem+json" ||
+		!strings.Contains(w.Body.String(), "temporary-reduced-capacity") {
+		t.Errorf("store down: %d %q %s", w.Code, w.Header().Get("Content-Type"), w.Body)
+	}
+	if g.Stats().StoreErrors != 1 {
+		t.Errorf("Stats = %+v", g.Stats())
+	}
+	// A client gone while the store decided gets no answer and no count.
+	r := httptest.NewRequest("GET", "/", nil)
+	ctx, cancel := context.WithCancel(r.Context())
+	cancel()
+	w = httptest.NewRecorder()
+	g.Handler(ok).ServeHTTP(w, r.WithContext(ctx))
+	if g.Stats().StoreErrors != 1 || w.Body.Len() != 0 {
+		t.Errorf("canceled request: counted %d, body %q", g.Stats().StoreErrors, w.Body)
+	}
+	// Dry run lets it through.
+	g = mustNew(t, Config{Store: failing{}, DryRun: true})
+	if w := do(g.Handler(ok), "GET", "/", "192.0.2.1:1"); w.Code != 200 {
+		t.Errorf("dry run, store down: %d", w.Code)
+	}
+}

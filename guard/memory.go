@@ -11,7 +11,8 @@ import (
 // MemoryOptions configure a Memory store. The zero value is the default.
 type MemoryOptions struct {
 	// MaxKeys bounds the buckets kept, over all levels: DefaultMaxKeys if
-	// zero. A bucket takes about 80 bytes plus its key.
+	// zero (each shard keeps at least 8). A bucket takes about 100 bytes,
+	// key included, for an IPv6 /64.
 	MaxKeys int
 	// Shards is the number of independently locked parts, rounded up to a
 	// power of two; 256 if zero.
