@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -273,7 +274,7 @@ func (g *Guard) fill(r *http.Request, s *scratch, c int64) {
 	k := s.keys[Identity][:0]
 	switch {
 	case who.User != "":
-		k = append(append(k, "iu:"...), who.User...)
+		k = appendName(k, "iu", who.User)
 	case ok:
 		k = g.trust.appendAddrKey(append(k, "ia:"...), addr)
 	default:
@@ -283,7 +284,7 @@ func (g *Guard) fill(r *http.Request, s *scratch, c int64) {
 	s.req = Request{Cost: c, Tag: k[1:]}
 	s.req.Levels[Identity] = g.bucket(Identity, k)
 	if g.inPlay[Tenant] && who.Tenant != "" {
-		t := append(append(s.keys[Tenant][:0], "t:"...), who.Tenant...)
+		t := appendName(s.keys[Tenant][:0], "t", who.Tenant)
 		s.keys[Tenant] = t
 		s.req.Tag = t[1:]
 		s.req.Levels[Tenant] = g.bucket(Tenant, t)
@@ -294,6 +295,22 @@ func (g *Guard) fill(r *http.Request, s *scratch, c int64) {
 }
 
 var globalKey = []byte("g")
+
+// maxName is the longest user or tenant name kept as it is in a key;
+// longer ones are kept as their SHA-256, so a bucket's size stays bounded
+// whatever an authentication layer hands over.
+const maxName = 128
+
+// appendName appends a user or tenant key: prefix ":" name, or prefix "#"
+// and the hex SHA-256 of a long name.
+func appendName(b []byte, prefix, name string) []byte {
+	b = append(b, prefix...)
+	if len(name) <= maxName {
+		return append(append(b, ':'), name...)
+	}
+	sum := sha256.Sum256([]byte(name))
+	return hex.AppendEncode(append(b, '#'), sum[:])
+}
 
 func (g *Guard) bucket(l Level, key []byte) Bucket {
 	return Bucket{Key: key, Burst: int64(g.levels[l].Burst), Interval: time.Duration(g.levels[l].interval)}

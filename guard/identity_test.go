@@ -191,3 +191,17 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestLongNamesHashed(t *testing.T) {
+	long := strings.Repeat("u", 10_000)
+	if k := appendName(nil, "iu", long); len(k) != 3+64 || string(k[:3]) != "iu#" {
+		t.Errorf("key of a 10,000-byte name: %d bytes %q", len(k), k[:8])
+	}
+	if k := string(appendName(nil, "t", "acme")); k != "t:acme" {
+		t.Errorf("key = %q", k)
+	}
+	// The hash keeps distinct names apart.
+	if string(appendName(nil, "iu", long)) == string(appendName(nil, "iu", long+"x")) {
+		t.Error("two long names share a key")
+	}
+}
