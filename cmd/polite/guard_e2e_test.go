@@ -87,7 +87,8 @@ func TestGuardProcessesShareRedis(t *testing.T) {
 	os.WriteFile(cfg, []byte(fmt.Sprintf("trusted_proxies = [\"127.0.0.1\"]\nsecret = \"fleet\"\n[identity]\nrate = %v\nburst = %d\n", rate, burst)), 0o644)
 	urls := make([]string, guards)
 	for i := range urls {
-		urls[i] = startGuard(t, "--upstream", upstream.URL, "--config", cfg, "--redis", "redis://"+addr+"/0")
+		urls[i] = startGuard(t, "--upstream", upstream.URL, "--config", cfg, "--redis", "redis://"+addr+"/0",
+			"--outage", "closed", "--redis-timeout", "5s") // exactness of the shared path: no guard decides alone
 	}
 	admitted := make([]atomic.Int64, identities)
 	var refused, failed atomic.Int64

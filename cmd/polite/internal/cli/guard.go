@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/polite-go/polite/guard"
@@ -27,7 +28,10 @@ type guardOptions struct {
 	Upstream *url.URL
 	Redis    string
 	Outage   string
-	Config   guard.Config // from --config and the flags; Store is set by run
+	// RedisTimeout bounds one call to Redis before the outage mode takes
+	// over.
+	RedisTimeout time.Duration
+	Config       guard.Config // from --config and the flags; Store is set by run
 }
 
 const guardLong = `Put a rate limit in front of any HTTP server: a reverse proxy that gives each
@@ -73,6 +77,7 @@ func newGuardCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&cfg, "config", "", "TOML `FILE` of levels, costs and trusted proxies (see above)")
 	f.StringVar(&o.Redis, "redis", "", "share the buckets through Redis at `URL` (redis://HOST:PORT/DB)")
 	f.StringVar(&o.Outage, "outage", "", "while Redis is down: local (default), closed (503) or open")
+	f.DurationVar(&o.RedisTimeout, "redis-timeout", redisTimeout, "a Redis call slower than this counts as Redis down")
 	f.Float64Var(&rate, "rate", 0, "tokens per second per client (default 10; overrides the file's [identity] rate)")
 	f.IntVar(&burst, "burst", 0, "bucket size per client (default 20, or ceil(--rate) with --rate)")
 	f.BoolVar(&dryRun, "dry-run", false, "count and log refusals, but refuse nothing")
@@ -121,6 +126,9 @@ func (o *guardOptions) parse(cfg, upstream string, rate float64, burst int, rate
 	o.Config.DryRun = o.Config.DryRun || dryRun
 	if o.Outage == "" {
 		o.Outage = "local"
+	}
+	if o.RedisTimeout <= 0 {
+		return usageErr("--redis-timeout %v: must be positive", o.RedisTimeout)
 	}
 	if _, ok := redisstore.ParseOutage(o.Outage); !ok {
 		return usageErr("--outage %q: want local, closed or open", o.Outage)
@@ -173,13 +181,22 @@ func runGuard(ctx context.Context, e *env, o *guardOptions) error {
 			return usageErr("%v", err)
 		}
 		defer rc.Close()
+		// redisClient sets the fleet's socket timeouts; the guard's own
+		// bound replaces them before the client's first use (the options
+		// are read per command and per new node).
+		switch c := rc.(type) {
+		case *redis.Client:
+			c.Options().ReadTimeout, c.Options().WriteTimeout = o.RedisTimeout, o.RedisTimeout
+		case *redis.ClusterClient:
+			c.Options().ReadTimeout, c.Options().WriteTimeout = o.RedisTimeout, o.RedisTimeout
+		}
 		ping, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err = rc.Ping(ping).Err()
 		cancel()
 		if err != nil {
 			return &exitError{code: ExitFatal, err: fmt.Errorf("--redis %s: %v", redact(o.Redis), err)}
 		}
-		s, err := redisstore.NewGuard(rc, redisstore.GuardOptions{Timeout: redisTimeout, Outage: outage, Logger: log})
+		s, err := redisstore.NewGuard(rc, redisstore.GuardOptions{Timeout: o.RedisTimeout, Outage: outage, Logger: log})
 		if err != nil {
 			return &exitError{code: ExitFatal, err: err}
 		}
