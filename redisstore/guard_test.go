@@ -222,7 +222,7 @@ func TestGuardStoreOutage(t *testing.T) {
 		{Local, []int{200, 200, 429, 429}},
 	} {
 		t.Run(tc.mode.String(), func(t *testing.T) {
-			s, _ := newGuardStore(t, srv.Addr, GuardOptions{Outage: tc.mode, Timeout: 100 * time.Millisecond})
+			s, _ := newGuardStore(t, srv.Addr, GuardOptions{Outage: tc.mode, Timeout: time.Second}) // a killed server refuses at once
 			g, err := guard.New(guard.Config{Identity: guard.Limit{Rate: 0.01, Burst: 2}, Store: s})
 			if err != nil {
 				t.Fatal(err)
