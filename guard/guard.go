@@ -413,8 +413,8 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		return
 	}
 	writeProblem(w, http.StatusTooManyRequests, problemQuota, name,
-		"policy "+name+" has fewer than "+strconv.FormatInt(cost, 10)+
-			" tokens left; retry after "+strconv.FormatInt(v.retry, 10)+" s", v.retry)
+		"policy "+name+": the request costs "+strconv.FormatInt(cost, 10)+
+			" token(s), fewer are left; retry after "+strconv.FormatInt(v.retry, 10)+" s", v.retry)
 }
 
 // setFields sets the RateLimit fields and the legacy X-RateLimit fields,
