@@ -50,9 +50,14 @@ const (
 	// EventRobots: robots.txt disallowed a URL (Detail: the rule). A
 	// Crawl-delay taking effect is an EventRate with ReasonCrawlDelay.
 	EventRobots
+	// EventRefuse: the server-side guard refused a request (Host: the
+	// identity's key; Reason: ReasonRate, or ReasonStore when its store
+	// failed; Delay: the Retry-After; Status: the answer sent; Detail: the
+	// violated policy, with " (dry-run)" when it let the request through).
+	EventRefuse
 )
 
-var eventNames = [...]string{"attempt", "wait", "give-up", "rate", "breaker", "blocked", "pause", "robots"}
+var eventNames = [...]string{"attempt", "wait", "give-up", "rate", "breaker", "blocked", "pause", "robots", "refuse"}
 
 // String returns the kind's name.
 func (k EventKind) String() string {
