@@ -227,18 +227,9 @@ func (s *GuardStore) modeLocked() Outage {
 func (s *GuardStore) beat() {
 	key := s.o.Prefix + "guards"
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
-		now := time.Now()
-		cmds, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.ZAdd(ctx, key, redis.Z{Score: float64(now.Add(workerTTL).UnixMilli()), Member: s.worker})
-			p.ZRemRangeByScore(ctx, key, "-inf", "("+itoa(now.UnixMilli()))
-			p.ZCard(ctx, key)
-			p.PExpire(ctx, key, 2*workerTTL)
-			return nil
-		})
-		cancel()
+		n, err := beatOnce(s.c, key, s.worker, s.o.Timeout)
 		if err == nil {
-			if n := cmds[2].(*redis.IntCmd).Val(); n > 0 {
+			if n > 0 {
 				s.workers.Store(n)
 			}
 			if s.degraded.Load() {
