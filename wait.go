@@ -48,6 +48,8 @@ type reqOpts struct {
 	cost      int  // tokens each attempt takes; 0 is 1
 	noRetries bool // send once
 	low       bool // background priority
+	id        uint64   // the request's id (WithRequestID); 0: the Transport numbers it
+	obs       Observer // the request's own Observer (WithObserver)
 }
 
 // Priority orders requests to one host that wait for its tokens.
