@@ -39,7 +39,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 				t.global.Release()
 				global = false
 			}
-			t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonPriority, Delay: yieldPoll})
+			t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonPriority, Delay: yieldPoll})
 			if err := sleep(ctx, yieldPoll); err != nil {
 				return err
 			}

@@ -45,9 +45,9 @@ func (t *Transport) Wait(ctx context.Context, key string) error {
 // reqOpts are the per-request terms a context carries to a Transport,
 // looked up once per request.
 type reqOpts struct {
-	cost      int  // tokens each attempt takes; 0 is 1
-	noRetries bool // send once
-	low       bool // background priority
+	cost      int      // tokens each attempt takes; 0 is 1
+	noRetries bool     // send once
+	low       bool     // background priority
 	id        uint64   // the request's id (WithRequestID); 0: the Transport numbers it
 	obs       Observer // the request's own Observer (WithObserver)
 }
