@@ -12,6 +12,7 @@ type attempt struct {
 	req   *http.Request
 	h     *Host
 	id    uint64    // the request's id, for its Events
+	obs   Observer  // the request's own Observer (WithObserver), nil for none
 	n     int       // the attempt's number, 1 for the first
 	now   time.Time // the last clock reading
 	retry bool      // a failure may be retried: ask the host's budget
@@ -82,7 +83,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 			a.out, a.block = Blocked, block
 		}
 	}
-	t.emit(ctx, Event{Kind: EventAttempt, Time: now, Host: h.key, ID: a.id, Status: a.status, Outcome: a.out,
+	t.emit(ctx, a.obs, Event{Kind: EventAttempt, Time: now, Host: h.key, ID: a.id, Status: a.status, Outcome: a.out,
 		Attempt: a.n, Latency: now.Sub(start), Err: err, Header: header(resp)})
 	rep := Report{Now: now, Sent: start, Outcome: a.out, Block: block, Status: a.status,
 		Latency: now.Sub(start), Attempt: a.n, Retry: a.retry, Spare: a.spare}
@@ -99,7 +100,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 func (t *Transport) emitVerdict(ctx context.Context, a *attempt) {
 	v, now, key, hd := &a.v, a.now, a.h.key, header(a.resp)
 	if v.GiveUp && a.out == Throttled {
-		t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: key, ID: a.id, Reason: ReasonRetryAfter, Status: a.status,
+		t.emit(ctx, a.obs, Event{Kind: EventGiveUp, Time: now, Host: key, ID: a.id, Reason: ReasonRetryAfter, Status: a.status,
 			Delay: v.Advertised, Requested: v.Advertised, Clamped: true, RetryAfter: retryAfter(hd), Header: hd})
 	}
 	if v.Pause > 0 {
@@ -108,20 +109,20 @@ func (t *Transport) emitVerdict(ctx context.Context, a *attempt) {
 			e.RetryAfter, e.Requested = retryAfter(hd), v.Advertised
 			e.Clamped = v.Pause < v.Advertised
 		}
-		t.emit(ctx, e)
+		t.emit(ctx, a.obs, e)
 	}
 	if v.Blocked {
-		t.emit(ctx, Event{Kind: EventBlocked, Time: now, Host: key, ID: a.id, Reason: ReasonBlock, Detail: a.block, Status: a.status, Header: hd})
+		t.emit(ctx, a.obs, Event{Kind: EventBlocked, Time: now, Host: key, ID: a.id, Reason: ReasonBlock, Detail: a.block, Status: a.status, Header: hd})
 	}
 	if v.QuotaPause > 0 {
-		t.emit(ctx, Event{Kind: EventPause, Time: now, Host: key, ID: a.id, Reason: ReasonRateLimit, Delay: v.QuotaPause, Header: hd})
+		t.emit(ctx, a.obs, Event{Kind: EventPause, Time: now, Host: key, ID: a.id, Reason: ReasonRateLimit, Delay: v.QuotaPause, Header: hd})
 	}
 	if v.QuotaRate > 0 {
-		t.emit(ctx, Event{Kind: EventRate, Time: now, Host: key, ID: a.id, Reason: ReasonRateLimit, Rate: v.QuotaRate,
+		t.emit(ctx, a.obs, Event{Kind: EventRate, Time: now, Host: key, ID: a.id, Reason: ReasonRateLimit, Rate: v.QuotaRate,
 			Prev: v.RateFrom, Header: hd})
 	}
 	if v.Breaker.Changed() {
-		t.emit(ctx, Event{Kind: EventBreaker, Time: now, Host: key, ID: a.id, Reason: ReasonBreaker, Detail: v.Breaker.To.String(),
+		t.emit(ctx, a.obs, Event{Kind: EventBreaker, Time: now, Host: key, ID: a.id, Reason: ReasonBreaker, Detail: v.Breaker.To.String(),
 			Status: a.status})
 	}
 	if v.Rate > 0 {
@@ -129,7 +130,7 @@ func (t *Transport) emitVerdict(ctx context.Context, a *attempt) {
 		if v.QuotaRate > 0 {
 			prev = v.QuotaRate
 		}
-		t.emit(ctx, Event{Kind: EventRate, Time: now, Host: key, ID: a.id, Reason: ReasonAdaptive, Rate: v.Rate, Outcome: a.out,
+		t.emit(ctx, a.obs, Event{Kind: EventRate, Time: now, Host: key, ID: a.id, Reason: ReasonAdaptive, Rate: v.Rate, Outcome: a.out,
 			Prev: prev, Capacity: v.Capacity, Measured: v.Measured, Phase: v.Phase, Status: a.status})
 	}
 }

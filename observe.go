@@ -135,8 +135,27 @@ func WithRequestID(ctx context.Context, id uint64) context.Context {
 	return context.WithValue(ctx, optsKey{}, o)
 }
 
+// WithObserver returns a context whose requests' Events also go to o
+// (after the Transport's own Observer): a caller sharing a Transport
+// observes its own requests, as the crawl job writes its audit log. o is
+// given the context too when it is a ContextObserver.
+func WithObserver(ctx context.Context, o Observer) context.Context {
+	opts := optsOf(ctx)
+	opts.obs = o
+	return context.WithValue(ctx, optsKey{}, opts)
+}
+
 // RequestID returns the id WithRequestID put in ctx, or 0.
 func RequestID(ctx context.Context) uint64 { return optsOf(ctx).id }
+
+// requestID returns the id of a request with terms o: its own, or the
+// Transport's next number.
+func (t *Transport) requestID(o reqOpts) uint64 {
+	if o.id != 0 {
+		return o.id
+	}
+	return t.seq.Add(1)
+}
 
 // Observer receives every Event. Observe is called synchronously on the
 // request path, from many goroutines at once: it must be quick, safe for
@@ -152,13 +171,21 @@ type ObserverFunc func(Event)
 // Observe calls f(e).
 func (f ObserverFunc) Observe(e Event) { f(e) }
 
-// emit hands e to the observer and the logger, at Debug per attempt and
-// wait, Info on state changes, Warn on degraded paths.
-func (t *Transport) emit(ctx context.Context, e Event) {
+// emit hands e to the Transport's observer, the request's (obs, from its
+// context; nil for none) and the logger, at Debug per attempt and wait,
+// Info on state changes, Warn on degraded paths.
+func (t *Transport) emit(ctx context.Context, obs Observer, e Event) {
 	if t.ctxObs != nil {
 		t.ctxObs.ObserveContext(ctx, e)
 	} else if t.Observer != nil {
 		t.Observer.Observe(e)
+	}
+	if obs != nil {
+		if co, ok := obs.(ContextObserver); ok {
+			co.ObserveContext(ctx, e)
+		} else {
+			obs.Observe(e)
+		}
 	}
 	lg := t.Logger
 	if lg == nil {

@@ -369,10 +369,7 @@ func httpScheme(s string) bool {
 func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 	ctx := req.Context()
 	opts := optsOf(ctx)
-	a := attempt{req: req, h: h, id: opts.id, now: time.Now(), cost: opts.cost, low: opts.low}
-	if a.id == 0 {
-		a.id = t.seq.Add(1)
-	}
+	a := attempt{req: req, h: h, id: t.requestID(opts), obs: opts.obs, now: time.Now(), cost: opts.cost, low: opts.low}
 	// The global budget is shared by every request: count deposits with an
 	// atomic and fold them in every 64, or when a retry needs the budget,
 	// so the hot path takes no global lock.
@@ -400,11 +397,11 @@ func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 			return t.finish(&a)
 		}
 		if a.n > t.retries {
-			t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: h.key, ID: a.id, Reason: ReasonAttempts, Status: a.status, Attempt: a.n})
+			t.emit(ctx, a.obs, Event{Kind: EventGiveUp, Time: now, Host: h.key, ID: a.id, Reason: ReasonAttempts, Status: a.status, Attempt: a.n})
 			return t.finish(&a)
 		}
 		if !a.v.Retry || !t.withdraw(now) {
-			t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: h.key, ID: a.id, Reason: ReasonBudget, Status: a.status, Attempt: a.n})
+			t.emit(ctx, a.obs, Event{Kind: EventGiveUp, Time: now, Host: h.key, ID: a.id, Reason: ReasonBudget, Status: a.status, Attempt: a.n})
 			return t.finish(&a)
 		}
 		if a.resp != nil {
@@ -417,7 +414,7 @@ func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 		if out != Throttled {
 			wait := t.Backoff.Next(a.n, prevDelay)
 			prevDelay = wait
-			t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, ID: a.id, Reason: ReasonBackoff, Delay: wait, Attempt: a.n + 1})
+			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: now, Host: h.key, ID: a.id, Reason: ReasonBackoff, Delay: wait, Attempt: a.n + 1})
 			if err := sleep(ctx, wait); err != nil {
 				return nil, err
 			}

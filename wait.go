@@ -32,7 +32,7 @@ func (t *Transport) Wait(ctx context.Context, key string) error {
 	h := t.reg.Get(key)
 	defer t.reg.Put(h)
 	opts := optsOf(ctx)
-	a := attempt{h: h, now: time.Now(), cost: opts.cost, low: opts.low}
+	a := attempt{h: h, id: opts.id, obs: opts.obs, now: time.Now(), cost: opts.cost, low: opts.low}
 	err := t.admit(ctx, &a)
 	t.unmarkWaiting(&a)
 	if err != nil {
