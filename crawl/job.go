@@ -384,24 +384,29 @@ func (s Summary) OK() bool {
 	return !s.Interrupted && s.Done == s.Total && s.Outcomes[OK] == s.Total
 }
 
-// Close releases the job's files. It does not stop a Run: end Run's context
-// and wait for it first.
+// Close releases the job's files; a second Close does nothing. It does not
+// stop a Run: end Run's context and wait for it first.
 func (j *Job) Close() error {
 	var errs []error
 	if j.warc != nil {
 		errs = append(errs, j.warc.Close())
+		j.warc = nil
 	}
 	if j.res != nil {
 		errs = append(errs, j.res.Close())
+		j.res = nil
 	}
 	if j.events != nil {
 		errs = append(errs, j.events.Close())
+		j.events = nil
 	}
 	if j.st != nil {
 		errs = append(errs, j.st.Close())
+		j.st = nil
 	}
 	if j.lock != nil {
 		errs = append(errs, j.lock.Close())
+		j.lock = nil
 	}
 	return errors.Join(errs...)
 }

@@ -556,6 +556,12 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		n = 20
 	}
 	writeSummary(e.stdout, job.Progress(-1), sum, o.Out, n)
+	job.Close() // events.jsonl written out, for the report
+	if path, rerr := writeReport(o.Out); rerr != nil {
+		fmt.Fprintf(e.stderr, "polite: %v\n", rerr)
+	} else {
+		fmt.Fprintf(e.stdout, "report: %s\n", path)
+	}
 	if o.Adaptive {
 		fmt.Fprintf(e.stdout, "rates: each host started at %s req/s and could rise to %s (--max-rate); the rate column is where each ended\n",
 			fmtRate(o.Rate), fmtRate(o.maxRate()))
