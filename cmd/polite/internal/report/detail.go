@@ -115,8 +115,8 @@ func (d *Data) writeHost(b *strings.Builder, i int, h *Host) {
 		}
 	}
 	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#999"/>`, left, ltop+lh, plotW-right, ltop+lh)
-	fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%s ms</text><text x="%d" y="%.1f" text-anchor="end">0</text>`,
-		left-4, ltop+8, fmtAxis(lmax), left-4, ltop+lh)
+	fmt.Fprintf(b, `<text x="%d" y="%.1f">latency, up to %s ms</text><text x="%d" y="%.1f" text-anchor="end">0</text>`,
+		left+4, ltop+10, fmtAxis(lmax), left-4, ltop+lh)
 	b.WriteString("</svg>\n")
 }
 

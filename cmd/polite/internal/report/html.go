@@ -141,7 +141,7 @@ func (d *Data) tx(t int64) float64 {
 func (d *Data) axis(b *strings.Builder, top, h float64, ymax float64, unit string) {
 	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#999"/>`, left, top+h, plotW-right, top+h)
 	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#999"/>`, left, top, left, top+h)
-	fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, left-4, top+8, esc(fmtAxis(ymax)+unit))
+	fmt.Fprintf(b, `<text x="%d" y="%.1f">%s</text>`, left+4, top+10, esc(fmtAxis(ymax)+unit))
 	fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">0</text>`, left-4, top+h)
 	for k := 0; k <= 4; k++ {
 		t := d.Start.Add(time.Duration(k) * d.Width * Buckets / 4)
