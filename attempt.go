@@ -56,6 +56,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 		}
 	}
 	start := a.now
+	t.emit(ctx, a.obs, Event{Kind: EventSend, Time: start, Host: h.key, ID: a.id, Attempt: a.n, Method: req.Method})
 	resp, err := t.base.RoundTrip(r)
 	now := time.Now()
 	a.now, a.resp, a.err, a.status, a.block = now, resp, err, 0, ""
@@ -84,7 +85,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 		}
 	}
 	t.emit(ctx, a.obs, Event{Kind: EventAttempt, Time: now, Host: h.key, ID: a.id, Status: a.status, Outcome: a.out,
-		Attempt: a.n, Latency: now.Sub(start), Err: err, Header: header(resp)})
+		Attempt: a.n, Latency: now.Sub(start), Err: err, Header: header(resp), Method: req.Method})
 	rep := Report{Now: now, Sent: start, Outcome: a.out, Block: block, Status: a.status,
 		Latency: now.Sub(start), Attempt: a.n, Retry: a.retry, Spare: a.spare}
 	if resp != nil {

@@ -56,9 +56,13 @@ const (
 	// failed; Delay: the Retry-After; Status: the answer sent; Detail: the
 	// violated policy, with " (dry-run)" when it let the request through).
 	EventRefuse
+	// EventSend: an attempt (Attempt, Method) is about to go on the wire,
+	// all waits done; its EventAttempt follows. For in-flight gauges and
+	// spans; the logger and the audit log skip it.
+	EventSend
 )
 
-var eventNames = [...]string{"attempt", "wait", "give-up", "rate", "breaker", "blocked", "pause", "robots", "refuse"}
+var eventNames = [...]string{"attempt", "wait", "give-up", "rate", "breaker", "blocked", "pause", "robots", "refuse", "send"}
 
 // String returns the kind's name.
 func (k EventKind) String() string {
@@ -83,6 +87,8 @@ type Event struct {
 	Rate    float64
 	Detail  string
 	Err     error
+	// Method is the request's method on EventSend and EventAttempt.
+	Method string
 
 	// ID is the request's id: the one WithRequestID put in its context,
 	// else a number the Transport gave it (unique within the Transport).
@@ -188,7 +194,7 @@ func (t *Transport) emit(ctx context.Context, obs Observer, e Event) {
 		}
 	}
 	lg := t.Logger
-	if lg == nil {
+	if lg == nil || e.Kind == EventSend {
 		return
 	}
 	level := slog.LevelDebug

@@ -147,8 +147,12 @@ func (l *Log) flusher() {
 	}
 }
 
-// Observe writes e as one line. Events after Close are dropped.
+// Observe writes e as one line; EventSend is left out (the attempt's
+// line follows). Events after Close are dropped.
 func (l *Log) Observe(e polite.Event) {
+	if e.Kind == polite.EventSend {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
