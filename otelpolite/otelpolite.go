@@ -41,8 +41,8 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
