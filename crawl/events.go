@@ -2,7 +2,10 @@ package crawl
 
 import (
 	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/audit"
 )
 
@@ -21,4 +24,32 @@ func (j *Job) openEvents() error {
 	}
 	j.events = l
 	return nil
+}
+
+// logDeferred writes the job's own wait to events.jsonl: a URL put off
+// until notBefore (the zero time: left for the next run, not logged), for
+// why it last waited.
+func (j *Job) logDeferred(it *item, notBefore time.Time) {
+	if j.events == nil || notBefore.IsZero() || it.host == nil {
+		return
+	}
+	now := time.Now()
+	j.events.Observe(polite.Event{Kind: polite.EventWait, Time: now, Host: it.host.key, ID: uint64(it.id),
+		Reason: waitReason(it.reason), Delay: max(notBefore.Sub(now), 0), Attempt: it.attempts + 1, Detail: it.reason})
+}
+
+// waitReason maps why a URL waits (item.reason) to a polite.Reason, so
+// that waits sum by a few reasons.
+func waitReason(why string) polite.Reason {
+	switch {
+	case strings.HasPrefix(why, "paused ("):
+		return polite.Reason(strings.TrimSuffix(strings.TrimPrefix(why, "paused ("), ")"))
+	case why == "breaker open":
+		return polite.ReasonBreaker
+	case strings.HasSuffix(why, "retry budget spent"):
+		return polite.ReasonBudget
+	case strings.Contains(why, "robots.txt"):
+		return polite.ReasonRobots
+	}
+	return polite.ReasonBackoff
 }

@@ -58,6 +58,15 @@ func TestEventsFile(t *testing.T) {
 			t.Errorf("attempt to %s has id %d, which results.jsonl gives to %q", r.Host, r.ID, h)
 		}
 	}
+	waits := 0
+	for _, r := range recs {
+		if r.Kind == "wait" && r.ID != 0 {
+			waits++
+		}
+	}
+	if waits == 0 {
+		t.Error("events.jsonl holds none of the job's own waits (URLs put off for a retry)")
+	}
 	if attempts < 40 || throttled == 0 {
 		t.Errorf("events.jsonl: %d attempts, %d throttled; want ≥ 40 and some 429s from b.test", attempts, throttled)
 	}
@@ -83,4 +92,17 @@ func readEvents(t *testing.T, dir string) []audit.Record {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestWaitReason: why a URL waits, as a reason waits are summed by.
+func TestWaitReason(t *testing.T) {
+	for why, want := range map[string]polite.Reason{
+		"paused (retry-after)": polite.ReasonRetryAfter, "breaker open": polite.ReasonBreaker,
+		"503 Service Unavailable, retry budget spent": polite.ReasonBudget, "robots.txt unreachable": polite.ReasonRobots,
+		"waiting for robots.txt": polite.ReasonRobots, "429 Too Many Requests": polite.ReasonBackoff, "timeout": polite.ReasonBackoff,
+	} {
+		if got := waitReason(why); got != want {
+			t.Errorf("waitReason(%q) = %q, want %q", why, got, want)
+		}
+	}
 }

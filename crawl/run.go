@@ -494,6 +494,7 @@ func (j *Job) finish(it *item, res *Result, k *kept) {
 
 // deferred records a URL put off until notBefore.
 func (j *Job) deferred(it *item, notBefore time.Time) {
+	j.logDeferred(it, notBefore)
 	j.commits <- commitMsg{later: &later{id: it.id, attempts: it.attempts, notBefore: notBefore, reason: it.reason, started: it.started}}
 }
 
