@@ -1,10 +1,11 @@
 # polite's checks. `make test` is what CI runs (see .ci/run).
 GO       ?= go
-# Four modules, one workspace (go.work): the library (.), the crawl job
-# (./crawl, SQLite), the Redis store (./redisstore, go-redis) and the CLI
+# Five modules, one workspace (go.work): the library (.), the crawl job
+# (./crawl, SQLite), the Redis store (./redisstore, go-redis), OpenTelemetry
+# metrics (./otelpolite, the OTel metric API) and the CLI
 # (./cmd/polite, cobra and bubbletea), so a library user's go.mod never
 # pulls the others' dependencies.
-PKGS     ?= ./... ./crawl/... ./redisstore/... ./cmd/polite/...
+PKGS     ?= ./... ./crawl/... ./redisstore/... ./otelpolite/... ./cmd/polite/...
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 COUNT    ?= 6

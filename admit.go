@@ -22,7 +22,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 		if !slot {
 			if !h.gate.TryAcquire() {
 				t.markWaiting(a)
-				t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonSlot})
+				t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonSlot})
 				if err := t.acquireSlot(ctx, h); err != nil {
 					return err
 				}
@@ -39,7 +39,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 				t.global.Release()
 				global = false
 			}
-			t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonPriority, Delay: yieldPoll})
+			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonPriority, Delay: yieldPoll})
 			if err := sleep(ctx, yieldPoll); err != nil {
 				return err
 			}
@@ -84,7 +84,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 			t.markWaiting(a)
 			// A token reserved within about one interval: wait for it,
 			// then make sure no throttle came meanwhile.
-			t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonRate, Delay: d})
+			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonRate, Delay: d})
 			if err := sleep(ctx, d); err != nil {
 				t.store.Cancel(h, time.Now(), a.cost)
 				t.releaseHeld(a, global)
@@ -105,7 +105,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 				// tokens would all be spent at once when slots free up.
 				t.store.Cancel(h, a.now, a.cost)
 				t.releaseLease(a)
-				t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonSlot})
+				t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonSlot})
 				if err := t.global.Acquire(ctx); err != nil {
 					h.gate.Release()
 					return err
@@ -133,7 +133,7 @@ func (t *Transport) refused(ctx context.Context, a *attempt, adm Admission) erro
 	h := a.h
 	switch {
 	case adm.Reason == ReasonBreaker && t.BreakerWait && adm.Wait > 0:
-		t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonBreaker, Delay: adm.Wait})
+		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonBreaker, Delay: adm.Wait})
 		return sleep(ctx, max(adm.Wait, time.Millisecond))
 	case adm.Err != nil:
 		return adm.Err
@@ -141,12 +141,12 @@ func (t *Transport) refused(ctx context.Context, a *attempt, adm Admission) erro
 		if dl, ok := ctx.Deadline(); ok && dl.Before(a.now.Add(adm.Wait)) {
 			return fmt.Errorf("polite: host %q: waiting %v for a token would outlast the deadline: %w", h.key, adm.Wait, context.DeadlineExceeded)
 		}
-		t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonRate, Delay: adm.Poll})
+		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonRate, Delay: adm.Poll})
 		return sleep(ctx, adm.Poll)
 	case adm.Wait > t.maxAfter:
 		return &PausedError{Host: h.key, Until: a.now.Add(adm.Wait), Reason: adm.Reason}
 	}
-	t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: adm.Reason, Delay: adm.Wait})
+	t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: adm.Reason, Delay: adm.Wait})
 	return sleep(ctx, adm.Poll)
 }
 

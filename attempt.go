@@ -11,6 +11,8 @@ import (
 type attempt struct {
 	req   *http.Request
 	h     *Host
+	id    uint64    // the request's id, for its Events
+	obs   Observer  // the request's own Observer (WithObserver), nil for none
 	n     int       // the attempt's number, 1 for the first
 	now   time.Time // the last clock reading
 	retry bool      // a failure may be retried: ask the host's budget
@@ -54,6 +56,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 		}
 	}
 	start := a.now
+	t.emit(ctx, a.obs, Event{Kind: EventSend, Time: start, Host: h.key, ID: a.id, Attempt: a.n, Method: req.Method})
 	resp, err := t.base.RoundTrip(r)
 	now := time.Now()
 	a.now, a.resp, a.err, a.status, a.block = now, resp, err, 0, ""
@@ -81,8 +84,8 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 			a.out, a.block = Blocked, block
 		}
 	}
-	t.emit(ctx, Event{Kind: EventAttempt, Time: now, Host: h.key, Status: a.status, Outcome: a.out,
-		Attempt: a.n, Latency: now.Sub(start), Err: err})
+	t.emit(ctx, a.obs, Event{Kind: EventAttempt, Time: now, Host: h.key, ID: a.id, Status: a.status, Outcome: a.out,
+		Attempt: a.n, Latency: now.Sub(start), Err: err, Header: header(resp), Method: req.Method})
 	rep := Report{Now: now, Sent: start, Outcome: a.out, Block: block, Status: a.status,
 		Latency: now.Sub(start), Attempt: a.n, Retry: a.retry, Spare: a.spare}
 	if resp != nil {
@@ -93,30 +96,61 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 	return nil
 }
 
-// emitVerdict says what a Report changed, in the order it changed it.
+// emitVerdict says what a Report changed, in the order it changed it, with
+// the inputs of each decision.
 func (t *Transport) emitVerdict(ctx context.Context, a *attempt) {
-	v, now, key := &a.v, a.now, a.h.key
+	v, now, key, hd := &a.v, a.now, a.h.key, header(a.resp)
 	if v.GiveUp && a.out == Throttled {
-		t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: key, Reason: ReasonRetryAfter, Status: a.status, Delay: v.Advertised})
+		t.emit(ctx, a.obs, Event{Kind: EventGiveUp, Time: now, Host: key, ID: a.id, Reason: ReasonRetryAfter, Status: a.status,
+			Delay: v.Advertised, Requested: v.Advertised, Clamped: true, RetryAfter: retryAfter(hd), Header: hd})
 	}
 	if v.Pause > 0 {
-		t.emit(ctx, Event{Kind: EventPause, Time: now, Host: key, Reason: v.PauseWhy, Delay: v.Pause, Status: a.status})
+		e := Event{Kind: EventPause, Time: now, Host: key, ID: a.id, Reason: v.PauseWhy, Delay: v.Pause, Status: a.status, Header: hd}
+		if v.PauseWhy == ReasonRetryAfter {
+			e.RetryAfter, e.Requested = retryAfter(hd), v.Advertised
+			e.Clamped = v.Pause < v.Advertised
+		}
+		t.emit(ctx, a.obs, e)
 	}
 	if v.Blocked {
-		t.emit(ctx, Event{Kind: EventBlocked, Time: now, Host: key, Reason: ReasonBlock, Detail: a.block, Status: a.status})
+		t.emit(ctx, a.obs, Event{Kind: EventBlocked, Time: now, Host: key, ID: a.id, Reason: ReasonBlock, Detail: a.block, Status: a.status, Header: hd})
 	}
 	if v.QuotaPause > 0 {
-		t.emit(ctx, Event{Kind: EventPause, Time: now, Host: key, Reason: ReasonRateLimit, Delay: v.QuotaPause})
+		t.emit(ctx, a.obs, Event{Kind: EventPause, Time: now, Host: key, ID: a.id, Reason: ReasonRateLimit, Delay: v.QuotaPause, Header: hd})
 	}
 	if v.QuotaRate > 0 {
-		t.emit(ctx, Event{Kind: EventRate, Time: now, Host: key, Reason: ReasonRateLimit, Rate: v.QuotaRate})
+		t.emit(ctx, a.obs, Event{Kind: EventRate, Time: now, Host: key, ID: a.id, Reason: ReasonRateLimit, Rate: v.QuotaRate,
+			Prev: v.RateFrom, Header: hd})
 	}
 	if v.Breaker.Changed() {
-		t.emit(ctx, Event{Kind: EventBreaker, Time: now, Host: key, Reason: ReasonBreaker, Detail: v.Breaker.To.String()})
+		t.emit(ctx, a.obs, Event{Kind: EventBreaker, Time: now, Host: key, ID: a.id, Reason: ReasonBreaker, Detail: v.Breaker.To.String(),
+			Status: a.status})
 	}
 	if v.Rate > 0 {
-		t.emit(ctx, Event{Kind: EventRate, Time: now, Host: key, Reason: ReasonAdaptive, Rate: v.Rate, Outcome: a.out})
+		prev := v.RateFrom
+		if v.QuotaRate > 0 {
+			prev = v.QuotaRate
+		}
+		t.emit(ctx, a.obs, Event{Kind: EventRate, Time: now, Host: key, ID: a.id, Reason: ReasonAdaptive, Rate: v.Rate, Outcome: a.out,
+			Prev: prev, Capacity: v.Capacity, Measured: v.Measured, Phase: v.Phase, Status: a.status})
 	}
+}
+
+// header returns resp's header, nil without a response.
+func header(resp *http.Response) http.Header {
+	if resp == nil {
+		return nil
+	}
+	return resp.Header
+}
+
+// retryAfter returns h's raw Retry-After field ("" for none); duplicates
+// that ParseAfter accepted agree, so the first is the value.
+func retryAfter(h http.Header) string {
+	if vs := h["Retry-After"]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
 }
 
 // prepare returns the request to send for this attempt: a clone with the

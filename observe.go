@@ -3,6 +3,7 @@ package polite
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"time"
 )
 
@@ -55,9 +56,13 @@ const (
 	// failed; Delay: the Retry-After; Status: the answer sent; Detail: the
 	// violated policy, with " (dry-run)" when it let the request through).
 	EventRefuse
+	// EventSend: an attempt (Attempt, Method) is about to go on the wire,
+	// all waits done; its EventAttempt follows. For in-flight gauges and
+	// spans; the logger and the audit log skip it.
+	EventSend
 )
 
-var eventNames = [...]string{"attempt", "wait", "give-up", "rate", "breaker", "blocked", "pause", "robots", "refuse"}
+var eventNames = [...]string{"attempt", "wait", "give-up", "rate", "breaker", "blocked", "pause", "robots", "refuse", "send"}
 
 // String returns the kind's name.
 func (k EventKind) String() string {
@@ -82,6 +87,80 @@ type Event struct {
 	Rate    float64
 	Detail  string
 	Err     error
+	// Method is the request's method on EventSend and EventAttempt.
+	Method string
+
+	// ID is the request's id: the one WithRequestID put in its context,
+	// else a number the Transport gave it (unique within the Transport).
+	// Every event of one request carries the same ID, so an audit log
+	// joins them to what the caller kept (the crawl job's results.jsonl
+	// carries the URL's id).
+	ID uint64
+
+	// The inputs of a decision, where it had them.
+	//
+	// Prev is the rate before an EventRate changed it (0 when unknown).
+	// Capacity, Measured and Phase are the adaptive controller's estimate
+	// of what the host admits, whether it was measured under congestion,
+	// and its phase ("starting", "settled", "probing", "ramping") when it
+	// set the rate (EventRate with ReasonAdaptive).
+	Prev     float64
+	Capacity float64
+	Measured bool
+	Phase    string
+	// RetryAfter is the raw Retry-After field behind an EventPause or
+	// EventGiveUp for ReasonRetryAfter. Requested is what the host asked
+	// for (a Retry-After, a robots.txt delay) and Clamped says polite
+	// applied less (Delay, Rate) or, on a give-up, would not wait that
+	// long (MaxRetryAfter).
+	RetryAfter string
+	Requested  time.Duration
+	Clamped    bool
+	// Header is the response's header on an EventAttempt and on the
+	// events a response caused (pause, rate, breaker, blocked, give-up),
+	// nil otherwise: its RateLimit fields are the inputs of a
+	// ReasonRateLimit decision. Observers must not keep or modify it, and
+	// must not log it whole (it may carry cookies).
+	Header http.Header
+}
+
+// ContextObserver is an Observer that is also given the context of the
+// request an Event belongs to (the background context for host-wide
+// events), to make spans or read trace ids from. A Transport whose Observer
+// implements it calls ObserveContext instead of Observe.
+type ContextObserver interface {
+	Observer
+	ObserveContext(ctx context.Context, e Event)
+}
+
+// WithRequestID returns a context whose requests carry id as their Events'
+// ID (not 0), so events join to the caller's own records.
+func WithRequestID(ctx context.Context, id uint64) context.Context {
+	o := optsOf(ctx)
+	o.id = id
+	return context.WithValue(ctx, optsKey{}, o)
+}
+
+// WithObserver returns a context whose requests' Events also go to o
+// (after the Transport's own Observer): a caller sharing a Transport
+// observes its own requests, as the crawl job writes its audit log. o is
+// given the context too when it is a ContextObserver.
+func WithObserver(ctx context.Context, o Observer) context.Context {
+	opts := optsOf(ctx)
+	opts.obs = o
+	return context.WithValue(ctx, optsKey{}, opts)
+}
+
+// RequestID returns the id WithRequestID put in ctx, or 0.
+func RequestID(ctx context.Context) uint64 { return optsOf(ctx).id }
+
+// requestID returns the id of a request with terms o: its own, or the
+// Transport's next number.
+func (t *Transport) requestID(o reqOpts) uint64 {
+	if o.id != 0 {
+		return o.id
+	}
+	return t.seq.Add(1)
 }
 
 // Observer receives every Event. Observe is called synchronously on the
@@ -98,14 +177,24 @@ type ObserverFunc func(Event)
 // Observe calls f(e).
 func (f ObserverFunc) Observe(e Event) { f(e) }
 
-// emit hands e to the observer and the logger, at Debug per attempt and
-// wait, Info on state changes, Warn on degraded paths.
-func (t *Transport) emit(ctx context.Context, e Event) {
-	if t.Observer != nil {
+// emit hands e to the Transport's observer, the request's (obs, from its
+// context; nil for none) and the logger, at Debug per attempt and wait,
+// Info on state changes, Warn on degraded paths.
+func (t *Transport) emit(ctx context.Context, obs Observer, e Event) {
+	if t.ctxObs != nil {
+		t.ctxObs.ObserveContext(ctx, e)
+	} else if t.Observer != nil {
 		t.Observer.Observe(e)
 	}
+	if obs != nil {
+		if co, ok := obs.(ContextObserver); ok {
+			co.ObserveContext(ctx, e)
+		} else {
+			obs.Observe(e)
+		}
+	}
 	lg := t.Logger
-	if lg == nil {
+	if lg == nil || e.Kind == EventSend {
 		return
 	}
 	level := slog.LevelDebug
@@ -118,7 +207,7 @@ func (t *Transport) emit(ctx context.Context, e Event) {
 	if !lg.Enabled(ctx, level) {
 		return
 	}
-	attrs := []slog.Attr{slog.String("host", e.Host)}
+	attrs := []slog.Attr{slog.String("host", e.Host), slog.Uint64("id", e.ID)}
 	if e.Reason != "" {
 		attrs = append(attrs, slog.String("reason", string(e.Reason)))
 	}
@@ -135,7 +224,13 @@ func (t *Transport) emit(ctx context.Context, e Event) {
 		attrs = append(attrs, slog.String("outcome", e.Outcome.String()), slog.Duration("latency", e.Latency))
 	}
 	if e.Kind == EventRate {
-		attrs = append(attrs, slog.Float64("rate", e.Rate))
+		attrs = append(attrs, slog.Float64("rate", e.Rate), slog.Float64("prev", e.Prev))
+	}
+	if e.RetryAfter != "" {
+		attrs = append(attrs, slog.String("retry_after", e.RetryAfter))
+	}
+	if e.Clamped {
+		attrs = append(attrs, slog.Duration("requested", e.Requested), slog.Bool("clamped", true))
 	}
 	if e.Detail != "" {
 		attrs = append(attrs, slog.String("detail", e.Detail))

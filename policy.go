@@ -340,8 +340,9 @@ func (s *localStore) Report(h *Host, rep Report) Verdict {
 	}
 	if rd.Ceiling > 0 {
 		p.ceiling.Store(math.Float64bits(rd.Ceiling))
+		from := h.bucket.Rate()
 		if rate, changed := s.followCeiling(now, h, p); changed {
-			v.QuotaRate = rate
+			v.QuotaRate, v.RateFrom = rate, from
 		}
 	}
 	switch {
@@ -351,7 +352,13 @@ func (s *localStore) Report(h *Host, rep Report) Verdict {
 		v.Breaker = p.breaker.Record(now, true)
 	}
 	if p.rater != nil {
-		v.Rate = s.adapt(h, p, r, v.Advertised)
+		var from float64
+		if v.Rate, from = s.adapt(h, p, r, v.Advertised); v.Rate > 0 {
+			if v.QuotaRate == 0 {
+				v.RateFrom = from
+			}
+			v.Capacity, v.Measured, v.Phase = estimate(p.rater)
+		}
 	}
 	if rd.Retry {
 		v.Retry = p.budget.Withdraw(now)
@@ -370,8 +377,8 @@ var kinds = [...]adaptive.Kind{
 
 // adapt feeds an attempt to the host's Rater and applies the rate it
 // answers, under the host's ceilings. It returns the new rate, 0 if the
-// rate did not change.
-func (s *localStore) adapt(h *Host, p *hostPolicy, r *Report, advertised time.Duration) float64 {
+// rate did not change, and the rate before.
+func (s *localStore) adapt(h *Host, p *hostPolicy, r *Report, advertised time.Duration) (rate, from float64) {
 	// Only a wait the server advertised, never our own backoff.
 	sig := adaptive.Signal{Kind: kinds[r.Outcome], Wait: advertised, Spare: r.Spare}
 	if r.Outcome != NetworkError && r.Outcome != Canceled {
@@ -383,14 +390,27 @@ func (s *localStore) adapt(h *Host, p *hostPolicy, r *Report, advertised time.Du
 			m.SetMax(ceiling)
 		}
 	}
-	rate := min(p.rater.Observe(r.Now, sig), ceiling)
+	rate = min(p.rater.Observe(r.Now, sig), ceiling)
 	s.followConcurrency(h, p)
 	cur := h.bucket.Rate()
 	if rate <= 0 || (rate > cur*0.98 && rate < cur*1.02) {
-		return 0 // SetRate allocates: skip changes under 2 %
+		return 0, cur // SetRate allocates: skip changes under 2 %
 	}
 	h.bucket.SetRate(r.Now, rate)
-	return rate
+	return rate, cur
+}
+
+// estimate returns what a Rater knows of its host: the capacity estimate,
+// whether it was measured under congestion, and its phase, as far as it
+// says (adaptive.Controller says all three).
+func estimate(r adaptive.Rater) (capacity float64, measured bool, phase string) {
+	if c, ok := r.(interface{ Capacity() (float64, bool) }); ok {
+		capacity, measured = c.Capacity()
+	}
+	if ph, ok := r.(interface{ Phase() string }); ok {
+		phase = ph.Phase()
+	}
+	return capacity, measured, phase
 }
 
 // followCeiling keeps the host's rate under its ceilings (robots.txt's

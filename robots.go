@@ -3,6 +3,7 @@ package polite
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -25,7 +26,8 @@ func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host)
 	}
 	u := *req.URL
 	u.RawQuery, u.Fragment, u.User = "", "", nil // never log credentials or query strings
-	t.emit(ctx, Event{Kind: EventRobots, Time: time.Now(), Host: h.key, Reason: ReasonRobots,
+	ro := optsOf(ctx)
+	t.emit(ctx, ro.obs, Event{Kind: EventRobots, Time: time.Now(), Host: h.key, ID: ro.id, Reason: ReasonRobots,
 		Detail: fmt.Sprintf("%s (line %d, %s)", v.Rule, v.Rule.Line, rb.Source())})
 	err = &robots.DisallowedError{URL: u.String(), Rule: v.Rule}
 	if rb.Source() == robots.Unreachable {
@@ -69,13 +71,17 @@ func (t *Transport) applyCrawlDelay(ctx context.Context, h *Host, rb *robots.Rob
 		t.store.SetCeiling(h, now, ReasonCrawlDelay, 0)
 		return
 	}
+	from := t.store.State(h, now).Rate
 	rate, _ := t.store.SetCeiling(h, now, ReasonCrawlDelay, 1/d.Seconds())
 	agent, line := "*", 0
 	if g != nil {
 		agent, line = g.Agent(), g.Line()
 	}
-	t.emit(ctx, Event{Kind: EventRate, Time: now, Host: h.key, Reason: ReasonCrawlDelay, Rate: rate,
-		Delay: d, Detail: fmt.Sprintf("group %q (line %d)", agent, line)})
+	// What robots.txt asked for, before the policy's cap.
+	asked := robots.DelayPolicy{Max: math.MaxInt64, Default: t.CrawlDelay.Default}.Delay(g)
+	ro := optsOf(ctx)
+	t.emit(ctx, ro.obs, Event{Kind: EventRate, Time: now, Host: h.key, ID: ro.id, Reason: ReasonCrawlDelay, Rate: rate,
+		Prev: from, Delay: d, Requested: asked, Clamped: asked > d, Detail: fmt.Sprintf("group %q (line %d)", agent, line)})
 }
 
 // robotsAgent is the product token robots.txt groups are matched against.

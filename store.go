@@ -158,6 +158,14 @@ type Verdict struct {
 	// ceiling (0: unchanged); Rate the one the adaptive controller set.
 	QuotaRate float64
 	Rate      float64
+	// RateFrom is the rate in force before the report changed it (set
+	// when QuotaRate or Rate is). Capacity, Measured and Phase are the
+	// adaptive controller's state when it set Rate (see Event), where the
+	// store can tell.
+	RateFrom float64
+	Capacity float64
+	Measured bool
+	Phase    string
 }
 
 // HostState is a snapshot of one host, for schedulers, metrics and reports.

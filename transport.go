@@ -162,6 +162,8 @@ type Transport struct {
 	// Observer receives every Event. If nil, none is sent.
 	Observer Observer
 
+	ctxObs   ContextObserver // Observer, when it is one
+	seq      atomic.Uint64   // request ids not given by the caller
 	once     sync.Once
 	regOnce  sync.Once
 	regErr   error
@@ -224,6 +226,7 @@ func (t *Transport) init() {
 			t.blocks = DefaultBlocks
 		}
 		t.agent = []string{t.UserAgent}
+		t.ctxObs, _ = t.Observer.(ContextObserver)
 		t.store = t.Store
 		if t.store == nil {
 			t.store = NewLocalStore(&t.reg, t.LocalOptions())
@@ -366,7 +369,7 @@ func httpScheme(s string) bool {
 func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 	ctx := req.Context()
 	opts := optsOf(ctx)
-	a := attempt{req: req, h: h, now: time.Now(), cost: opts.cost, low: opts.low}
+	a := attempt{req: req, h: h, id: t.requestID(opts), obs: opts.obs, now: time.Now(), cost: opts.cost, low: opts.low}
 	// The global budget is shared by every request: count deposits with an
 	// atomic and fold them in every 64, or when a retry needs the budget,
 	// so the hot path takes no global lock.
@@ -394,11 +397,11 @@ func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 			return t.finish(&a)
 		}
 		if a.n > t.retries {
-			t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: h.key, Reason: ReasonAttempts, Status: a.status, Attempt: a.n})
+			t.emit(ctx, a.obs, Event{Kind: EventGiveUp, Time: now, Host: h.key, ID: a.id, Reason: ReasonAttempts, Status: a.status, Attempt: a.n})
 			return t.finish(&a)
 		}
 		if !a.v.Retry || !t.withdraw(now) {
-			t.emit(ctx, Event{Kind: EventGiveUp, Time: now, Host: h.key, Reason: ReasonBudget, Status: a.status, Attempt: a.n})
+			t.emit(ctx, a.obs, Event{Kind: EventGiveUp, Time: now, Host: h.key, ID: a.id, Reason: ReasonBudget, Status: a.status, Attempt: a.n})
 			return t.finish(&a)
 		}
 		if a.resp != nil {
@@ -411,7 +414,7 @@ func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 		if out != Throttled {
 			wait := t.Backoff.Next(a.n, prevDelay)
 			prevDelay = wait
-			t.emit(ctx, Event{Kind: EventWait, Time: now, Host: h.key, Reason: ReasonBackoff, Delay: wait, Attempt: a.n + 1})
+			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: now, Host: h.key, ID: a.id, Reason: ReasonBackoff, Delay: wait, Attempt: a.n + 1})
 			if err := sleep(ctx, wait); err != nil {
 				return nil, err
 			}

@@ -141,7 +141,7 @@ func (t *Transport) Try(req *http.Request, o TryOptions) (*http.Response, Tried,
 	}
 	ctx := req.Context()
 	opts := optsOf(ctx)
-	a := attempt{req: req, h: h, n: max(o.Attempt, 1), now: time.Now(), cost: opts.cost}
+	a := attempt{req: req, h: h, n: max(o.Attempt, 1), id: t.requestID(opts), obs: opts.obs, now: time.Now(), cost: opts.cost}
 	a.grant = a.n > 1
 	if adm, ok := t.tryAdmit(&a); !ok {
 		t.reg.Put(h)

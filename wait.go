@@ -32,7 +32,7 @@ func (t *Transport) Wait(ctx context.Context, key string) error {
 	h := t.reg.Get(key)
 	defer t.reg.Put(h)
 	opts := optsOf(ctx)
-	a := attempt{h: h, now: time.Now(), cost: opts.cost, low: opts.low}
+	a := attempt{h: h, id: opts.id, obs: opts.obs, now: time.Now(), cost: opts.cost, low: opts.low}
 	err := t.admit(ctx, &a)
 	t.unmarkWaiting(&a)
 	if err != nil {
@@ -45,9 +45,11 @@ func (t *Transport) Wait(ctx context.Context, key string) error {
 // reqOpts are the per-request terms a context carries to a Transport,
 // looked up once per request.
 type reqOpts struct {
-	cost      int  // tokens each attempt takes; 0 is 1
-	noRetries bool // send once
-	low       bool // background priority
+	cost      int      // tokens each attempt takes; 0 is 1
+	noRetries bool     // send once
+	low       bool     // background priority
+	id        uint64   // the request's id (WithRequestID); 0: the Transport numbers it
+	obs       Observer // the request's own Observer (WithObserver)
 }
 
 // Priority orders requests to one host that wait for its tokens.

@@ -285,6 +285,15 @@ func (c *Controller) Capacity() (rate float64, measured bool) {
 	return c.capEst, c.capEst > 0 && !c.capLow
 }
 
+// Phase returns the controller's phase: "starting" (slow start until the
+// first congestion signal), "settled", "probing" (reaching above the
+// capacity to see whether it grew) or "ramping" (the probe found room).
+func (c *Controller) Phase() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.phase.String()
+}
+
 // SetMax sets a ceiling on the rate, below Config.Max: from robots.txt's
 // Crawl-delay, RateLimit headers or per-host configuration. Zero, a negative
 // rate or +Inf removes it. A rate in force above the ceiling drops at once.

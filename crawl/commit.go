@@ -111,6 +111,7 @@ func (j *Job) flush(batch []commitMsg) error {
 			continue
 		}
 		redactResult(m.res)
+		m.res.ID = m.it.id
 		if m.kept != nil && j.warc != nil {
 			off := j.warc.response(m.res.URL, m.res.Finished, m.kept)
 			m.res.WARC = &off

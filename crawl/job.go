@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/audit"
 	"github.com/polite-go/polite/breaker"
 	"github.com/polite-go/polite/retry"
 )
@@ -181,6 +182,7 @@ type Job struct {
 	fatal   func()   // stops the fetchers after a fatal commit error
 	res     *resultsFile
 	warc    *warcWriter
+	events  *audit.Log // events.jsonl
 
 	mu         sync.Mutex // guards the fields below
 	total      int
@@ -224,6 +226,10 @@ func Open(dir string, opts Options) (*Job, error) {
 	}
 	j := &Job{dir: dir, opts: opts, lock: lock, hosts: map[string]*host{}, outcomes: map[string]int{}}
 	j.defaults()
+	if err := j.openEvents(); err != nil {
+		j.Close()
+		return nil, err
+	}
 	if j.st, err = openStore(filepath.Join(dir, StateFile)); err != nil {
 		j.Close()
 		return nil, err
@@ -378,21 +384,29 @@ func (s Summary) OK() bool {
 	return !s.Interrupted && s.Done == s.Total && s.Outcomes[OK] == s.Total
 }
 
-// Close releases the job's files. It does not stop a Run: end Run's context
-// and wait for it first.
+// Close releases the job's files; a second Close does nothing. It does not
+// stop a Run: end Run's context and wait for it first.
 func (j *Job) Close() error {
 	var errs []error
 	if j.warc != nil {
 		errs = append(errs, j.warc.Close())
+		j.warc = nil
 	}
 	if j.res != nil {
 		errs = append(errs, j.res.Close())
+		j.res = nil
+	}
+	if j.events != nil {
+		errs = append(errs, j.events.Close())
+		j.events = nil
 	}
 	if j.st != nil {
 		errs = append(errs, j.st.Close())
+		j.st = nil
 	}
 	if j.lock != nil {
 		errs = append(errs, j.lock.Close())
+		j.lock = nil
 	}
 	return errors.Join(errs...)
 }

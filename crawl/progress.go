@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/breaker"
 	"github.com/polite-go/polite/bucket"
 )
 
@@ -99,6 +101,11 @@ type HostProgress struct {
 	Failed    int64         // of which not ok
 	P95       time.Duration // of the latest attempts' latencies
 	Paused    time.Duration // how much longer the host is paused, if it is
+	// Why says what holds the host back now, "" when nothing does: its
+	// pause and the pause's reason (retry-after, backoff, ratelimit), an
+	// open breaker, a soft block, the robots.txt Crawl-delay or RateLimit
+	// ceiling it runs at, its in-flight cap, or its rate.
+	Why string
 }
 
 // Progress returns a snapshot of the job, with at most topHosts hosts (all
@@ -164,8 +171,32 @@ func (j *Job) Progress(topHosts int) Progress {
 			if st.Rate < bucket.Inf {
 				hp.Rate = st.Rate
 			}
+			hp.Why = slowBecause(st, now)
 		}
 		p.Hosts = append(p.Hosts, hp)
 	}
 	return p
+}
+
+// slowBecause says what holds a host back at now, "" when nothing does, in
+// the order the Transport's gates would: block, pause, breaker, then the
+// rate (under a ceiling or its own) and the in-flight cap.
+func slowBecause(st polite.HostState, now time.Time) string {
+	switch {
+	case st.Blocked != "":
+		return "blocked: " + st.Blocked
+	case st.PausedUntil.After(now):
+		return fmt.Sprintf("paused %v (%s)", st.PausedUntil.Sub(now).Round(100*time.Millisecond), st.PauseWhy)
+	case st.Breaker == breaker.Open:
+		return "breaker open"
+	case st.Breaker == breaker.HalfOpen:
+		return "breaker probing"
+	case st.Concurrency > 0 && st.InFlight >= st.Concurrency:
+		return fmt.Sprintf("at its in-flight cap (%d)", st.Concurrency)
+	case st.NextToken.After(now) && st.Ceiling > 0 && st.Rate >= st.Ceiling*0.999:
+		return fmt.Sprintf("at its crawl-delay/RateLimit ceiling (%.3g/s)", st.Ceiling)
+	case st.NextToken.After(now):
+		return fmt.Sprintf("waiting on its rate (%.3g/s)", st.Rate)
+	}
+	return ""
 }

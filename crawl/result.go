@@ -53,6 +53,9 @@ type Result struct {
 	// LatencyMS is the last request's time from sending to the response
 	// headers (or the error), in milliseconds; 0 when none was sent.
 	LatencyMS float64 `json:"latency_ms"`
+	// ID is the URL's id in the job: the id of the events (events.jsonl)
+	// of its requests.
+	ID int64 `json:"id,omitempty"`
 }
 
 // Failed reports whether the result is not ok.

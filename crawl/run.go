@@ -187,6 +187,8 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	if it.cur != "" {
 		target = it.cur
 	}
+	// The Transport's decisions go to events.jsonl, under the URL's id.
+	ctx = polite.WithObserver(polite.WithRequestID(ctx, uint64(it.id)), j.events)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil { // CheckURL let it through; be safe
 		j.finishErr(it, InvalidURL, 0, "invalid URL: "+err.Error())
@@ -492,6 +494,7 @@ func (j *Job) finish(it *item, res *Result, k *kept) {
 
 // deferred records a URL put off until notBefore.
 func (j *Job) deferred(it *item, notBefore time.Time) {
+	j.logDeferred(it, notBefore)
 	j.commits <- commitMsg{later: &later{id: it.id, attempts: it.attempts, notBefore: notBefore, reason: it.reason, started: it.started}}
 }
 

@@ -98,16 +98,6 @@ func TestFetchUsageErrors(t *testing.T) {
 	}
 }
 
-func TestFetchNotSupportedYet(t *testing.T) {
-	for _, flag := range []string{"--metrics=127.0.0.1:9090"} {
-		var out, errb bytes.Buffer
-		code := Main(context.Background(), []string{"fetch", flag, "--out", t.TempDir(), "-"}, strings.NewReader(""), &out, &errb)
-		if code != ExitUsage || !strings.Contains(errb.String(), "not supported yet") {
-			t.Errorf("%s: exit %d, stderr %q", flag, code, errb.String())
-		}
-	}
-}
-
 func TestConfig(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.toml")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -117,6 +118,7 @@ func runDemo(ctx context.Context, e *env, o *demoOptions) error {
 	fmt.Fprintf(e.stdout, ", at most %d in flight.\n", fo.Concurrency)
 	err := runFetch(ctx, e, fo)
 	fmt.Fprintf(e.stdout, "\nLook inside: head %s/results.jsonl; sqlite3 %s/state.db 'select outcome, count(*) from urls group by 1'\n", fo.Out, fo.Out)
+	fmt.Fprintf(e.stdout, "Open the report in a browser: xdg-open %s (or open, on macOS)\n", filepath.Join(fo.Out, ReportFile))
 	// The demo's hosts block, disallow and hand out bad lines on purpose:
 	// URLs that end that way are the demo working, so a finished demo exits
 	// 0. (polite fetch would exit 4.)

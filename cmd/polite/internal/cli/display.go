@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
@@ -93,7 +94,11 @@ func startLog(job *crawl.Job, w io.Writer) *display {
 				}
 				var busy []string
 				for _, h := range p.Hosts {
-					busy = append(busy, fmt.Sprintf("%s(%d in flight, %d left)", h.Host, h.InFlight, h.Left))
+					why := ""
+					if h.Why != "" {
+						why = ", " + h.Why
+					}
+					busy = append(busy, fmt.Sprintf("%s(%d in flight, %d left%s)", h.Host, h.InFlight, h.Left, why))
 				}
 				if len(busy) > 0 {
 					attrs = append(attrs, "busiest", strings.Join(busy, " "))
@@ -171,15 +176,17 @@ func (m *barModel) render() string {
 	}
 	b.WriteString("\n\n")
 	if len(p.Hosts) > 0 {
-		b.WriteString(styleTitle.Render(fmt.Sprintf("%-28s %8s %9s %6s %6s %7s %8s  %s", "busiest hosts", "rate/s", "in flight", "left", "429s", "blocked", "p95", "")))
+		b.WriteString(styleTitle.Render(fmt.Sprintf("%-28s %8s %9s %6s %6s %7s %8s  %s", "busiest hosts", "rate/s", "in flight", "left", "429s", "blocked", "p95", "held back by")))
 		b.WriteString("\n")
 		for _, h := range p.Hosts {
 			note := ""
-			if h.Paused > 0 {
-				note = styleWarn.Render("paused " + h.Paused.Round(100*time.Millisecond).String())
-			}
-			if h.Blocked > 0 {
-				note = styleBad.Render("blocked")
+			switch {
+			case h.Blocked > 0:
+				note = styleBad.Render(cmp.Or(h.Why, "blocked"))
+			case h.Paused > 0 || strings.HasPrefix(h.Why, "breaker"):
+				note = styleWarn.Render(h.Why)
+			case h.Why != "":
+				note = styleDim.Render(h.Why)
 			}
 			fmt.Fprintf(&b, "%-28s %8s %9d %6d %6d %7d %8s  %s\n", trunc(h.Host, 28), fmtRate(h.Rate), h.InFlight, h.Left,
 				h.Throttled, h.Blocked, fmtDur(h.P95), note)

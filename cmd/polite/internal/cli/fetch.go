@@ -65,10 +65,12 @@ type fetchOptions struct {
 	RetryOn       map[int]bool // nil: polite's reading of the status
 
 	// Set by `polite demo`, not by flags.
-	base     http.RoundTripper // dials the built-in testbed
-	list     io.Reader         // the URL list
-	onReady  func()            // called once the job is loaded, before fetching
-	summaryN int               // hosts in the final summary
+	base    http.RoundTripper // dials the built-in testbed
+	list    io.Reader         // the URL list
+	onReady func()            // called once the job is loaded, before fetching
+	// onMetrics is called with the address --metrics listens on.
+	onMetrics func(addr string)
+	summaryN  int // hosts in the final summary
 	// Set by tests: no signal handling (a synctest bubble forbids it).
 	noSignals bool
 }
@@ -201,7 +203,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&o.Redis, "redis", "", "Redis `URL` (redis://HOST:PORT/DB) through which a fleet of workers shares each host's rate, pause, breaker and retry budget")
 	f.StringVar(&o.Fleet, "fleet", "default", "the fleet's `NAME` in Redis: workers with the same --redis and --fleet share budgets")
 	f.StringVar(&o.Outage, "outage", "local", "while Redis does not answer: local (each host's rate divided by the live workers, for 5 minutes, then closed), closed (send nothing) or open (full rate per worker)")
-	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR` (not supported yet)")
+	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR`'s /metrics while the job runs (\":9464\")")
 	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc), files (DIR/bodies/) or none")
 	f.StringVar(&maxBody, "max-body", "10MiB", "bytes of a body kept; the rest is not downloaded and the result says truncated")
 	f.IntVar(&o.MaxURLLen, "max-url-len", crawl.DefaultMaxURLLen, "longest line taken as a URL, in bytes")
@@ -445,9 +447,6 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 var errMaxTime = errors.New("--max-time reached")
 
 func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
-	if o.Metrics != "" {
-		return usageErr("--metrics: metrics are not supported yet (a later version serves them for Prometheus)")
-	}
 	list := o.list
 	if list == nil {
 		if o.List == "-" {
@@ -491,6 +490,17 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	loop := &loopbackPorts{}
 	list = loop.tap(list)
 	tr := o.transport(loop)
+	if o.Metrics != "" {
+		addr, stop, err := serveMetrics(o.Metrics, tr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		fmt.Fprintf(e.stderr, "polite: metrics on http://%s/metrics\n", addr)
+		if o.onMetrics != nil {
+			o.onMetrics(addr)
+		}
+	}
 	if o.Redis != "" {
 		closeRedis, err := o.fleetStore(ctx, e, tr)
 		if err != nil {
@@ -556,6 +566,12 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		n = 20
 	}
 	writeSummary(e.stdout, job.Progress(-1), sum, o.Out, n)
+	job.Close() // events.jsonl written out, for the report
+	if path, rerr := writeReport(o.Out); rerr != nil {
+		fmt.Fprintf(e.stderr, "polite: %v\n", rerr)
+	} else {
+		fmt.Fprintf(e.stdout, "report: %s\n", path)
+	}
 	if o.Adaptive {
 		fmt.Fprintf(e.stdout, "rates: each host started at %s req/s and could rise to %s (--max-rate); the rate column is where each ended\n",
 			fmtRate(o.Rate), fmtRate(o.maxRate()))

@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/polite-go/polite/cmd/polite/internal/report"
+	"github.com/polite-go/polite/crawl"
+)
+
+// reportOptions are the settings of `polite report`.
+type reportOptions struct {
+	Out string
+}
+
+// ReportFile is the page `polite report DIR` writes in DIR.
+const ReportFile = "report.html"
+
+func newReportCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
+	o := &reportOptions{}
+	return &cobra.Command{
+		Use:   "report DIR",
+		Short: "Write DIR/report.html: a job's totals, throughput, status mix, hosts and throttling, as plots",
+		Long: `Read a job's state.db, results.jsonl and events.jsonl (its audit log) in DIR
+and write DIR/report.html, one offline page: totals and what politeness cost
+(time waited by reason, time paused); throughput over time by outcome; the
+status mix with 429 and 503 called out; the hosts table (sortable); and for
+the most throttled hosts the rate polite set against the rate they served and
+their capacity estimate, with 429s, pauses and open breakers marked, and
+latency. The plots are SVG in the page: it needs no network and no
+JavaScript to read. A running job may be reported on: the page is a
+snapshot. Open it with a browser (xdg-open DIR/report.html).`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, a []string) error {
+			o.Out = a[0]
+			if runF != nil {
+				return runF(c.Context(), o)
+			}
+			path, err := writeReport(o.Out)
+			if err != nil {
+				return &exitError{code: ExitFatal, err: err}
+			}
+			fmt.Fprintln(e.stdout, path)
+			return nil
+		},
+	}
+}
+
+// writeReport writes dir's report page and returns its path. It writes a
+// temporary file and renames it, so a reader never sees half a page.
+func writeReport(dir string) (string, error) {
+	st, err := crawl.ReadStatus(dir, 0)
+	if err != nil {
+		return "", err
+	}
+	results, err := openOptional(filepath.Join(dir, crawl.ResultsFile))
+	if err != nil {
+		return "", err
+	}
+	defer closeOptional(results)
+	events, err := openOptional(filepath.Join(dir, crawl.EventsFile))
+	if err != nil {
+		return "", err
+	}
+	defer closeOptional(events)
+	d, err := report.Read(reader(results), reader(events), report.Job{Total: st.Total, Pending: st.Pending})
+	if err != nil {
+		return "", fmt.Errorf("report: %s: %w", dir, err)
+	}
+	d.Dir = dir
+	path := filepath.Join(dir, ReportFile)
+	tmp, err := os.CreateTemp(dir, ".report-*.html")
+	if err != nil {
+		return "", fmt.Errorf("report: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	err = report.Write(tmp, d)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("report: writing %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// openOptional opens path, or returns nil when it does not exist.
+func openOptional(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	return f, nil
+}
+
+func closeOptional(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
+}
+
+// reader returns f as a Reader, nil for a nil f.
+func reader(f *os.File) io.Reader {
+	if f == nil {
+		return nil
+	}
+	return f
+}

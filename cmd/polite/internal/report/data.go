@@ -1,0 +1,345 @@
+// Package report builds `polite report`: one offline HTML page about a
+// crawl job, from its results.jsonl, events.jsonl (the audit log) and
+// state.db, with plots drawn as inline SVG by this package.
+//
+// The data is reduced before it is drawn: attempts are counted into at
+// most Buckets time buckets (exact counts, so every plotted series sums to
+// the totals the tables show), the hosts table is capped at MaxHosts rows
+// and the per-host plots at DetailHosts hosts.
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/polite-go/polite/audit"
+)
+
+// Limits on what a report shows.
+const (
+	Buckets     = 120 // time buckets of the plots
+	MaxHosts    = 500 // rows of the hosts table
+	DetailHosts = 8   // hosts given their own plot
+)
+
+// Classes of attempts, as the throughput plot stacks them.
+var Classes = []string{"2xx", "3xx", "4xx", "429", "5xx", "503", "error"}
+
+// classOf returns the class of an attempt with status s (0: no response).
+func classOf(s int) int {
+	switch {
+	case s == 0:
+		return 6
+	case s == 429:
+		return 3
+	case s == 503:
+		return 5
+	case s < 300:
+		return 0
+	case s < 400:
+		return 1
+	case s < 500:
+		return 2
+	}
+	return 4
+}
+
+// Job is what state.db says of the job (see crawl.ReadStatus); the zero
+// Job when there is none to read.
+type Job struct {
+	Total, Pending int
+}
+
+// Data is a job reduced for its report.
+type Data struct {
+	Dir     string
+	Job     Job
+	Built   time.Time
+	Running bool // URLs are pending
+
+	// From results.jsonl: finished URLs by outcome.
+	URLs     int
+	Outcomes map[string]int
+
+	// From events.jsonl.
+	Start, End time.Time
+	Requests   int                // attempts
+	Statuses   map[int]int        // attempts by status (0: no response)
+	WaitBy     map[string]float64 // seconds waited by reason, over requests
+	PauseBy    map[string]float64 // seconds hosts were paused, by reason
+	GiveUps    map[string]int
+	Clamped    int           // Retry-After / crawl-delay values polite applied less of
+	Width      time.Duration // of a time bucket
+	Throughput [][]int       // [class][bucket] attempts
+	Hosts      []*Host       // by throttle pain, most first
+	HostsCut   int           // hosts left out of the table
+	Detail     []*Host       // the most throttled hosts, for their plots
+	Events     int           // lines read
+}
+
+// Host is one host's figures.
+type Host struct {
+	Name         string
+	Requests, OK int
+	S429, S503   int
+	URLs, URLsOK int
+	P50, P95     float64 // latency, ms
+	Rate         float64 // final rate set; NaN when never set
+	MinRate      float64
+	MaxRate      float64
+	Capacity     float64
+	Measured     bool
+	Paused       float64 // seconds
+	BreakerOpens int
+	lat          []float64
+	steps        []point // rate set over time
+	caps         []point // capacity estimate over time
+	ticks        []int64 // 429s, ms
+	pauses       []span
+	breaker      []span
+	openAt       int64 // an open breaker's start, 0 when closed
+	okAt         []int64
+	latAt        []point
+}
+
+type point struct {
+	t int64 // ms
+	v float64
+}
+
+type span struct{ from, to int64 }
+
+// Pain orders hosts for the detail plots: 429s and 503s, a second of pause
+// and a breaker opening each count one.
+func (h *Host) Pain() float64 {
+	return float64(h.S429+h.S503+h.BreakerOpens) + h.Paused
+}
+
+// result is the part of a results.jsonl line a report reads.
+type result struct {
+	Host    string `json:"host"`
+	Outcome string `json:"outcome"`
+}
+
+// Read reduces a job's results.jsonl and events.jsonl (either may be nil)
+// to its report's data. A partial last line (a job still writing) is
+// skipped.
+func Read(results, events io.Reader, job Job) (*Data, error) {
+	d := &Data{Job: job, Outcomes: map[string]int{}, Statuses: map[int]int{}, WaitBy: map[string]float64{},
+		PauseBy: map[string]float64{}, GiveUps: map[string]int{}, Built: time.Now().UTC()}
+	hosts := map[string]*Host{}
+	host := func(name string) *Host {
+		h := hosts[name]
+		if h == nil {
+			h = &Host{Name: name, Rate: math.NaN(), MinRate: math.Inf(1), MaxRate: math.Inf(-1)}
+			hosts[name] = h
+		}
+		return h
+	}
+	if results != nil {
+		if err := readResults(results, func(r *result) {
+			d.URLs++
+			d.Outcomes[r.Outcome]++
+			if r.Host != "" {
+				h := host(r.Host)
+				h.URLs++
+				if r.Outcome == "ok" {
+					h.URLsOK++
+				}
+			}
+		}); err != nil {
+			return nil, err
+		}
+	}
+	var first, last int64 = math.MaxInt64, math.MinInt64
+	var attempts []attemptAt
+	if events != nil {
+		err := audit.Read(events, func(r *audit.Record) error {
+			d.Events++
+			first, last = min(first, r.T), max(last, r.T)
+			h := host(r.Host)
+			switch r.Kind {
+			case "attempt":
+				attempts = append(attempts, attemptAt{t: r.T, class: uint8(classOf(r.Status)), host: h})
+				d.Requests++
+				d.Statuses[r.Status]++
+				h.Requests++
+				if r.Outcome == "ok" {
+					h.OK++
+					h.okAt = append(h.okAt, r.T)
+				}
+				switch r.Status {
+				case 429:
+					h.S429++
+					h.ticks = append(h.ticks, r.T)
+				case 503:
+					h.S503++
+				}
+				if r.Status != 0 {
+					h.lat = append(h.lat, r.Latency)
+					h.latAt = append(h.latAt, point{r.T, r.Latency})
+				}
+			case "wait":
+				d.WaitBy[r.Reason] += r.Delay / 1e3
+			case "pause":
+				d.PauseBy[r.Reason] += r.Delay / 1e3
+				h.Paused += r.Delay / 1e3
+				h.pauses = append(h.pauses, span{r.T, r.T + int64(r.Delay)})
+				last = max(last, r.T+int64(r.Delay))
+			case "give-up":
+				d.GiveUps[r.Reason]++
+			case "rate":
+				if r.Rate != nil {
+					v := *r.Rate
+					h.Rate, h.MinRate, h.MaxRate = v, min(h.MinRate, v), max(h.MaxRate, v)
+					h.steps = append(h.steps, point{r.T, v})
+				}
+				if r.Cap > 0 {
+					h.Capacity, h.Measured = r.Cap, r.Meas
+					h.caps = append(h.caps, point{r.T, r.Cap})
+				}
+			case "breaker":
+				switch r.Detail {
+				case "open":
+					h.BreakerOpens++
+					if h.openAt == 0 {
+						h.openAt = r.T
+					}
+				case "closed", "half-open":
+					if h.openAt != 0 {
+						h.breaker = append(h.breaker, span{h.openAt, r.T})
+						h.openAt = 0
+					}
+				}
+			}
+			if r.Clamped {
+				d.Clamped++
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if first <= last {
+		d.Start, d.End = time.UnixMilli(first).UTC(), time.UnixMilli(last).UTC()
+	}
+	d.bucket(attempts, first, last)
+	d.Running = job.Pending > 0
+	for _, h := range hosts {
+		if h.openAt != 0 {
+			h.breaker = append(h.breaker, span{h.openAt, last})
+		}
+		if h.Requests == 0 && h.URLs == 0 {
+			continue // robots.txt fetches' own host keys, say: nothing to show
+		}
+		h.P50, h.P95 = quantiles(h.lat)
+		if math.IsInf(h.MinRate, 1) {
+			h.MinRate, h.MaxRate = math.NaN(), math.NaN()
+		}
+		d.Hosts = append(d.Hosts, h)
+	}
+	sort.Slice(d.Hosts, func(i, j int) bool {
+		a, b := d.Hosts[i], d.Hosts[j]
+		if a.Pain() != b.Pain() {
+			return a.Pain() > b.Pain()
+		}
+		if a.Requests != b.Requests {
+			return a.Requests > b.Requests
+		}
+		return a.Name < b.Name
+	})
+	for _, h := range d.Hosts {
+		if len(d.Detail) < DetailHosts && h.Pain() > 0 {
+			d.Detail = append(d.Detail, h)
+		}
+	}
+	if len(d.Hosts) > MaxHosts {
+		d.HostsCut = len(d.Hosts) - MaxHosts
+		d.Hosts = d.Hosts[:MaxHosts]
+	}
+	return d, nil
+}
+
+type attemptAt struct {
+	t     int64
+	class uint8
+	host  *Host
+}
+
+// bucket counts attempts into time buckets spanning first..last.
+func (d *Data) bucket(attempts []attemptAt, first, last int64) {
+	d.Throughput = make([][]int, len(Classes))
+	for i := range d.Throughput {
+		d.Throughput[i] = make([]int, Buckets)
+	}
+	if first > last {
+		d.Width = time.Second
+		return
+	}
+	w := (last - first + Buckets) / Buckets // ms, at least 1
+	d.Width = time.Duration(w) * time.Millisecond
+	for _, a := range attempts {
+		d.Throughput[a.class][d.index(a.t)]++
+	}
+}
+
+// index returns the bucket of time t (ms).
+func (d *Data) index(t int64) int {
+	w := d.Width.Milliseconds()
+	i := int((t - d.Start.UnixMilli()) / w)
+	return min(max(i, 0), Buckets-1)
+}
+
+// quantiles returns the 50th and 95th percentiles of v (NaN when empty).
+func quantiles(v []float64) (p50, p95 float64) {
+	if len(v) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	slices.Sort(v)
+	at := func(q float64) float64 { return v[min(int(q*float64(len(v))), len(v)-1)] }
+	return at(0.5), at(0.95)
+}
+
+// readResults calls fn for each whole line of results.jsonl.
+func readResults(r io.Reader, fn func(*result)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var res result
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF {
+			return nil // the end, or a partial last line
+		}
+		if err != nil {
+			return fmt.Errorf("results.jsonl: %w", err)
+		}
+		res = result{}
+		if err := json.Unmarshal(line, &res); err != nil {
+			return fmt.Errorf("results.jsonl line %d: %w", n, err)
+		}
+		fn(&res)
+	}
+}
+
+// fmtNum formats a count with thin grouping.
+func fmtNum(n int) string {
+	s := strconv.Itoa(n)
+	if len(s) <= 4 {
+		return s
+	}
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}

@@ -1,0 +1,55 @@
+package crawl
+
+import (
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/audit"
+)
+
+// EventsFile is the job's audit log: one line per decision the Transport
+// made for the job's requests (package audit), appended to by every run;
+// each line's id is the id of its URL's line in results.jsonl.
+const EventsFile = "events.jsonl"
+
+// openEvents opens the job's audit log. The job's requests carry it as
+// their Observer (polite.WithObserver), so a Transport shared with others
+// logs only the job's.
+func (j *Job) openEvents() error {
+	l, err := audit.Open(filepath.Join(j.dir, EventsFile), audit.Options{})
+	if err != nil {
+		return err
+	}
+	j.events = l
+	return nil
+}
+
+// logDeferred writes the job's own wait to events.jsonl: a URL put off
+// until notBefore (the zero time: left for the next run, not logged), for
+// why it last waited.
+func (j *Job) logDeferred(it *item, notBefore time.Time) {
+	if j.events == nil || notBefore.IsZero() || it.host == nil {
+		return
+	}
+	now := time.Now()
+	j.events.Observe(polite.Event{Kind: polite.EventWait, Time: now, Host: it.host.key, ID: uint64(it.id),
+		Reason: waitReason(it.reason), Delay: max(notBefore.Sub(now), 0), Attempt: it.attempts + 1, Detail: it.reason})
+}
+
+// waitReason maps why a URL waits (item.reason) to a polite.Reason, so
+// that waits sum by a few reasons.
+func waitReason(why string) polite.Reason {
+	switch {
+	case strings.HasPrefix(why, "paused ("):
+		return polite.Reason(strings.TrimSuffix(strings.TrimPrefix(why, "paused ("), ")"))
+	case why == "breaker open":
+		return polite.ReasonBreaker
+	case strings.HasSuffix(why, "retry budget spent"):
+		return polite.ReasonBudget
+	case strings.Contains(why, "robots.txt"):
+		return polite.ReasonRobots
+	}
+	return polite.ReasonBackoff
+}

@@ -1,0 +1,108 @@
+package crawl
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/audit"
+	"github.com/polite-go/polite/testbed"
+)
+
+// TestEventsFile: a job writes its Transport's decisions to events.jsonl,
+// each under the id of its URL's line in results.jsonl, and a second run
+// appends to it.
+func TestEventsFile(t *testing.T) {
+	srv := testbed.NewServer(
+		testbed.HostConfig{Name: "a.test"},
+		testbed.HostConfig{Name: "b.test", Rate: 20, Burst: 2, RetryAfter: testbed.RetryAfterSeconds},
+	)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var list strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&list, "http://a.test/p/%d\nhttp://b.test/p/%d\n", i, i)
+	}
+	dir := t.TempDir()
+	tr := &polite.Transport{Base: srv.Transport(), Limits: polite.Limits{Rate: 100, Burst: 10, Concurrency: 4}}
+	runJob(t, dir, tr, list.String(), Options{Workers: 8})
+	if tr.Observer != nil {
+		t.Error("the job changed its Transport's Observer")
+	}
+	ids := map[uint64]string{}
+	for _, r := range readResults(t, dir) {
+		if r.ID == 0 {
+			t.Fatalf("result %s has no id", r.URL)
+		}
+		ids[uint64(r.ID)] = r.Host
+	}
+	recs := readEvents(t, dir)
+	attempts, throttled := 0, 0
+	for _, r := range recs {
+		if r.Kind != "attempt" || r.Host == "" {
+			continue
+		}
+		attempts++
+		if r.Status == 429 {
+			throttled++
+		}
+		if r.Host != "a.test" && r.Host != "b.test" {
+			continue // robots.txt
+		}
+		if h, ok := ids[r.ID]; !ok || h != r.Host {
+			t.Errorf("attempt to %s has id %d, which results.jsonl gives to %q", r.Host, r.ID, h)
+		}
+	}
+	waits := 0
+	for _, r := range recs {
+		if r.Kind == "wait" && r.ID != 0 {
+			waits++
+		}
+	}
+	if waits == 0 {
+		t.Error("events.jsonl holds none of the job's own waits (URLs put off for a retry)")
+	}
+	if attempts < 40 || throttled == 0 {
+		t.Errorf("events.jsonl: %d attempts, %d throttled; want ≥ 40 and some 429s from b.test", attempts, throttled)
+	}
+	// A second job run on the same folder appends.
+	f, _ := os.OpenFile(filepath.Join(dir, EventsFile), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"t":1,"k":"att`) // a kill mid-line
+	f.Close()
+	runJob(t, dir, &polite.Transport{Base: srv.Transport()}, "http://a.test/extra\n", Options{})
+	if got := len(readEvents(t, dir)); got <= len(recs) {
+		t.Errorf("after a rerun %d events, want more than %d", got, len(recs))
+	}
+}
+
+func readEvents(t *testing.T, dir string) []audit.Record {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []audit.Record
+	if err := audit.Read(f, func(r *audit.Record) error { out = append(out, *r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestWaitReason: why a URL waits, as a reason waits are summed by.
+func TestWaitReason(t *testing.T) {
+	for why, want := range map[string]polite.Reason{
+		"paused (retry-after)": polite.ReasonRetryAfter, "breaker open": polite.ReasonBreaker,
+		"503 Service Unavailable, retry budget spent": polite.ReasonBudget, "robots.txt unreachable": polite.ReasonRobots,
+		"waiting for robots.txt": polite.ReasonRobots, "429 Too Many Requests": polite.ReasonBackoff, "timeout": polite.ReasonBackoff,
+	} {
+		if got := waitReason(why); got != want {
+			t.Errorf("waitReason(%q) = %q, want %q", why, got, want)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package polite
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polite-go/polite/adaptive"
+)
+
+// recorder keeps every Event and the request id its context carried.
+type recorder struct {
+	mu     sync.Mutex // guards events, ctxIDs
+	events []Event
+	ctxIDs []uint64
+}
+
+func (r *recorder) Observe(e Event) { r.ObserveContext(context.Background(), e) }
+
+func (r *recorder) ObserveContext(ctx context.Context, e Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e.Header = nil // not to be kept
+	r.events = append(r.events, e)
+	r.ctxIDs = append(r.ctxIDs, RequestID(ctx))
+}
+
+func (r *recorder) find(k EventKind, why Reason) (Event, uint64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, e := range r.events {
+		if e.Kind == k && e.Reason == why {
+			return e, r.ctxIDs[i], true
+		}
+	}
+	return Event{}, 0, false
+}
+
+// TestEventInputs: events carry the inputs of their decisions (the raw
+// Retry-After, what was asked and applied, the previous rate and the
+// controller's state), the request id given in the context, and that
+// context, to a ContextObserver.
+func TestEventInputs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		tr := &Transport{Limits: Limits{Rate: 50, Burst: 1, Concurrency: 1}, Observer: rec, MaxRetryAfter: time.Minute,
+			Retries: -1, Adaptive: &adaptive.Config{Initial: 50}}
+		c, _ := setup(t, tr, map[string]http.HandlerFunc{
+			"slow.test": func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "30")
+				w.WriteHeader(http.StatusTooManyRequests)
+			},
+			"gone.test": func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "3600")
+				w.WriteHeader(http.StatusTooManyRequests)
+			},
+		})
+		for i, u := range []string{"http://slow.test/", "http://gone.test/"} {
+			req, _ := http.NewRequestWithContext(WithRequestID(context.Background(), uint64(41+i)), "GET", u, nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+
+		p, ctxID, ok := rec.find(EventPause, ReasonRetryAfter)
+		if !ok {
+			t.Fatal("no Retry-After pause event")
+		}
+		if p.ID != 41 || ctxID != 41 || p.RetryAfter != "30" || p.Requested != 30*time.Second || p.Delay != 30*time.Second || p.Clamped {
+			t.Errorf("pause = id %d (context %d), raw %q, requested %v, applied %v, clamped %v; want 41, 41, \"30\", 30s, 30s, false",
+				p.ID, ctxID, p.RetryAfter, p.Requested, p.Delay, p.Clamped)
+		}
+		g, _, ok := rec.find(EventGiveUp, ReasonRetryAfter)
+		if !ok {
+			t.Fatal("no give-up event for a Retry-After past MaxRetryAfter")
+		}
+		if g.ID != 42 || g.RetryAfter != "3600" || g.Requested != time.Hour || !g.Clamped {
+			t.Errorf("give-up = id %d, raw %q, requested %v, clamped %v; want 42, \"3600\", 1h, true", g.ID, g.RetryAfter, g.Requested, g.Clamped)
+		}
+		r, _, ok := rec.find(EventRate, ReasonAdaptive)
+		if !ok {
+			t.Fatal("no adaptive rate event after a 429")
+		}
+		if r.ID != 41 || !(r.Prev > r.Rate) || r.Phase == "" {
+			t.Errorf("rate event = id %d, %v → %v, phase %q; want id 41, a cut from the previous rate, a phase", r.ID, r.Prev, r.Rate, r.Phase)
+		}
+		a, _, ok := rec.find(EventAttempt, "")
+		if !ok || a.ID != 41 || a.Status != 429 {
+			t.Errorf("attempt event = %+v, want id 41, status 429", a)
+		}
+	})
+}
+
+// TestRequestIDsNumbered: requests without an id get distinct ones, shared
+// by all of a request's events.
+func TestRequestIDsNumbered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		c, _ := setup(t, &Transport{Limits: fast(), Observer: rec}, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) {},
+		})
+		for range 3 {
+			resp, _, err := get(t, c, "http://a.test/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		seen := map[uint64]bool{}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		for _, e := range rec.events {
+			if e.Kind == EventAttempt {
+				seen[e.ID] = true
+			}
+		}
+		if len(seen) != 3 || seen[0] {
+			t.Errorf("attempt ids = %v, want 3 distinct non-zero", seen)
+		}
+	})
+}

@@ -1,0 +1,332 @@
+// Package otelpolite records a polite.Transport's decisions as
+// OpenTelemetry metrics, through the OpenTelemetry metric API only (the
+// SDK and an exporter are the program's choice).
+//
+// A Metrics is a polite.Observer. Set it as a Transport's Observer:
+//
+//	m, err := otelpolite.New(otelpolite.Options{MeterProvider: mp, Transport: tr})
+//	tr.Observer = m
+//
+// It records, per attempt, the stable HTTP client instruments
+// http.client.request.duration (the time on the wire: polite's waits are
+// not in it) and http.client.active_requests, and polite's own:
+//
+//	polite.throttle.wait.duration   histogram, s      polite.wait.reason, server.address
+//	polite.request.retries          counter           server.address
+//	polite.request.give_ups         counter           polite.giveup.reason
+//	polite.host.pauses              counter           polite.pause.reason, server.address
+//	polite.host.pause.duration      histogram, s      polite.pause.reason, polite.pause.clamped
+//	polite.host.rate.changes        counter           polite.rate.direction, polite.rate.reason
+//	polite.breaker.transitions      counter           polite.breaker.state
+//	polite.host.rate.limit          gauge, {request}/s server.address (tracked hosts only)
+//	polite.host.capacity            gauge, {request}/s server.address, polite.capacity.measured (tracked hosts only)
+//	polite.host.count               updowncounter     polite.host.state (with Options.Transport)
+//
+// server.address is bounded: the first MaxHosts hosts to be throttled,
+// paused, cut or have their breaker move are tracked by name for good
+// (sticky); every other host is "_other", which keeps the status and the
+// reason. A run over a million hosts therefore exports as many series as
+// one over a hundred.
+//
+// A request in flight when its host comes to be tracked was counted up in
+// http.client.active_requests under _other and is counted down under the
+// host's name: the two drift apart by the requests in flight at that
+// instant, once per tracked host (MaxHosts times at most).
+//
+// error.type, on attempts without a response, is one of: "network",
+// "timeout" (the request's context ended), "canceled", "_OTHER".
+package otelpolite
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/breaker"
+)
+
+// ScopeName is the instrumentation scope of the instruments.
+const ScopeName = "github.com/polite-go/polite/otelpolite"
+
+// DefaultMaxHosts is how many hosts are tracked by name when
+// Options.MaxHosts is zero.
+const DefaultMaxHosts = 20
+
+// Other is the server.address of the hosts not tracked by name.
+const Other = "_other"
+
+// Options configure New; the zero value records to the global
+// MeterProvider.
+type Options struct {
+	// MeterProvider makes the instruments. If nil, otel.GetMeterProvider()
+	// is used (a no-op until the program sets one).
+	MeterProvider metric.MeterProvider
+	// MaxHosts is how many hosts are tracked by name. If zero,
+	// DefaultMaxHosts; if negative, none (every host is _other).
+	MaxHosts int
+	// Transport, when set, is read at each collection for
+	// polite.host.count (hosts by state).
+	Transport *polite.Transport
+}
+
+// Advisory bucket boundaries: the semantic conventions' for an attempt,
+// long ones for waits and pauses, which run to minutes.
+var (
+	attemptBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+	longBuckets    = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3600}
+)
+
+// Metrics records Events as metrics. It is safe for concurrent use.
+type Metrics struct {
+	duration  metric.Float64Histogram
+	active    metric.Int64UpDownCounter
+	wait      metric.Float64Histogram
+	retries   metric.Int64Counter
+	giveUps   metric.Int64Counter
+	pauses    metric.Int64Counter
+	pauseLen  metric.Float64Histogram
+	rates     metric.Int64Counter
+	breaker   metric.Int64Counter
+	reg       metric.Registration
+	transport *polite.Transport
+
+	max   int
+	hosts sync.Map     // host key → *slot, for tracked hosts
+	n     atomic.Int64 // slots taken
+	mu    sync.Mutex   // guards admitting a host (n and hosts together)
+	other *slot
+	slots []*slot // tracked, in admission order; guarded by mu
+
+	sets attrCache // attribute sets of low-cardinality labels
+}
+
+// New returns a Metrics making its instruments with o's MeterProvider.
+func New(o Options) (*Metrics, error) {
+	mp := o.MeterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := &Metrics{transport: o.Transport, max: o.MaxHosts}
+	if m.max == 0 {
+		m.max = DefaultMaxHosts
+	}
+	m.other = newSlot(Other)
+	meter := mp.Meter(ScopeName)
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	var err error
+	m.duration, err = meter.Float64Histogram("http.client.request.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of HTTP client requests (one attempt, polite's waits excluded)."),
+		metric.WithExplicitBucketBoundaries(attemptBuckets...))
+	add(err)
+	m.active, err = meter.Int64UpDownCounter("http.client.active_requests", metric.WithUnit("{request}"),
+		metric.WithDescription("Number of active HTTP requests."))
+	add(err)
+	m.wait, err = meter.Float64Histogram("polite.throttle.wait.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time a request was made to wait before an attempt, by reason."),
+		metric.WithExplicitBucketBoundaries(longBuckets...))
+	add(err)
+	m.retries, err = meter.Int64Counter("polite.request.retries", metric.WithUnit("{retry}"),
+		metric.WithDescription("Attempts after a request's first."))
+	add(err)
+	m.giveUps, err = meter.Int64Counter("polite.request.give_ups", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests that ended without a retry they could have had, by reason."))
+	add(err)
+	m.pauses, err = meter.Int64Counter("polite.host.pauses", metric.WithUnit("{pause}"),
+		metric.WithDescription("Times a host was paused, by reason."))
+	add(err)
+	m.pauseLen, err = meter.Float64Histogram("polite.host.pause.duration", metric.WithUnit("s"),
+		metric.WithDescription("Length of host pauses, by reason and whether polite applied less than asked."),
+		metric.WithExplicitBucketBoundaries(longBuckets...))
+	add(err)
+	m.rates, err = meter.Int64Counter("polite.host.rate.changes", metric.WithUnit("{change}"),
+		metric.WithDescription("Changes of a host's rate, by direction and reason."))
+	add(err)
+	m.breaker, err = meter.Int64Counter("polite.breaker.transitions", metric.WithUnit("{transition}"),
+		metric.WithDescription("Circuit breaker transitions, by the new state."))
+	add(err)
+	rate, err := meter.Float64ObservableGauge("polite.host.rate.limit", metric.WithUnit("{request}/s"),
+		metric.WithDescription("The rate in force for the tracked hosts."))
+	add(err)
+	capacity, err := meter.Float64ObservableGauge("polite.host.capacity", metric.WithUnit("{request}/s"),
+		metric.WithDescription("The adaptive controller's capacity estimate for the tracked hosts."))
+	add(err)
+	count, err := meter.Int64ObservableUpDownCounter("polite.host.count", metric.WithUnit("{host}"),
+		metric.WithDescription("Hosts by state (with a Transport to read)."))
+	add(err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	m.reg, err = meter.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
+		m.observeHosts(ob, rate, capacity)
+		if m.transport != nil {
+			m.observeStates(ob, count)
+		}
+		return nil
+	}, rate, capacity, count)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Close unregisters the Metrics' callback.
+func (m *Metrics) Close() error { return m.reg.Unregister() }
+
+// Observe implements polite.Observer.
+func (m *Metrics) Observe(e polite.Event) { m.ObserveContext(context.Background(), e) }
+
+// ObserveContext implements polite.ContextObserver: measurements carry
+// the request's context (for exemplars).
+func (m *Metrics) ObserveContext(ctx context.Context, e polite.Event) {
+	switch e.Kind {
+	case polite.EventSend:
+		if m.active.Enabled(ctx) {
+			m.active.Add(ctx, 1, m.slotOf(e.Host, false).active(e.Method).add...)
+		}
+	case polite.EventAttempt:
+		// Counted down under the name it was counted up under, as far as
+		// it can tell: before this answer may admit the host.
+		if m.active.Enabled(ctx) {
+			m.active.Add(ctx, -1, m.slotOf(e.Host, false).active(e.Method).add...)
+		}
+		if !m.duration.Enabled(ctx) && !m.retries.Enabled(ctx) {
+			return
+		}
+		s := m.slotOf(e.Host, e.Status == 429 || e.Status == 503)
+		m.duration.Record(ctx, e.Latency.Seconds(), s.attempt(e.Method, e.Status, errorType(e)).rec...)
+		if e.Attempt > 1 {
+			m.retries.Add(ctx, 1, s.plain.add...)
+		}
+	case polite.EventWait:
+		if m.wait.Enabled(ctx) {
+			m.wait.Record(ctx, e.Delay.Seconds(), m.slotOf(e.Host, false).reason(e.Reason, "polite.wait.reason").rec...)
+		}
+	case polite.EventPause:
+		s := m.slotOf(e.Host, true)
+		if m.pauses.Enabled(ctx) {
+			m.pauses.Add(ctx, 1, s.reason(e.Reason, "polite.pause.reason").add...)
+		}
+		if m.pauseLen.Enabled(ctx) {
+			m.pauseLen.Record(ctx, e.Delay.Seconds(), m.sets.pause(e.Reason, e.Clamped).rec...)
+		}
+	case polite.EventGiveUp:
+		if m.giveUps.Enabled(ctx) {
+			m.giveUps.Add(ctx, 1, m.sets.one("polite.giveup.reason", string(e.Reason)).add...)
+		}
+	case polite.EventRate:
+		s := m.slotOf(e.Host, e.Prev > e.Rate)
+		s.setRate(e.Rate, e.Capacity, e.Measured)
+		if m.rates.Enabled(ctx) {
+			dir := "up"
+			if e.Prev > e.Rate {
+				dir = "down"
+			}
+			m.rates.Add(ctx, 1, m.sets.two("polite.rate.direction", dir, "polite.rate.reason", string(e.Reason)).add...)
+		}
+	case polite.EventBreaker:
+		m.slotOf(e.Host, true)
+		if m.breaker.Enabled(ctx) {
+			m.breaker.Add(ctx, 1, m.sets.one("polite.breaker.state", e.Detail).add...)
+		}
+	}
+}
+
+// slotOf returns host's slot: its own when it is tracked, or when
+// constrained is set and a slot is free (it then takes it for good), else
+// _other's.
+func (m *Metrics) slotOf(host string, constrained bool) *slot {
+	if v, ok := m.hosts.Load(host); ok {
+		return v.(*slot)
+	}
+	if !constrained || m.n.Load() >= int64(m.max) {
+		return m.other
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v, ok := m.hosts.Load(host); ok {
+		return v.(*slot)
+	}
+	if m.n.Load() >= int64(m.max) {
+		return m.other
+	}
+	s := newSlot(host)
+	m.slots = append(m.slots, s)
+	m.hosts.Store(host, s)
+	m.n.Add(1)
+	return s
+}
+
+func (m *Metrics) observeHosts(ob metric.Observer, rate, capacity metric.Float64Observable) {
+	m.mu.Lock()
+	slots := m.slots
+	m.mu.Unlock()
+	for _, s := range slots {
+		r, c, measured := s.rates()
+		if r > 0 && r < 1e15 {
+			ob.ObserveFloat64(rate, r, s.plain.obs...)
+		}
+		if c > 0 {
+			ob.ObserveFloat64(capacity, c, s.capSet(measured).obs...)
+		}
+	}
+}
+
+// Host states of polite.host.count.
+var states = []string{"active", "idle", "paused", "breaker_open", "breaker_half_open", "blocked"}
+
+func (m *Metrics) observeStates(ob metric.Observer, count metric.Int64Observable) {
+	var n [6]int64
+	reg := m.transport.Registry()
+	reg.Range(func(h *polite.Host) bool {
+		st, ok := m.transport.State(h.Key())
+		if !ok {
+			return true
+		}
+		n[stateOf(st)]++
+		return true
+	})
+	for i, name := range states {
+		ob.ObserveInt64(count, n[i], m.sets.one("polite.host.state", name).obs...)
+	}
+}
+
+// errorType is an attempt's error.type: "" with a response.
+func errorType(e polite.Event) string {
+	if e.Status != 0 {
+		return ""
+	}
+	switch e.Outcome {
+	case polite.NetworkError:
+		if errors.Is(e.Err, context.DeadlineExceeded) {
+			return "timeout"
+		}
+		return "network"
+	case polite.Canceled:
+		return "canceled"
+	}
+	return "_OTHER"
+}
+
+// stateOf returns the index in states of a host's state.
+func stateOf(st polite.HostState) int {
+	switch {
+	case st.Blocked != "":
+		return 5
+	case st.PausedUntil.After(time.Now()):
+		return 2
+	case st.Breaker == breaker.Open:
+		return 3
+	case st.Breaker == breaker.HalfOpen:
+		return 4
+	case st.InFlight > 0:
+		return 0
+	}
+	return 1
+}

@@ -1,0 +1,253 @@
+package otelpolite
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/polite-go/polite"
+)
+
+var t0 = time.Date(2026, 11, 23, 22, 0, 0, 0, time.UTC)
+
+func sdk(t testing.TB) (*sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
+	r := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	return mp, r
+}
+
+func collect(t testing.TB, r *sdkmetric.ManualReader) map[string]metricdata.Aggregation {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			out[m.Name] = m.Data
+		}
+	}
+	return out
+}
+
+// series counts what a Prometheus scrape of the metrics would hold: a
+// line per counter or gauge point, and per histogram point one per bucket
+// (and +Inf) plus _sum and _count.
+func series(ms map[string]metricdata.Aggregation) int {
+	n := 0
+	for _, a := range ms {
+		switch d := a.(type) {
+		case metricdata.Histogram[float64]:
+			for _, p := range d.DataPoints {
+				n += len(p.Bounds) + 1 + 2
+			}
+		case metricdata.Sum[int64]:
+			n += len(d.DataPoints)
+		case metricdata.Sum[float64]:
+			n += len(d.DataPoints)
+		case metricdata.Gauge[float64]:
+			n += len(d.DataPoints)
+		case metricdata.Gauge[int64]:
+			n += len(d.DataPoints)
+		}
+	}
+	return n
+}
+
+// request sends the events of one request to host through m: a wait for
+// the rate, the send, the attempt.
+func request(m polite.Observer, host string, status int) {
+	now := t0
+	m.Observe(polite.Event{Kind: polite.EventWait, Time: now, Host: host, Reason: polite.ReasonRate, Delay: 20 * time.Millisecond})
+	m.Observe(polite.Event{Kind: polite.EventSend, Time: now, Host: host, Attempt: 1, Method: "GET"})
+	out := polite.OK
+	if status == 429 {
+		out = polite.Throttled
+	}
+	m.Observe(polite.Event{Kind: polite.EventAttempt, Time: now, Host: host, Attempt: 1, Method: "GET", Status: status,
+		Outcome: out, Latency: 30 * time.Millisecond})
+}
+
+// throttle sends what a 429 with Retry-After does to host.
+func throttle(m polite.Observer, host string) {
+	now := t0
+	request(m, host, 429)
+	m.Observe(polite.Event{Kind: polite.EventPause, Time: now, Host: host, Reason: polite.ReasonRetryAfter, Delay: 5 * time.Second})
+	m.Observe(polite.Event{Kind: polite.EventRate, Time: now, Host: host, Reason: polite.ReasonAdaptive, Rate: 2, Prev: 4,
+		Capacity: 3, Measured: true})
+}
+
+// TestCardinality: a run over 1,000,000 hosts, one in ten of them
+// throttled, exports at most 5,000 series, with no overflow.
+func TestCardinality(t *testing.T) {
+	hosts := 1_000_000
+	if testing.Short() {
+		hosts = 100_000
+	}
+	mp, r := sdk(t)
+	m, err := New(Options{MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for i := range hosts {
+		h := fmt.Sprintf("host-%07d.example", i)
+		switch {
+		case i%10 == 0:
+			throttle(m, h)
+		case i%97 == 0:
+			request(m, h, 503)
+		default:
+			request(m, h, 200)
+		}
+		if i%1000 == 0 {
+			m.Observe(polite.Event{Kind: polite.EventBreaker, Host: h, Reason: polite.ReasonBreaker, Detail: "open"})
+		}
+	}
+	ms := collect(t, r)
+	n := series(ms)
+	t.Logf("%d hosts: %d series", hosts, n)
+	if n > 5000 {
+		t.Errorf("%d hosts: %d series, want ≤ 5,000", hosts, n)
+	}
+	d := ms["http.client.request.duration"].(metricdata.Histogram[float64])
+	addrs := map[string]bool{}
+	for _, p := range d.DataPoints {
+		v, _ := p.Attributes.Value("server.address")
+		addrs[v.AsString()] = true
+		if p.Attributes.HasValue("otel.metric.overflow") {
+			t.Error("the SDK's cardinality limit overflowed")
+		}
+	}
+	if len(addrs) != DefaultMaxHosts+1 || !addrs[Other] {
+		t.Errorf("%d server.address values, want %d tracked and %s", len(addrs), DefaultMaxHosts, Other)
+	}
+	g := ms["polite.host.rate.limit"].(metricdata.Gauge[float64])
+	if n := len(g.DataPoints); n == 0 || n > DefaultMaxHosts {
+		t.Errorf("rate gauge has %d hosts, want some of the %d tracked (those with a rate)", n, DefaultMaxHosts)
+	}
+}
+
+// TestFromTransport: a Transport's requests show up in the semconv and
+// polite instruments, the throttled host under its own name.
+func TestFromTransport(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	mp, r := sdk(t)
+	tr := &polite.Transport{IgnoreRobots: true, Retries: -1, Limits: polite.Limits{Rate: 1000, Burst: 10}}
+	m, err := New(Options{MeterProvider: mp, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Observer = m
+	c := &http.Client{Transport: tr}
+	for _, p := range []string{"/", "/", "/slow"} {
+		resp, err := c.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	ms := collect(t, r)
+	host := srv.Listener.Addr().String()
+	d := ms["http.client.request.duration"].(metricdata.Histogram[float64])
+	got := map[string]uint64{}
+	for _, p := range d.DataPoints {
+		a, _ := p.Attributes.Value("server.address")
+		s, _ := p.Attributes.Value("http.response.status_code")
+		got[fmt.Sprintf("%s %d", a.AsString(), s.AsInt64())] += p.Count
+	}
+	// The first two went before the host was throttled: _other; the 429
+	// admitted it.
+	if got[Other+" 204"] != 2 || got[host+" 429"] != 1 {
+		t.Errorf("request durations by host and status = %v, want 2 × _other 204 and 1 × %s 429", got, host)
+	}
+	act := ms["http.client.active_requests"].(metricdata.Sum[int64])
+	for _, p := range act.DataPoints {
+		if p.Value != 0 {
+			t.Errorf("active requests %v = %d after all ended, want 0", p.Attributes.ToSlice(), p.Value)
+		}
+	}
+	pauses := ms["polite.host.pauses"].(metricdata.Sum[int64])
+	if len(pauses.DataPoints) != 1 || !pauses.DataPoints[0].Attributes.HasValue("polite.pause.reason") {
+		t.Errorf("pauses = %+v, want one with its reason", pauses.DataPoints)
+	}
+	count := ms["polite.host.count"].(metricdata.Sum[int64])
+	paused := int64(0)
+	for _, p := range count.DataPoints {
+		if v, _ := p.Attributes.Value("polite.host.state"); v.AsString() == "paused" {
+			paused = p.Value
+		}
+	}
+	if paused != 1 {
+		t.Errorf("hosts paused = %d, want 1", paused)
+	}
+}
+
+// TestNoAllocs: recording a request allocates nothing, with the SDK or
+// without a provider.
+func TestNoAllocs(t *testing.T) {
+	mp, _ := sdk(t)
+	for name, o := range map[string]Options{"noop": {MeterProvider: noop.NewMeterProvider()}, "sdk": {MeterProvider: mp}} {
+		m, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		throttle(m, "hot.example") // tracked
+		request(m, "a.example", 200)
+		if n := testing.AllocsPerRun(100, func() { request(m, "hot.example", 200); request(m, "cold.example", 200) }); n != 0 {
+			t.Errorf("%s: %v allocations per two requests, want 0", name, n)
+		}
+		m.Close()
+	}
+}
+
+// BenchmarkRequest: the cost one request's events (a wait, the send, the
+// attempt) cost: handed to an empty Observer (none: what the Transport
+// pays to make and hand over the events anyway), to Metrics with the
+// no-op provider, and with the SDK (cumulative, a ManualReader). What
+// Metrics adds is the difference from none.
+func BenchmarkRequest(b *testing.B) {
+	mp, _ := sdk(b)
+	for _, tc := range []struct {
+		name string
+		mp   func() polite.Observer
+	}{
+		{"none", func() polite.Observer { return polite.ObserverFunc(func(polite.Event) {}) }},
+		{"noop", func() polite.Observer { m, _ := New(Options{MeterProvider: noop.NewMeterProvider()}); return m }},
+		{"sdk", func() polite.Observer { m, _ := New(Options{MeterProvider: mp}); return m }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			m := tc.mp()
+			throttle(m, "hot.example")
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					h := "hot.example"
+					if i&1 == 1 {
+						h = "cold.example"
+					}
+					request(m, h, 200)
+					i++
+				}
+			})
+		})
+	}
+}
