@@ -46,6 +46,7 @@ const (
 	DefaultGrace          = 10 * time.Second
 	DefaultHostGiveUp     = 5 * time.Minute
 	DefaultMaxBacklog     = 128 << 20
+	DefaultMaxHosts       = 2048
 )
 
 // Files in a job's directory.
@@ -112,6 +113,13 @@ type Options struct {
 	// collection (GOGC=100). Measured: 400 endless bodies, 64 workers,
 	// 10 MiB MaxBody: 2.3 GB peak RSS (7.2 GB before the bound).
 	MaxBacklog int64
+	// MaxHosts bounds the hosts whose URLs Run holds in memory at a time:
+	// pending URLs are streamed from state.db, a few dozen per host (plus
+	// those in flight), so a job's memory does not grow with its size.
+	// Hosts are taken in by key order as others finish. A host paused for
+	// long holds its place meanwhile: with many such hosts, raise it. If
+	// zero, DefaultMaxHosts.
+	MaxHosts int
 	// MaxURLLen is the longest line taken as a URL. If zero,
 	// DefaultMaxURLLen.
 	MaxURLLen int
@@ -167,14 +175,13 @@ type Job struct {
 	st   *store
 	lock *os.File
 
-	// hosts, hostList, items and sched are written by Run as it loads the
-	// pending URLs, before it sets loaded, and only read afterwards.
-	hosts    map[string]*host // by key
-	hostList []*host
-	items    []*item // pending, from the database, in order
-	sched    *sched
-	retries  func(string) int
-	backoff  retry.Backoff // the Transport's
+	// sched, hostCount and invalid are written by Run as it starts,
+	// before it sets loaded, and only read afterwards.
+	sched     *sched
+	hostCount int // hosts with URLs not done when Run started
+	invalid   int // lines not URLs, not done when Run started
+	retries   func(string) int
+	backoff   retry.Backoff // the Transport's
 
 	commits chan commitMsg
 	backlog *byteSem // bounds the bytes in commits
@@ -222,7 +229,7 @@ func Open(dir string, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Job{dir: dir, opts: opts, lock: lock, hosts: map[string]*host{}, outcomes: map[string]int{}}
+	j := &Job{dir: dir, opts: opts, lock: lock, outcomes: map[string]int{}}
 	j.defaults()
 	if j.st, err = openStore(filepath.Join(dir, StateFile)); err != nil {
 		j.Close()
@@ -266,6 +273,9 @@ func (j *Job) defaults() {
 	}
 	if o.MaxBacklog <= 0 {
 		o.MaxBacklog = DefaultMaxBacklog
+	}
+	if o.MaxHosts <= 0 {
+		o.MaxHosts = DefaultMaxHosts
 	}
 	if o.MaxURLLen <= 0 {
 		o.MaxURLLen = DefaultMaxURLLen

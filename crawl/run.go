@@ -35,7 +35,9 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.mu.Unlock()
 	j.sched = newSched(j.ready)
 	j.sched.giveUpFn = j.giveUp
-	if err := j.loadPending(ctx); err != nil {
+	j.sched.maxHosts = j.opts.MaxHosts
+	paused, err := j.loadPending()
+	if err != nil {
 		return Summary{}, err
 	}
 	j.mu.Lock()
@@ -56,15 +58,22 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	go func() { commitErr <- j.committer() }()
 
 	// Lines that are not URLs finish at once, never requested.
-	now := time.Now().UTC()
-	for _, it := range j.items {
-		if it.invalid != "" {
-			j.finish(it, &Result{URL: it.url, Outcome: InvalidURL, Error: "invalid URL: " + it.invalid, Started: now, Finished: now}, nil)
-		}
+	if err := j.finishInvalid(fetchCtx); err != nil {
+		j.sched.Stop()
+		close(j.commits)
+		return Summary{}, errors.Join(err, <-commitErr)
 	}
-	j.items = nil
 
 	go j.sched.clock()
+	feedErr := make(chan error, 1)
+	go func() {
+		err := j.feed(fetchCtx, paused)
+		if err != nil {
+			j.logError("reading state", err)
+			j.fatal()
+		}
+		feedErr <- err
+	}()
 	var wg sync.WaitGroup
 	for range j.opts.Workers {
 		wg.Go(func() {
@@ -93,9 +102,10 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 		grace.Stop()
 		<-workersDone
 	}
-	j.sched.Stop() // ends the clock
+	j.sched.Stop() // ends the clock and the feeder
+	err = <-feedErr
 	close(j.commits)
-	err := <-commitErr
+	err = errors.Join(err, <-commitErr)
 	if !j.sched.finished() {
 		interrupted = true
 	}
@@ -107,24 +117,26 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	}
 	sum.Stats = Stats{Statuses: maps.Clone(j.stats.Statuses), Retries: maps.Clone(j.stats.Retries), Bytes: j.stats.Bytes}
 	j.mu.Unlock()
-	end := time.Now()
-	for _, h := range j.hostList {
-		if d := h.pausedFor(end); d > 0 {
-			if sum.Stats.Paused == nil {
-				sum.Stats.Paused = map[string]time.Duration{}
-			}
-			sum.Stats.Paused[h.key] = d
-		}
-	}
+	sum.Stats.Paused = j.sched.pausedStats(time.Now())
 	return sum, err
 }
 
-// loadPending reads the job's counts and its URLs not done into the
-// scheduler.
-func (j *Job) loadPending(ctx context.Context) error {
+// loadPending reads the job's counts and the pauses earlier runs recorded;
+// the pending URLs themselves are streamed by the feeder.
+func (j *Job) loadPending() (map[string]hostPause, error) {
 	total, done, err := j.st.counts()
 	if err != nil {
-		return fmt.Errorf("crawl: reading state: %w", err)
+		return nil, fmt.Errorf("crawl: reading state: %w", err)
+	}
+	good, invalid, err := j.st.pendingCounts()
+	if err != nil {
+		return nil, fmt.Errorf("crawl: reading state: %w", err)
+	}
+	hosts := 0
+	if good > 0 {
+		if hosts, err = j.st.hostCount(); err != nil {
+			return nil, fmt.Errorf("crawl: reading state: %w", err)
+		}
 	}
 	j.mu.Lock()
 	j.total = total
@@ -132,45 +144,46 @@ func (j *Job) loadPending(ctx context.Context) error {
 		j.outcomes[k] = v
 		j.doneBefore += v
 	}
+	j.hostCount = hosts
+	j.invalid = invalid
 	j.mu.Unlock()
 	// Pauses beyond MaxRetryAfter recorded by earlier runs hold their hosts
 	// back until they end.
 	paused := map[string]hostPause{}
 	if err := j.st.pauses(time.Now(), func(p hostPause) { paused[p.host] = p }); err != nil {
-		return fmt.Errorf("crawl: reading state: %w", err)
+		return nil, fmt.Errorf("crawl: reading state: %w", err)
 	}
-	var valid []*item
-	var notBefore []time.Time
-	err = j.st.pending(ctx, func(r row) error {
-		it := &item{id: r.id, url: r.url, invalid: r.invalid, attempts: r.attempts, started: r.started, reason: r.reason}
-		if r.invalid == "" {
-			h := j.hosts[r.host]
-			if h == nil {
-				h = &host{key: r.host}
-				if p, ok := paused[r.host]; ok {
-					h.pausedUntil, h.pauseWhy = p.until, polite.Reason(p.reason)
-					h.persisted.Store(p.until.UnixMilli())
-				}
-				j.hosts[r.host] = h
-				j.hostList = append(j.hostList, h)
-			}
-			it.host = h
-			valid = append(valid, it)
-			notBefore = append(notBefore, r.notBefore)
-		}
-		j.items = append(j.items, it)
+	if good == 0 {
+		j.sched.mu.Lock()
+		j.sched.hostsOut = true
+		j.sched.stop()
+		j.sched.mu.Unlock()
+	}
+	return paused, nil
+}
+
+// finishInvalid finishes the lines that are not URLs, a page at a time.
+func (j *Job) finishInvalid(ctx context.Context) error {
+	if j.invalid == 0 {
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("crawl: reading state: %w", err)
 	}
-	for i, it := range valid {
-		j.sched.add(it, notBefore[i])
+	const page = 1024
+	var after int64
+	for {
+		var rows []row
+		if err := j.st.window(ctx, "", after, page, func(r row) { rows = append(rows, r) }); err != nil {
+			return fmt.Errorf("crawl: reading state: %w", err)
+		}
+		now := time.Now().UTC()
+		for _, r := range rows {
+			it := &item{id: r.id, url: r.url}
+			j.finish(it, &Result{URL: it.url, Outcome: InvalidURL, Error: "invalid URL: " + r.invalid, Started: now, Finished: now}, nil)
+			after = r.id
+		}
+		if len(rows) < page {
+			return nil
+		}
 	}
-	if len(valid) == 0 {
-		j.sched.Stop()
-	}
-	return nil
 }
 
 // fetch makes one attempt at it and decides: finished, or back to the queue.

@@ -22,21 +22,7 @@ func TestThroughput(t *testing.T) {
 		t.Skip("set POLITE_THROUGHPUT=1 to run")
 	}
 	const hosts, perHost = 1000, 100
-	cfgs := make([]testbed.HostConfig, hosts)
-	for i := range cfgs {
-		cfgs[i] = testbed.HostConfig{Name: fmt.Sprintf("h%d.test", i)}
-	}
-	srv := testbed.NewServer(cfgs...)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	var list strings.Builder
-	for p := range perHost {
-		for h := range hosts {
-			fmt.Fprintf(&list, "http://h%d.test/page/%d\n", h, p)
-		}
-	}
+	srv, list := manyHosts(t, hosts, perHost)
 	dir := t.TempDir()
 	base := srv.Transport()
 	base.MaxIdleConnsPerHost = 8
@@ -47,7 +33,7 @@ func TestThroughput(t *testing.T) {
 	}
 	defer j.Close()
 	t0 := time.Now()
-	if _, err := j.Load(strings.NewReader(list.String())); err != nil {
+	if _, err := j.Load(strings.NewReader(list)); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("load: %v", time.Since(t0))
@@ -60,4 +46,26 @@ func TestThroughput(t *testing.T) {
 	if sum.Total != hosts*perHost || sum.DoneNow != sum.Total {
 		t.Errorf("summary %+v, want all %d URLs done in this run", sum, hosts*perHost)
 	}
+}
+
+// manyHosts starts a testbed of unlimited hosts h0.test, h1.test, … and
+// returns it with a list of perHost pages of each, the hosts interleaved.
+func manyHosts(t testing.TB, hosts, perHost int) (*testbed.Server, string) {
+	t.Helper()
+	cfgs := make([]testbed.HostConfig, hosts)
+	for i := range cfgs {
+		cfgs[i] = testbed.HostConfig{Name: fmt.Sprintf("h%d.test", i)}
+	}
+	srv := testbed.NewServer(cfgs...)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	var list strings.Builder
+	for p := range perHost {
+		for h := range hosts {
+			fmt.Fprintf(&list, "http://h%d.test/page/%d\n", h, p)
+		}
+	}
+	return srv, list.String()
 }
