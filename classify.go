@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -177,11 +178,30 @@ func (defaultBlocks) Detect(resp *http.Response, peek []byte) string {
 		return ""
 	}
 	widgets := resp.StatusCode != http.StatusOK || len(peek) <= tinyPage && resp.ContentLength <= tinyPage
-	lower := bytes.ToLower(peek)
+	buf := lowerPool.Get().(*[MaxPeek]byte)
+	defer lowerPool.Put(buf)
+	lower := asciiLower(buf[:0], peek[:min(len(peek), MaxPeek)])
 	for _, m := range blockMarkers {
 		if (widgets || !m.widget) && bytes.Contains(lower, []byte(m.marker)) {
 			return m.reason
 		}
 	}
 	return ""
+}
+
+// lowerPool holds the buffers Detect lower-cases a peek into: every small
+// HTML page is scanned, and a copy per page was a large part of a crawl's
+// garbage (issue 17, defect 3).
+var lowerPool = sync.Pool{New: func() any { return new([MaxPeek]byte) }}
+
+// asciiLower appends p to dst with A-Z lower-cased: the markers are ASCII,
+// so no other letter can make one match.
+func asciiLower(dst, p []byte) []byte {
+	for _, c := range p {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }

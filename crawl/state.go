@@ -60,6 +60,9 @@ const (
 type store struct {
 	db *sql.DB
 	rd *sql.DB
+	// The feeder's queries on rd, prepared once: prepared anew, each cost
+	// more than the rows it read.
+	qNext, qCount, qWindow *sql.Stmt
 }
 
 func openStore(path string) (*store, error) {
@@ -83,7 +86,22 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("crawl: open %s: %w", path, err)
 	}
 	rd.SetMaxOpenConns(1)
-	return &store{db: db, rd: rd}, nil
+	st := &store{db: db, rd: rd}
+	for _, q := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&st.qNext, `SELECT min(host) FROM urls WHERE state = 'pending' AND host > ?`},
+		{&st.qCount, `SELECT count(*) FROM urls WHERE state = 'pending' AND host = ?`},
+		{&st.qWindow, `SELECT id, url, coalesce(invalid, ''), attempts, not_before, reason, started
+			FROM urls WHERE state = 'pending' AND host = ? AND id > ? ORDER BY id LIMIT ?`},
+	} {
+		if *q.stmt, err = rd.Prepare(q.sql); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("crawl: %s: %w", path, err)
+		}
+	}
+	return st, nil
 }
 
 func (s *store) Close() error { return errors.Join(s.rd.Close(), s.db.Close()) }
@@ -161,14 +179,14 @@ func (s *store) hostCount() (int, error) {
 // not done, or "" when there is none: one seek in urls_pending.
 func (s *store) nextHost(ctx context.Context, after string) (string, error) {
 	var h sql.NullString
-	err := s.rd.QueryRowContext(ctx, `SELECT min(host) FROM urls WHERE state = 'pending' AND host > ?`, after).Scan(&h)
+	err := s.qNext.QueryRowContext(ctx, after).Scan(&h)
 	return h.String, err
 }
 
 // hostPending returns how many URLs of host are not done.
 func (s *store) hostPending(ctx context.Context, host string) (int, error) {
 	var n int
-	err := s.rd.QueryRowContext(ctx, `SELECT count(*) FROM urls WHERE state = 'pending' AND host = ?`, host).Scan(&n)
+	err := s.qCount.QueryRowContext(ctx, host).Scan(&n)
 	return n, err
 }
 
@@ -176,8 +194,7 @@ func (s *store) hostPending(ctx context.Context, host string) (int, error) {
 // after, in the order they were added ("" is the host of the lines that are
 // not URLs).
 func (s *store) window(ctx context.Context, host string, after int64, n int, fn func(row)) error {
-	rows, err := s.rd.QueryContext(ctx, `SELECT id, url, coalesce(invalid, ''), attempts, not_before, reason, started
-		FROM urls WHERE state = 'pending' AND host = ? AND id > ? ORDER BY id LIMIT ?`, host, after, n)
+	rows, err := s.qWindow.QueryContext(ctx, host, after, n)
 	if err != nil {
 		return err
 	}

@@ -69,3 +69,34 @@ func manyHosts(t testing.TB, hosts, perHost int) (*testbed.Server, string) {
 	}
 	return srv, list.String()
 }
+
+// BenchmarkRun is a job's cost per URL: b.N URLs over 100 unlimited
+// loopback hosts, 1 KiB pages, WARC on, the list loaded before the timer
+// starts. The testbed serves in the same process, so its cost is in the
+// figures too (the same before and after a change).
+func BenchmarkRun(b *testing.B) {
+	const hosts = 100
+	srv, list := manyHosts(b, hosts, (b.N+hosts-1)/hosts)
+	base := srv.Transport()
+	base.MaxIdleConnsPerHost = 8
+	tr := &polite.Transport{Base: base, Limits: polite.Limits{Rate: bucket.Inf, Concurrency: inflight.Max}}
+	j, err := Open(b.TempDir(), Options{Transport: tr, Workers: 128})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	if _, err := j.Load(strings.NewReader(list)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	sum, err := j.Run(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if sum.DoneNow != sum.Total {
+		b.Fatalf("summary %+v, want every URL done", sum)
+	}
+	b.ReportMetric(float64(sum.DoneNow)/b.Elapsed().Seconds(), "URLs/s")
+}
