@@ -142,6 +142,13 @@ type Options struct {
 	// block is never retried, nor a pause beyond MaxRetryAfter; a 429 or
 	// 503 still pauses its host.
 	RetryOn map[int]bool
+	// SameHost keeps redirects on the host each URL was listed under
+	// (its name; the scheme and port may change, http to https say): a
+	// redirect elsewhere is not followed, and the 3xx is the URL's answer,
+	// with the target in its result's redirect_not_followed (issue 17,
+	// defect 6: a list's URLs may not send the job to hosts nobody
+	// listed).
+	SameHost bool
 	// MaxURLs, if positive, is how many lines of a list Load takes (the
 	// first ones; blank and comment lines do not count); Load skips the
 	// rest and Skipped says how many.

@@ -276,6 +276,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	if u := resp.Request.URL.String(); u != it.url {
 		res.FinalURL = u
 	}
+	res.RedirectNotFollowed, it.notFollowed = it.notFollowed, ""
 	switch {
 	case out == Blocked:
 		res.Error = fmt.Sprintf("blocked: %s", tr.Block)

@@ -27,6 +27,8 @@ type item struct {
 	cur  string
 	hops []string
 	hop  bool // the next request is a redirect hop, not a new attempt
+	// notFollowed is a redirect's target left alone (Options.SameHost).
+	notFollowed string
 	// latency is the last request's, for its result.
 	latency time.Duration
 }

@@ -9,7 +9,10 @@
 #   HOSTS=100 PAGES=100 bash crawl/testdata/throughput.sh
 #   ADAPTIVE=true bash crawl/testdata/throughput.sh   # the adaptive controller on
 #
-# Everything stays on 127.0.0.0/8; the testbed stops by itself after 10 min.
+#   PAGES=10000 MAX_RSS_MB=1000 DURATION=60m bash crawl/testdata/throughput.sh  # 10,000,000 URLs
+#
+# Everything stays on 127.0.0.0/8; the testbed stops by itself after
+# DURATION (10 min).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HOSTS=${HOSTS:-1000}
@@ -18,6 +21,7 @@ MIN_RATE=${MIN_RATE:-5000}
 MAX_RSS_MB=${MAX_RSS_MB:-300}
 BODIES=${BODIES:-warc}
 ADAPTIVE=${ADAPTIVE:-false}
+DURATION=${DURATION:-10m}
 
 tmp=$(mktemp -d)
 tb=
@@ -28,7 +32,7 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$tmp/polite" ./cmd/polite
-"$tmp/polite" testbed --hosts "$HOSTS" --pages "$PAGES" --urls "$tmp/urls.txt" --duration 10m >"$tmp/testbed.log" 2>&1 &
+"$tmp/polite" testbed --hosts "$HOSTS" --pages "$PAGES" --urls "$tmp/urls.txt" --duration "$DURATION" >"$tmp/testbed.log" 2>&1 &
 tb=$!
 for _ in $(seq 300); do
   grep -q '^serving' "$tmp/testbed.log" 2>/dev/null && break

@@ -45,6 +45,7 @@ type fetchOptions struct {
 	Grace         time.Duration
 	Robots        bool
 	AllowPrivate  bool
+	SameHost      bool
 	UserAgent     string
 	Key           polite.KeyBy
 	Config        string  // path of the per-host rules file
@@ -189,6 +190,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.DurationVar(&o.HostGiveUp, "host-give-up", crawl.DefaultHostGiveUp, "a host whose breaker has not closed for this long has its remaining URLs finished with the reason")
 	f.DurationVar(&o.Timeout, "timeout", crawl.DefaultTimeout, "time limit of one request, body included")
 	f.DurationVar(&o.Grace, "grace", crawl.DefaultGrace, "after Ctrl-C, how long requests in flight may finish")
+	f.BoolVar(&o.SameHost, "same-host", false, "follow a redirect only to the host its URL was listed under (any scheme or port); the 3xx of one elsewhere is the URL's answer")
 	f.BoolVar(&o.AllowPrivate, "allow-private", false, "connect to non-public addresses too (private, link-local, loopback); by default only the loopback ports the list names are")
 	f.StringVar(&o.Config, "config", "", "TOML `FILE` of per-host rules (see below)")
 	f.StringVar(&o.Redis, "redis", "", "Redis `URL` (redis://HOST:PORT/DB) through which a fleet of workers shares each host's rate, pause, breaker and retry budget")
@@ -490,7 +492,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
 		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
 		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp,
-		Header: o.Header, MaxURLs: o.MaxURLs, RetryOn: o.RetryOn,
+		Header: o.Header, MaxURLs: o.MaxURLs, RetryOn: o.RetryOn, SameHost: o.SameHost,
 	}
 	if o.Retries == 0 {
 		opts.Retries = -1
