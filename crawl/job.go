@@ -357,7 +357,7 @@ func (j *Job) Load(r io.Reader) (int, error) {
 		}
 		taken++
 		batch = append(batch, l)
-		if len(batch) == 10000 {
+		if len(batch) == loadBatch {
 			return flush()
 		}
 		return nil
@@ -370,6 +370,10 @@ func (j *Job) Load(r io.Reader) (int, error) {
 	}
 	return added, nil
 }
+
+// loadBatch is how many lines Load adds in one transaction: the more, the
+// fewer times each index page is rewritten (see openStore).
+const loadBatch = 100_000
 
 // Skipped returns how many lines Load skipped beyond Options.MaxURLs.
 func (j *Job) Skipped() int { return j.skipped }
