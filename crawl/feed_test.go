@@ -85,3 +85,21 @@ func TestPendingStreamed(t *testing.T) {
 		t.Errorf("hosts received %d page requests, want %d (+ at most %d in flight at the interruption)", sent, hosts*perHost, workers)
 	}
 }
+
+// A host's queue that the feeder tops up before it empties kept every
+// element it ever held (the ready list too, with work for every host): 80 MB
+// over a 10,000,000-URL job. It stays as long as what it holds.
+func TestQueueStaysCompact(t *testing.T) {
+	h := &host{}
+	for i := range 100_000 {
+		h.push(&item{id: int64(i)}, false)
+		if i >= 10 {
+			if it := h.pop(); it.id != int64(i-10) {
+				t.Fatalf("pop = %d, want %d", it.id, i-10)
+			}
+		}
+	}
+	if h.queued() != 10 || cap(h.queue) > 1024 {
+		t.Errorf("after 100,000 pushes: %d queued in a slice of %d, want 10 in at most 1024", h.queued(), cap(h.queue))
+	}
+}

@@ -119,10 +119,22 @@ func (h *host) pop() *item {
 	it := h.queue[h.head]
 	h.queue[h.head] = nil
 	h.head++
-	if h.head == len(h.queue) {
-		h.queue, h.head = h.queue[:0], 0
-	}
+	h.queue, h.head = compact(h.queue, h.head)
 	return it
+}
+
+// compact moves q[head:] to the front of q once head is half of it (or all
+// of it), and returns the queue and its new head. A queue that refills
+// before it empties (a host's, as the feeder tops it up; the ready list,
+// with work for every host) would otherwise grow by every element it ever
+// held: 80 MB of a 10,000,000-URL job.
+func compact[T any](q []*T, head int) ([]*T, int) {
+	if head < len(q) && (head < 64 || head*2 < len(q)) {
+		return q, head
+	}
+	n := copy(q, q[head:])
+	clear(q[n:])
+	return q[:n], 0
 }
 
 // sched hands URLs to workers, one host at a time, so that no worker waits
@@ -274,9 +286,7 @@ func (s *sched) next() *item {
 		h := s.ready[s.rhead]
 		s.ready[s.rhead] = nil
 		s.rhead++
-		if s.rhead == len(s.ready) {
-			s.ready, s.rhead = s.ready[:0], 0
-		}
+		s.ready, s.rhead = compact(s.ready, s.rhead)
 		h.state = hostIdle
 		if h.queued() == 0 {
 			continue
