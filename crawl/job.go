@@ -114,11 +114,13 @@ type Options struct {
 	// 10 MiB MaxBody: 2.3 GB peak RSS (7.2 GB before the bound).
 	MaxBacklog int64
 	// MaxHosts bounds the hosts whose URLs Run holds in memory at a time:
-	// pending URLs are streamed from state.db, a few dozen per host (plus
-	// those in flight), so a job's memory does not grow with its size.
-	// Hosts are taken in by key order as others finish. A host paused for
-	// long holds its place meanwhile: with many such hosts, raise it. If
-	// zero, DefaultMaxHosts.
+	// pending URLs are streamed from state.db, at most 32 per host besides
+	// those in flight (about 300 bytes each), so a job's memory does not
+	// grow with its size: at most MaxHosts × 32 + Workers URLs, plus
+	// SQLite's page caches (64 MB for the writer, 8 MB for the feeder)
+	// and the bodies bounded by MaxBacklog. Hosts are taken in by key
+	// order as others finish. A host paused for long holds its place
+	// meanwhile: with many such hosts, raise it. If zero, DefaultMaxHosts.
 	MaxHosts int
 	// MaxURLLen is the longest line taken as a URL. If zero,
 	// DefaultMaxURLLen.
