@@ -345,14 +345,21 @@ func (j *Job) Dir() string { return j.dir }
 func (j *Job) Load(r io.Reader) (int, error) {
 	var batch []Line
 	added := 0
+	had, err := j.st.maxID()
+	if err != nil {
+		return 0, fmt.Errorf("crawl: reading state: %w", err)
+	}
 	flush := func() error {
+		if err := j.st.cacheFor(had + int64(added+len(batch))); err != nil {
+			return err
+		}
 		n, err := j.st.add(batch)
 		added += n
 		batch = batch[:0]
 		return err
 	}
 	taken := 0
-	err := ReadLines(r, j.opts.MaxURLLen, func(l Line) error {
+	err = ReadLines(r, j.opts.MaxURLLen, func(l Line) error {
 		if j.opts.MaxURLs > 0 && taken >= j.opts.MaxURLs {
 			j.skipped++
 			return nil

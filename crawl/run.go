@@ -128,6 +128,9 @@ func (j *Job) loadPending() (map[string]hostPause, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crawl: reading state: %w", err)
 	}
+	if err := j.st.cacheFor(int64(total)); err != nil {
+		return nil, fmt.Errorf("crawl: reading state: %w", err)
+	}
 	good, invalid, err := j.st.pendingCounts()
 	if err != nil {
 		return nil, fmt.Errorf("crawl: reading state: %w", err)

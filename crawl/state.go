@@ -71,14 +71,7 @@ func openStore(path string) (*store, error) {
 			"journal_mode(WAL)", "busy_timeout(10000)", "synchronous(NORMAL)", "foreign_keys(OFF)",
 		}, extra...)}.Encode()}).String()
 	}
-	// A page cache of 64 MB (the default is 2 MB) for the writer: Load's
-	// inserts land all over the url index, and with a small cache each of
-	// its pages was read back and rewritten for every batch (a
-	// 1,000,000-URL list took 19 s to load, 10 s with this and
-	// 100,000-line batches; 32 MB did not help). Bounded, so memory still
-	// does not grow with the job; past some millions of URLs the index
-	// outgrows it and loading slows again.
-	db, err := sql.Open("sqlite", dsn("cache_size(-65536)"))
+	db, err := sql.Open("sqlite", dsn())
 	if err != nil {
 		return nil, fmt.Errorf("crawl: open %s: %w", path, err)
 	}
@@ -109,6 +102,29 @@ func openStore(path string) (*store, error) {
 		}
 	}
 	return st, nil
+}
+
+// cacheFor sizes the writer's page cache for a job of n URLs: 64 bytes a
+// URL, from SQLite's default 2 MB up to 64 MB. Load's inserts land all over
+// the url index, and with a cache smaller than that index each of its
+// pages was read back and rewritten for every batch (a 1,000,000-URL list
+// took 19 s to load with the default, 10 s with 64 MB and 100,000-line
+// batches; 32 MB did not help). Bounded, so memory does not grow with the
+// job past a million URLs; beyond some millions the index outgrows the
+// cache and loading slows again. The writer is one connection, so the
+// pragma holds for every statement after it.
+func (s *store) cacheFor(n int64) error {
+	kb := min(max(n*64/1024, 2048), 64<<10)
+	_, err := s.db.Exec(fmt.Sprintf("PRAGMA cache_size = -%d", kb))
+	return err
+}
+
+// maxID returns the largest id given out so far (0 for none): about the
+// number of URLs in the job, in one index seek.
+func (s *store) maxID() (int64, error) {
+	var n sql.NullInt64
+	err := s.db.QueryRow(`SELECT max(id) FROM urls`).Scan(&n)
+	return n.Int64, err
 }
 
 func (s *store) Close() error { return errors.Join(s.rd.Close(), s.db.Close()) }

@@ -57,8 +57,10 @@ rss_kb=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tmp/time.log")
 secs=$(echo "$wall" | awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
 rate=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
 rss_mb=$((rss_kb / 1024))
+cpu=$(awk -F': ' '/User time \(seconds\)/ {u=$2} /System time \(seconds\)/ {s=$2} END {print u + s}' "$tmp/time.log")
+cpu_us=$(awk -v c="$cpu" -v n="$n" 'BEGIN { printf "%.1f", c * 1e6 / n }')
 echo "URLs: $n over $HOSTS hosts; results: $lines lines, $ok ok; bodies: $BODIES"
-echo "wall: ${secs}s (load, fetch, commit, exit)  throughput: $rate URLs/s  peak RSS: ${rss_mb} MB"
+echo "wall: ${secs}s (load, fetch, commit, exit)  throughput: $rate URLs/s  peak RSS: ${rss_mb} MB  CPU: ${cpu}s (${cpu_us} µs/URL)"
 grep -E '^[0-9]+ URLs in' "$tmp/fetch.log" || true
 fail=0
 [ "$lines" = "$n" ] || { echo "FAIL: $lines results for $n URLs"; fail=1; }
