@@ -117,10 +117,11 @@ type Options struct {
 	// pending URLs are streamed from state.db, at most 32 per host besides
 	// those in flight (about 300 bytes each), so a job's memory does not
 	// grow with its size: at most MaxHosts × 32 + Workers URLs, plus
-	// SQLite's page caches (64 MB for the writer, 8 MB for the feeder)
-	// and the bodies bounded by MaxBacklog. Hosts are taken in by key
-	// order as others finish. A host paused for long holds its place
-	// meanwhile: with many such hosts, raise it. If zero, DefaultMaxHosts.
+	// SQLite's page caches (the writer's 64 bytes a URL, from 2 to 64 MB;
+	// the feeder's 8 MB) and the bodies bounded by MaxBacklog. Hosts are
+	// taken in by key order as others finish. A host paused for long
+	// holds its place meanwhile: with many such hosts, raise it. If zero,
+	// DefaultMaxHosts.
 	MaxHosts int
 	// MaxURLLen is the longest line taken as a URL. If zero,
 	// DefaultMaxURLLen.
