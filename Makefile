@@ -9,7 +9,7 @@ FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 COUNT    ?= 6
 
-.PHONY: test deps fmt-check vet unit bench bench-peers fuzz politeness politeness-avg politeness-live throughput throughput-scale
+.PHONY: test deps fmt-check vet unit bench bench-peers bench-guard fuzz politeness politeness-avg politeness-live throughput throughput-scale
 
 test: deps fmt-check vet unit
 
@@ -39,6 +39,15 @@ bench:
 # enter the library's dependencies.
 bench-peers:
 	cd bench && GOWORK=off $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...
+
+# The server-side guard's figures (issue 14): a decision of the Memory
+# store and the middleware against a bare handler (./guard), the guard in
+# front of a reverse proxy against the bare proxy on loopback (the CLI),
+# and the middleware beside go-chi/httprate and ulule/limiter (bench/).
+bench-guard:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./guard
+	$(GO) test -run '^$$' -bench GuardProxy -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./cmd/polite/internal/cli
+	cd bench && GOWORK=off $(GO) test -run '^$$' -bench GuardMiddleware -benchmem -benchtime $(BENCHTIME) -count $(COUNT) .
 
 # Every fuzz target for FUZZTIME each (go test -fuzz takes one target at a time).
 fuzz:

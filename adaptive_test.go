@@ -119,7 +119,7 @@ func TestAdaptiveUnlimitedStartsAtMax(t *testing.T) {
 		{adaptive.Config{Initial: 3}, 3}, // an explicit Initial wins
 	} {
 		synctest.Test(t, func(t *testing.T) {
-			tr := &Transport{Limits: Limits{Rate: bucket.Inf, Concurrency: 4}, Adaptive: &tc.cfg}
+			tr := &Transport{IgnoreRobots: true, Limits: Limits{Rate: bucket.Inf, Concurrency: 4}, Adaptive: &tc.cfg}
 			c, _ := setup(t, tr, map[string]http.HandlerFunc{"a.test": func(http.ResponseWriter, *http.Request) {}})
 			if resp, _, err := get(t, c, "http://a.test/"); err != nil || resp.StatusCode != 200 {
 				t.Fatalf("GET = %v, %v", resp, err)
@@ -155,4 +155,42 @@ func TestLimitsMaxRateCapsAdaptive(t *testing.T) {
 			t.Errorf("after 200 requests to a host that never throttles the rate is %v, want at most MaxRate 5", st.Rate)
 		}
 	})
+}
+
+// TestAdaptiveGrowsOnlyUnderDemand: a rate grows while demand presses on
+// it, and not much past the demand (issue 18, item 1: sequential requests
+// at about 50 a second took a host from 5 to 86 req/s in 2 s, and to 100).
+// Four requests at a time press harder, and the rate follows.
+func TestAdaptiveGrowsOnlyUnderDemand(t *testing.T) {
+	for _, tc := range []struct {
+		workers  int
+		min, max float64 // the rate after 10 s
+	}{
+		{1, 40, 1.3 * 50}, // one at a time, 20 ms each: 50 a second at the most
+		{4, 120, 1e9},     // four: 200 a second
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			tr := &Transport{Limits: Limits{Rate: 5, Burst: 1, Concurrency: 8}, Adaptive: &adaptive.Config{Max: 1000}}
+			c, _ := setup(t, tr, map[string]http.HandlerFunc{
+				"a.test": func(w http.ResponseWriter, r *http.Request) { time.Sleep(20 * time.Millisecond) },
+			})
+			var wg sync.WaitGroup
+			start := time.Now()
+			for range tc.workers {
+				wg.Go(func() {
+					for time.Since(start) < 10*time.Second {
+						if _, _, err := get(t, c, "http://a.test/"); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			st, _ := tr.State("a.test")
+			if st.Rate < tc.min || st.Rate > tc.max {
+				t.Errorf("%d at a time for 10 s: rate %.1f, want %.0f to %.0f", tc.workers, st.Rate, tc.min, tc.max)
+			}
+		})
+	}
 }

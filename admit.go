@@ -21,17 +21,36 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 	for {
 		if !slot {
 			if !h.gate.TryAcquire() {
+				t.markWaiting(a)
 				t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonSlot})
-				if err := h.gate.Acquire(ctx); err != nil {
+				if err := t.acquireSlot(ctx, h); err != nil {
 					return err
 				}
 				a.now = time.Now()
 			}
 			slot = true
 		}
-		q := Query{Now: a.now, MaxWait: maxHold, First: !a.grant}
-		if global {
-			q.MaxWait = 0 // a global slot is never held waiting for a token
+		if a.low && t.ext(h).waiting.Load() > 0 {
+			// A background request yields the host's tokens to requests
+			// of normal priority waiting for them.
+			h.gate.Release()
+			slot = false
+			if global {
+				t.global.Release()
+				global = false
+			}
+			t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonPriority, Delay: yieldPoll})
+			if err := sleep(ctx, yieldPoll); err != nil {
+				return err
+			}
+			a.now = time.Now()
+			continue
+		}
+		q := Query{Now: a.now, MaxWait: maxHold, First: !a.grant, Cost: a.cost}
+		if global || a.low {
+			// A global slot is never held waiting for a token; a
+			// background request reserves none ahead of others.
+			q.MaxWait = 0
 		}
 		if dl, ok := ctx.Deadline(); ok {
 			q.MaxWait = min(q.MaxWait, dl.Sub(a.now))
@@ -39,7 +58,11 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 		adm := t.store.Admit(h, q)
 		a.grant = a.grant || adm.Granted
 		a.lease = adm.Lease
+		a.spare = adm.Spare
 		if !adm.Granted {
+			if adm.Reason == ReasonRate && adm.Err == nil {
+				t.markWaiting(a)
+			}
 			if global {
 				t.global.Release()
 				global = false
@@ -58,17 +81,18 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 			continue
 		}
 		if d := adm.At.Sub(a.now); d > 0 {
+			t.markWaiting(a)
 			// A token reserved within about one interval: wait for it,
 			// then make sure no throttle came meanwhile.
 			t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonRate, Delay: d})
 			if err := sleep(ctx, d); err != nil {
-				t.store.Cancel(h, time.Now())
+				t.store.Cancel(h, time.Now(), a.cost)
 				t.releaseHeld(a, global)
 				return err
 			}
 			reserved := a.now
 			a.now = time.Now()
-			if !t.store.Keep(h, a.now, reserved) {
+			if !t.store.Keep(h, a.now, reserved, a.cost) {
 				t.releaseHeld(a, global)
 				slot, global = false, false
 				continue
@@ -79,7 +103,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 				// Wait for a global slot without the token, then ask for
 				// one again: taken apart in time from their sending,
 				// tokens would all be spent at once when slots free up.
-				t.store.Cancel(h, a.now)
+				t.store.Cancel(h, a.now, a.cost)
 				t.releaseLease(a)
 				t.emit(ctx, Event{Kind: EventWait, Time: a.now, Host: h.key, Reason: ReasonSlot})
 				if err := t.global.Acquire(ctx); err != nil {

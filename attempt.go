@@ -16,6 +16,10 @@ type attempt struct {
 	retry bool      // a failure may be retried: ask the host's budget
 	grant bool      // a token was granted once: the budget has its share
 	lease uint64    // the in-flight lease the store granted, 0 for none
+	spare bool      // the token was waiting for the request (Admission.Spare)
+	cost  int       // tokens each attempt takes (WithCost); 0 is 1
+	low   bool      // background priority (WithPriority): yields tokens to waiting requests
+	wait  bool      // counted among the host's requests waiting for a token or a slot
 
 	resp   *http.Response
 	err    error
@@ -54,10 +58,17 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 	now := time.Now()
 	a.now, a.resp, a.err, a.status, a.block = now, resp, err, 0, ""
 	block := ""
-	if err != nil {
+	if resp != nil {
+		a.status = resp.StatusCode
+	}
+	if o, ok := t.classify(resp, err); ok {
+		a.out = o
+		if o == Blocked {
+			block, a.block = classifiedBlock, classifiedBlock
+		}
+	} else if err != nil {
 		a.out = classifyError(ctx, err)
 	} else {
-		a.status = resp.StatusCode
 		a.out = classifyStatus(a.status)
 		if t.blocks.Peek(resp) {
 			var peek []byte
@@ -73,7 +84,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 	t.emit(ctx, Event{Kind: EventAttempt, Time: now, Host: h.key, Status: a.status, Outcome: a.out,
 		Attempt: a.n, Latency: now.Sub(start), Err: err})
 	rep := Report{Now: now, Sent: start, Outcome: a.out, Block: block, Status: a.status,
-		Latency: now.Sub(start), Attempt: a.n, Retry: a.retry}
+		Latency: now.Sub(start), Attempt: a.n, Retry: a.retry, Spare: a.spare}
 	if resp != nil {
 		rep.Header = resp.Header
 	}

@@ -48,21 +48,17 @@ func ExampleTransport_rules() {
 	// {Rate:5 Burst:2 Concurrency:4 Smooth:false MaxRate:0}
 }
 
-// attempts is an Observer that prints each attempt: a metrics exporter
-// would count them instead.
-type attempts struct{}
-
-func (attempts) Observe(e polite.Event) {
-	if e.Kind == polite.EventAttempt {
-		fmt.Printf("attempt %d: %d %s\n", e.Attempt, e.Status, e.Outcome)
-	}
-}
-
-// An Observer sees every decision: here a 429 without Retry-After, which
-// pauses the host for a backoff, then the retry that succeeds.
+// An Observer sees every decision: here the host's robots.txt, fetched
+// before its first page, then a 429 without Retry-After, which pauses the
+// host for a backoff, and the retry that succeeds. A metrics exporter would
+// count the attempts instead of printing them.
 func ExampleTransport_observer() {
 	first := true
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
+			return
+		}
 		if first {
 			first = false
 			w.WriteHeader(http.StatusTooManyRequests)
@@ -73,8 +69,12 @@ func ExampleTransport_observer() {
 	defer srv.Close()
 
 	t := &polite.Transport{
-		Observer: attempts{},
-		Backoff:  retry.Backoff{Base: time.Millisecond, Cap: time.Millisecond},
+		Observer: polite.ObserverFunc(func(e polite.Event) {
+			if e.Kind == polite.EventAttempt {
+				fmt.Printf("attempt %d: %d %s\n", e.Attempt, e.Status, e.Outcome)
+			}
+		}),
+		Backoff: retry.Backoff{Base: time.Millisecond, Cap: time.Millisecond},
 	}
 	resp, err := (&http.Client{Transport: t}).Get(srv.URL)
 	if err != nil {
@@ -83,6 +83,7 @@ func ExampleTransport_observer() {
 	}
 	resp.Body.Close()
 	// Output:
+	// attempt 1: 200 ok
 	// attempt 1: 429 throttled
 	// attempt 2: 200 ok
 }
@@ -93,7 +94,9 @@ func ExampleTransport_observer() {
 func ExampleTransport_Try() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
-	t := &polite.Transport{Limits: polite.Limits{Rate: 1, Burst: 1}}
+	// A burst of 2: robots.txt, fetched before the host's first request,
+	// takes a token too.
+	t := &polite.Transport{Limits: polite.Limits{Rate: 1, Burst: 2}}
 	for range 2 {
 		req, _ := http.NewRequest("GET", srv.URL, nil)
 		resp, tried, err := t.Try(req, polite.TryOptions{Attempt: 1})

@@ -212,7 +212,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 func TestDrippingBodyPeekBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const size = MaxPeek
-		tr := &Transport{Limits: fast()}
+		tr := &Transport{Limits: fast(), IgnoreRobots: true}
 		c, _ := setup(t, tr, map[string]http.HandlerFunc{
 			"drip.test": func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/html")

@@ -24,6 +24,7 @@ const (
 	ReasonRobots     Reason = "robots"      // robots.txt disallows the URL
 	ReasonAttempts   Reason = "attempts"    // no retries left
 	ReasonStore      Reason = "store"       // a shared Store is unreachable and sends nothing meanwhile
+	ReasonPriority   Reason = "priority"    // a background request yields to requests of normal priority
 )
 
 // EventKind says what an Event reports.
@@ -49,9 +50,14 @@ const (
 	// EventRobots: robots.txt disallowed a URL (Detail: the rule). A
 	// Crawl-delay taking effect is an EventRate with ReasonCrawlDelay.
 	EventRobots
+	// EventRefuse: the server-side guard refused a request (Host: the
+	// identity's key; Reason: ReasonRate, or ReasonStore when its store
+	// failed; Delay: the Retry-After; Status: the answer sent; Detail: the
+	// violated policy, with " (dry-run)" when it let the request through).
+	EventRefuse
 )
 
-var eventNames = [...]string{"attempt", "wait", "give-up", "rate", "breaker", "blocked", "pause", "robots"}
+var eventNames = [...]string{"attempt", "wait", "give-up", "rate", "breaker", "blocked", "pause", "robots", "refuse"}
 
 // String returns the kind's name.
 func (k EventKind) String() string {
@@ -85,6 +91,12 @@ type Event struct {
 type Observer interface {
 	Observe(Event)
 }
+
+// ObserverFunc is a function that is an Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }
 
 // emit hands e to the observer and the logger, at Debug per attempt and
 // wait, Info on state changes, Warn on degraded paths.

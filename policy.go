@@ -31,6 +31,7 @@ type hostPolicy struct {
 	budget     retry.Budget
 
 	lastThrottle atomic.Int64 // unix ns when the last throttle event was counted
+	waiting      atomic.Int32 // requests of normal priority waiting for a token or a slot
 
 	rater   adaptive.Rater // nil unless the Transport is adaptive
 	lastMax atomic.Uint64  // float64 bits: the ceiling last told to rater
@@ -234,20 +235,30 @@ func (s *localStore) Admit(h *Host, q Query) Admission {
 	if u := p.breaker.OpenUntil(now); !u.IsZero() {
 		return s.breakerOpen(h, now, u)
 	}
-	if h.bucket.AllowN(now, 1) {
-		return s.grant(h, p, q, now)
+	// Spare: neither the rate nor the in-flight cap held the request back
+	// (its token was waiting, and it did not take the host's last slot).
+	// The cap counts: a controller's rate sets it (Concurrency), so a rate
+	// whose cap binds is pressed too. Read only for a rater.
+	spare := p.rater != nil && h.bucket.Full(now) && h.gate.InFlight() < h.gate.Limit()
+	n := q.cost()
+	if h.bucket.AllowN(now, n) {
+		adm := s.grant(h, p, q, now)
+		adm.Spare = spare && adm.Granted
+		return adm
 	}
-	r, err := h.bucket.ReserveN(now, 1)
+	r, err := h.bucket.ReserveN(now, n)
 	if err != nil {
 		return Admission{Reason: ReasonRate, Err: fmt.Errorf("polite: host %q: %w", h.key, err)}
 	}
 	d := r.DelayFrom(now)
-	// Hold the reservation if the token comes within about one token
-	// interval at the rate of now; otherwise come back about one interval
-	// before it is due.
+	// Hold the reservation if the tokens come within about one request's
+	// worth of token intervals at the rate of now (n of them for a cost
+	// of n, or a heavy request would never see its tokens together while
+	// light ones take each as it comes); otherwise come back about that
+	// long before they are due.
 	poll := maxHold
 	if rate := h.bucket.Rate(); rate > 0 {
-		poll = max(time.Duration(min(1e9/rate, float64(maxHold))), minPoll)
+		poll = max(time.Duration(min(float64(n)*1e9/rate, float64(maxHold))), minPoll)
 	}
 	if d <= min(poll, q.MaxWait) {
 		return s.grant(h, p, q, now.Add(d))
@@ -261,7 +272,7 @@ func (s *localStore) Admit(h *Host, q Query) Admission {
 // grant earns the host's retry budget the request's share.
 func (s *localStore) grant(h *Host, p *hostPolicy, q Query, at time.Time) Admission {
 	if err := p.breaker.Allow(q.Now); err != nil {
-		h.bucket.Forgive(q.Now, 1) // another request took the probe meanwhile
+		h.bucket.Forgive(q.Now, q.cost()) // another request took the probe meanwhile
 		var oe *breaker.OpenError
 		errors.As(err, &oe)
 		return s.breakerOpen(h, q.Now, oe.Until)
@@ -284,10 +295,10 @@ func (s *localStore) breakerOpen(h *Host, now, until time.Time) Admission {
 // the request waits again at the rate of now, behind the pause if there is
 // one. A token taken after the throttle was granted at the rate of now: it
 // stands, or giving it back to a drained bucket would lose it.
-func (s *localStore) Keep(h *Host, now, reserved time.Time) bool {
+func (s *localStore) Keep(h *Host, now, reserved time.Time, cost int) bool {
 	p := s.policy(h)
 	if d, _ := p.paused(now); d > 0 || p.lastThrottle.Load() > reserved.UnixNano() {
-		h.bucket.Forgive(now, 1)
+		h.bucket.Forgive(now, max(cost, 1))
 		return false
 	}
 	return true
@@ -297,7 +308,7 @@ func (s *localStore) Keep(h *Host, now, reserved time.Time) bool {
 func (s *localStore) Release(*Host, uint64) {}
 
 // Cancel implements Store.
-func (s *localStore) Cancel(h *Host, now time.Time) { h.bucket.Forgive(now, 1) }
+func (s *localStore) Cancel(h *Host, now time.Time, cost int) { h.bucket.Forgive(now, max(cost, 1)) }
 
 // Report implements Store.
 func (s *localStore) Report(h *Host, rep Report) Verdict {
@@ -362,7 +373,7 @@ var kinds = [...]adaptive.Kind{
 // rate did not change.
 func (s *localStore) adapt(h *Host, p *hostPolicy, r *Report, advertised time.Duration) float64 {
 	// Only a wait the server advertised, never our own backoff.
-	sig := adaptive.Signal{Kind: kinds[r.Outcome], Wait: advertised}
+	sig := adaptive.Signal{Kind: kinds[r.Outcome], Wait: advertised, Spare: r.Spare}
 	if r.Outcome != NetworkError && r.Outcome != Canceled {
 		sig.Latency = r.Latency
 	}

@@ -19,7 +19,7 @@ func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host)
 	if t.ext(h).robots.Swap(rb) != rb {
 		t.applyCrawlDelay(ctx, h, rb)
 	}
-	v := rb.TestURL(t.UserAgent, req.URL)
+	v := rb.TestURL(t.robotsAgent(), req.URL)
 	if v.Allowed {
 		return nil
 	}
@@ -62,7 +62,7 @@ func (t *Transport) ext(h *Host) *hostPolicy {
 // 1/delay, burst 1, so consecutive requests are at least delay apart. A copy
 // without one lifts the ceiling.
 func (t *Transport) applyCrawlDelay(ctx context.Context, h *Host, rb *robots.Robots) {
-	g := rb.Group(t.UserAgent)
+	g := rb.Group(t.robotsAgent())
 	d := t.CrawlDelay.Delay(g)
 	now := time.Now()
 	if d <= 0 {
@@ -76,4 +76,12 @@ func (t *Transport) applyCrawlDelay(ctx context.Context, h *Host, rb *robots.Rob
 	}
 	t.emit(ctx, Event{Kind: EventRate, Time: now, Host: h.key, Reason: ReasonCrawlDelay, Rate: rate,
 		Delay: d, Detail: fmt.Sprintf("group %q (line %d)", agent, line)})
+}
+
+// robotsAgent is the product token robots.txt groups are matched against.
+func (t *Transport) robotsAgent() string {
+	if t.UserAgent != "" {
+		return t.UserAgent
+	}
+	return DefaultRobotsAgent
 }

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/polite-go/polite/robots"
+	"github.com/polite-go/polite/testbed"
 )
 
 func robotsHandler(body string, status *atomic.Int32) http.HandlerFunc {
@@ -176,4 +178,61 @@ func TestRobotsCrawlDelayLoosens(t *testing.T) {
 		time.Sleep(2 * time.Minute)
 		check("dropped", 100, 10, false)
 	})
+}
+
+// TestRobotsWithoutUserAgent: a Transport without a UserAgent obeys
+// robots.txt too, matched as Go's own client (its "*" group, or a group
+// naming Go-http-client), unless told to ignore it (issue 18, item 7).
+func TestRobotsWithoutUserAgent(t *testing.T) {
+	for _, tc := range []struct {
+		name, robots string
+		ignore       bool
+		want         []string // paths that must come back disallowed
+	}{
+		{"star group", "User-agent: *\nDisallow: /private\n", false, []string{"/private"}},
+		{"go's own group", "User-agent: *\nDisallow: /a\n\nUser-agent: Go-http-client\nDisallow: /b\n", false, []string{"/b"}},
+		{"ignored", "User-agent: *\nDisallow: /\n", true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var status atomic.Int32
+				var pages []string
+				h := robotsHandler(tc.robots, &status)
+				tr := &Transport{Limits: fast(), IgnoreRobots: tc.ignore}
+				n := &testbed.Network{}
+				n.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path != "/robots.txt" {
+						pages = append(pages, r.URL.Path)
+					}
+					h(w, r)
+				}))
+				defer n.Close()
+				base := n.Transport()
+				defer base.CloseIdleConnections()
+				tr.Base = base
+				c := &http.Client{Transport: tr}
+				var refused []string
+				for _, p := range []string{"/a", "/b", "/private", "/public"} {
+					resp, err := c.Get("http://a.test" + p)
+					var de *robots.DisallowedError
+					switch {
+					case errors.As(err, &de):
+						refused = append(refused, p)
+					case err != nil:
+						t.Fatalf("GET %s: %v", p, err)
+					default:
+						resp.Body.Close()
+					}
+				}
+				if !slices.Equal(refused, tc.want) {
+					t.Errorf("disallowed %q, want %q (pages sent: %q)", refused, tc.want, pages)
+				}
+				for _, p := range refused {
+					if slices.Contains(pages, p) {
+						t.Errorf("%s was sent though disallowed", p)
+					}
+				}
+			})
+		})
+	}
 }

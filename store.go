@@ -32,15 +32,15 @@ type Store interface {
 	// token is due within q.MaxWait it is reserved and Admit grants with At
 	// at that instant; the caller sends then, after Keep.
 	Admit(h *Host, q Query) Admission
-	// Keep reports whether a token reserved at reserved (Admission.At after
-	// Query.Now) still stands at now: no throttle was heard since it was
-	// granted and the host is not paused. When it does not, the store takes
-	// the token back and the caller asks Admit again.
-	Keep(h *Host, now, reserved time.Time) bool
-	// Cancel gives back a token granted at now to a request that will not
-	// use it (it waits for another gate first), as far as the bucket owes
-	// it: never above empty, so it cannot undo a throttle's drain.
-	Cancel(h *Host, now time.Time)
+	// Keep reports whether cost tokens reserved at reserved (Admission.At
+	// after Query.Now) still stand at now: no throttle was heard since they
+	// were granted and the host is not paused. When they do not, the store
+	// takes them back and the caller asks Admit again.
+	Keep(h *Host, now, reserved time.Time, cost int) bool
+	// Cancel gives back cost tokens granted at now to a request that will
+	// not use them (it waits for another gate first), as far as the bucket
+	// owes them: never above empty, so it cannot undo a throttle's drain.
+	Cancel(h *Host, now time.Time, cost int)
 	// Report tells the host's state what an attempt came to and returns
 	// what changed. A throttle extends the pause (never shortens it); the
 	// throttles of one wave (requests sent before the first was heard) count
@@ -74,7 +74,13 @@ type Query struct {
 	// First marks a request's first attempt until it is granted: the grant
 	// earns the host's retry budget the request's share.
 	First bool
+	// Cost is the tokens the request takes (WithCost); 0 means 1. A cost
+	// above the host's burst can never be admitted: Admission.Err says so.
+	Cost int
 }
+
+// cost returns the tokens q asks for.
+func (q Query) cost() int { return max(q.Cost, 1) }
 
 // Admission is a Store's answer to a Query.
 type Admission struct {
@@ -90,6 +96,11 @@ type Admission struct {
 	Wait   time.Duration
 	Poll   time.Duration
 	Reason Reason
+	// Spare: the host's bucket was full when the token was taken and the
+	// request did not take its last in-flight slot, so neither the rate
+	// nor the cap held it back (see adaptive.Signal.Spare). Stores that
+	// cannot tell leave it false.
+	Spare bool
 	// Lease, when not 0, is the in-flight lease the grant took, for
 	// Release.
 	Lease uint64
@@ -118,6 +129,8 @@ type Report struct {
 	// its outcome is one worth retrying; Verdict.Retry says whether it was
 	// granted.
 	Retry bool
+	// Spare is the Admission's: the request's token was waiting for it.
+	Spare bool
 }
 
 // Verdict is what a Report changed, so the caller can act on it and say

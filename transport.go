@@ -21,6 +21,10 @@ import (
 
 // Defaults for Transport fields left zero.
 const (
+	// DefaultRobotsAgent is the product token robots.txt groups are
+	// matched against when a Transport has no UserAgent: what Go's
+	// http.Client sends without one ("Go-http-client/1.1").
+	DefaultRobotsAgent   = "Go-http-client"
 	DefaultRetries       = 5
 	DefaultMaxRetryAfter = 10 * time.Minute
 )
@@ -94,6 +98,10 @@ type Transport struct {
 	// the probe instead of failing fast with breaker.ErrOpen.
 	BreakerWait bool
 
+	// Classify, when set, reads each attempt's outcome before polite does
+	// (see Classifier).
+	Classify Classifier
+
 	// Blocks recognises soft blocks. If nil, DefaultBlocks is used.
 	Blocks BlockDetector
 	// KeepBlocked keeps sending to a host after it answered with a block. By
@@ -104,13 +112,14 @@ type Transport struct {
 	// token robots.txt groups are matched against.
 	UserAgent string
 
-	// IgnoreRobots turns robots.txt off. By default a Transport with a
-	// UserAgent fetches each origin's robots.txt (through its own limits,
-	// cached per origin, RFC 9309), refuses disallowed URLs with a
-	// *robots.DisallowedError without sending them, and makes the
-	// Crawl-delay (or Request-rate) the host's rate ceiling, evenly spaced.
-	// Without a UserAgent there is no product token to match, so robots.txt
-	// is not consulted.
+	// IgnoreRobots turns robots.txt off. By default a Transport fetches
+	// each origin's robots.txt (through its own limits, cached per origin,
+	// RFC 9309), refuses disallowed URLs with a *robots.DisallowedError
+	// without sending them, and makes the Crawl-delay (or Request-rate) the
+	// host's rate ceiling, evenly spaced. The group obeyed is UserAgent's
+	// product token's, or without a UserAgent that of Go's own
+	// ("Go-http-client", DefaultRobotsAgent), which most files only meet in
+	// their "*" group.
 	IgnoreRobots bool
 	// CrawlDelay validates robots.txt delays: the zero value caps them at 60 s
 	// and uses none when robots.txt gives none. Its Max caps the spacing
@@ -219,7 +228,7 @@ func (t *Transport) init() {
 		if t.store == nil {
 			t.store = NewLocalStore(&t.reg, t.LocalOptions())
 		}
-		if t.UserAgent != "" && !t.IgnoreRobots {
+		if !t.IgnoreRobots {
 			t.robots = t.RobotsCache
 			if t.robots == nil {
 				t.robots = &robots.Cache{Client: &http.Client{Transport: t}, UserAgent: t.UserAgent, Logger: t.Logger}
@@ -356,17 +365,20 @@ func httpScheme(s string) bool {
 // host's slot, the global slot and the registry reference.
 func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 	ctx := req.Context()
-	a := attempt{req: req, h: h, now: time.Now()}
+	opts := optsOf(ctx)
+	a := attempt{req: req, h: h, now: time.Now(), cost: opts.cost, low: opts.low}
 	// The global budget is shared by every request: count deposits with an
 	// atomic and fold them in every 64, or when a retry needs the budget,
 	// so the hot path takes no global lock.
 	if t.pending.Add(1) >= 64 {
 		t.flushDeposits(a.now)
 	}
-	replay := replayable(req, t.RetryNonIdempotent)
+	replay := replayable(req, t.RetryNonIdempotent) && !opts.noRetries
 	var prevDelay time.Duration
 	for a.n = 1; ; a.n++ {
-		if err := t.admit(ctx, &a); err != nil {
+		err := t.admit(ctx, &a)
+		t.unmarkWaiting(&a)
+		if err != nil {
 			if a.n == 1 {
 				closeBody(req)
 			}

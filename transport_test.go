@@ -67,6 +67,12 @@ func setup(t *testing.T, tr *Transport, handlers map[string]http.HandlerFunc) (*
 	base := n.Transport()
 	t.Cleanup(base.CloseIdleConnections)
 	tr.Base = base
+	if tr.UserAgent == "" {
+		// These handlers answer every path alike: robots.txt (which a
+		// Transport fetches by default) is the subject of robots_test.go,
+		// and of tests here that give a UserAgent.
+		tr.IgnoreRobots = true
+	}
 	return &http.Client{Transport: tr}, s
 }
 

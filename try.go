@@ -140,7 +140,8 @@ func (t *Transport) Try(req *http.Request, o TryOptions) (*http.Response, Tried,
 		return nil, Tried{}, err
 	}
 	ctx := req.Context()
-	a := attempt{req: req, h: h, n: max(o.Attempt, 1), now: time.Now()}
+	opts := optsOf(ctx)
+	a := attempt{req: req, h: h, n: max(o.Attempt, 1), now: time.Now(), cost: opts.cost}
 	a.grant = a.n > 1
 	if adm, ok := t.tryAdmit(&a); !ok {
 		t.reg.Put(h)
@@ -156,7 +157,7 @@ func (t *Transport) Try(req *http.Request, o TryOptions) (*http.Response, Tried,
 	if a.n == 1 && t.pending.Add(1) >= 64 {
 		t.flushDeposits(a.now)
 	}
-	replay := replayable(req, t.RetryNonIdempotent)
+	replay := replayable(req, t.RetryNonIdempotent) && !opts.noRetries
 	a.retry = replay && a.n <= o.Retries
 	sent := a.now
 	if err := t.do(ctx, &a); err != nil {
@@ -196,14 +197,14 @@ func (t *Transport) tryAdmit(a *attempt) (Admission, bool) {
 	if !h.gate.TryAcquire() {
 		return Admission{Reason: ReasonSlot}, false
 	}
-	adm := t.store.Admit(h, Query{Now: a.now, First: !a.grant})
+	adm := t.store.Admit(h, Query{Now: a.now, First: !a.grant, Cost: a.cost})
 	if !adm.Granted {
 		h.gate.Release()
 		return adm, false
 	}
-	a.lease = adm.Lease
+	a.lease, a.spare = adm.Lease, adm.Spare
 	if t.global != nil && !t.global.TryAcquire() {
-		t.store.Cancel(h, a.now)
+		t.store.Cancel(h, a.now, a.cost)
 		t.releaseLease(a)
 		h.gate.Release()
 		return Admission{Reason: ReasonSlot}, false

@@ -145,6 +145,7 @@ const (
 	minSpan        = int64(time.Second)            // shortest bracket that measures a capacity
 	maxSpan        = int64(30 * time.Second)       // longest
 	minLatN        = 8                             // OK answers needed before latency counts
+	spareHeadroom  = 1.25                          // a rate no demand pressed for a second rises no higher than this over what was served
 	minRise        = int64(2 * time.Millisecond)   // the least latency rise read as a queue: scheduler and GC noise over a µs baseline is not one (issue 16)
 	minQueued      = 0.25                          // requests of ours in flight at the host (served × latency) below which a latency rise is not our queue
 	drainShare     = 0.1                           // extra cut after a queue was seen, to drain it
@@ -190,6 +191,7 @@ type Controller struct {
 	refine  bool    // capEst is coarse and wants an early probe
 	capLow  bool    // capEst is only a lower bound (served without congestion)
 	latHold bool    // latency is high without a queue growing: hold, no growth
+	noBurst bool    // the host keeps no savings: a failed probe's rate bounds its capacity
 
 	// The reaction window after a decrease. While it is open, the
 	// controller is reacting: the phase is settled, the rate stays at the
@@ -239,8 +241,11 @@ type Controller struct {
 	probeOK    int     // OK answers to requests sent since probeAt
 	stored     float64 // tokens the host may have saved for the probe
 	saved      float64 // most a probe was served beyond the capacity: a lower bound of the host's burst
-	noBurst    bool    // the host keeps no savings: a failed probe's rate bounds its capacity
 	bareProbes int     // failed probes in a row served far above the estimate without savings
+
+	// pressedAt is when the latest OK answer to a request the rate held
+	// back (not Spare) came; a rise needs one since the last rise.
+	pressedAt int64
 
 	meter rateMeter
 	lat   latencies
@@ -260,6 +265,7 @@ func New(cfg Config, now time.Time) *Controller {
 		cutAt:     math.MinInt64,
 		winEnd:    math.MinInt64,
 		emptyAt:   -1,
+		pressedAt: math.MinInt64 / 2,
 	}
 }
 
@@ -328,6 +334,9 @@ func (c *Controller) Observe(now time.Time, s Signal) float64 {
 	case OK:
 		c.okCum++
 		c.lat.add(int64(max(s.Latency, 0)))
+		if !s.Spare {
+			c.pressedAt = t
+		}
 		if post {
 			c.okPost++
 			if c.thrPost > 0 && sent >= c.firstThr {
@@ -407,11 +416,20 @@ func (c *Controller) clock(now time.Time) int64 {
 // increases at most every pubEvery and only when worth a change. Growth past
 // the settled rate needs the rate in use: never above twice what was served
 // in the last second, so that a client short of work does not let the rate
-// run away and then burst at it.
+// run away and then burst at it; and when no answer since the last rise was
+// to a request the rate held back (Signal.Spare), no higher than a quarter
+// over what was served: demand must press on a rate before it rises (issue
+// 18: sequential requests at 50 a second took a host from 5 to 100 req/s).
 func (c *Controller) publish(t int64) float64 {
 	w := min(max(c.want, c.cfg.Min), c.ceil)
 	if w > c.rate {
 		w = min(w, max(2*c.meter.okRate(t), c.cfg.Target*c.capEst, c.rate, c.cfg.Initial))
+		if c.pressedAt < c.pubAt {
+			// Nothing held back since the last rise: headroom over what
+			// was served, no more, so a surge of demand finds some rate
+			// waiting.
+			w = min(w, max(c.rate, spareHeadroom*c.meter.okRate(t)))
+		}
 	}
 	c.want = w
 	switch {

@@ -45,6 +45,12 @@ type Signal struct {
 	Latency time.Duration
 	// Wait is the wait the server advertised (Retry-After), zero if none.
 	Wait time.Duration
+	// Spare says the request found its host's rate idle: its token had
+	// been waiting for it (the client's bucket was full), so the rate was
+	// not what held the client back. An answer to such a request is no
+	// reason to raise the rate: a rate nobody uses is no evidence the host
+	// bears it. Callers that cannot tell leave it false.
+	Spare bool
 }
 
 // Rater is a per-host rate policy: it hears the outcome of every attempt to

@@ -170,7 +170,7 @@ func TestURLSpellings(t *testing.T) {
 	upper := "HTTP" + strings.TrimPrefix(srv.URL, "http")
 	list := upper + "/x\n" + srv.URL + "/x#top\n" + srv.URL + "/x\n" + srv.URL + "/caf\xe9\n"
 	dir := t.TempDir()
-	sum := runJob(t, dir, &polite.Transport{Base: srv.Client().Transport}, list, Options{Bodies: BodiesNone})
+	sum := runJob(t, dir, &polite.Transport{Base: srv.Client().Transport, IgnoreRobots: true}, list, Options{Bodies: BodiesNone})
 	if sum.Total != 2 {
 		t.Errorf("%d URLs in the job, want 2", sum.Total)
 	}

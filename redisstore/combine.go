@@ -8,6 +8,7 @@ import (
 
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/breaker"
+	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/inflight"
 )
 
@@ -125,7 +126,9 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string) {
 		if fleetCap > 0 {
 			seqs[i] = s.seq.Add(1)
 		}
-		args = append(args, min(poll, p.q.MaxWait).Microseconds(), flag(p.q.First), s.leaseID(seqs[i]))
+		cost := max(p.q.Cost, 1)
+		hold := min(time.Duration(cost)*poll, maxHold) // a cost of n holds n intervals, as the local store
+		args = append(args, min(hold, p.q.MaxWait).Microseconds(), flag(p.q.First), s.leaseID(seqs[i]), cost)
 	}
 	res, err := s.run(admitScript, key, args)
 	for i, p := range qs {
@@ -157,7 +160,7 @@ func (s *Store) admission(key string, q polite.Query, res any, seq uint64, poll 
 	code, ok1 := a[0].(int64)
 	_, ok2 := a[1].(int64)
 	_, ok3 := a[2].(string)
-	if !ok1 || !ok2 || !ok3 || code < 0 || code > 5 {
+	if !ok1 || !ok2 || !ok3 || code < 0 || code > 6 {
 		return polite.Admission{}, false
 	}
 	us, why := max(micros(integer(res, 1)), 0), str(res, 2)
@@ -177,6 +180,10 @@ func (s *Store) decode(key string, q polite.Query, code int64, us time.Duration,
 		return polite.Admission{Reason: polite.ReasonBreaker, Wait: us, Poll: us, Err: fmt.Errorf("polite: host %q: %w", key, err)}
 	case 5:
 		return polite.Admission{Wait: slotPoll, Poll: slotPoll, Reason: polite.ReasonSlot}
+	case 6:
+		l := s.reg.LimitsFor(key)
+		return polite.Admission{Reason: polite.ReasonRate,
+			Err: fmt.Errorf("polite: host %q: %w: cost %d, burst %d", key, bucket.ErrExceedsBurst, max(q.Cost, 1), max(l.Burst, 1))}
 	}
 	return polite.Admission{Wait: us, Poll: min(max(us-poll, minPoll), maxHold), Reason: polite.ReasonRate}
 }

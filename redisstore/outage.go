@@ -150,6 +150,27 @@ func (s *Store) ping(ctx context.Context) error {
 	return stateScript.Run(ctx, s.c, []string{base + "h", base + "f", base + "l"}, 0, -1, 1, 1000).Err()
 }
 
+// beatOnce counts member among the live ones in the sorted set key for
+// workerTTL, drops those whose time ran out, and returns how many are live,
+// in one transaction.
+func beatOnce(c redis.UniversalClient, key, member string, timeout time.Duration) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	now := time.Now()
+	var card *redis.IntCmd
+	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, key, redis.Z{Score: float64(now.Add(workerTTL).UnixMilli()), Member: member})
+		p.ZRemRangeByScore(ctx, key, "-inf", "("+itoa(now.UnixMilli()))
+		card = p.ZCard(ctx, key)
+		p.PExpire(ctx, key, 2*workerTTL)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return card.Val(), nil
+}
+
 // beat keeps this worker counted among the live ones and reads the count,
 // every heartbeat until Close.
 func (s *Store) beat() {
@@ -157,20 +178,9 @@ func (s *Store) beat() {
 	defer t.Stop()
 	key := s.o.Prefix + "workers"
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
-		now := time.Now()
-		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.ZAdd(ctx, key, redis.Z{Score: float64(now.Add(workerTTL).UnixMilli()), Member: s.worker})
-			p.ZRemRangeByScore(ctx, key, "-inf", "("+itoa(now.UnixMilli()))
-			p.PExpire(ctx, key, 2*workerTTL)
-			return nil
-		})
-		if err == nil {
-			if n, err := s.c.ZCard(ctx, key).Result(); err == nil && n > 0 {
-				s.health.workers.Store(n)
-			}
+		if n, err := beatOnce(s.c, key, s.worker, s.o.Timeout); err == nil && n > 0 {
+			s.health.workers.Store(n)
 		}
-		cancel()
 		select {
 		case <-s.done:
 			return

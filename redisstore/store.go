@@ -253,23 +253,23 @@ const (
 )
 
 // Keep implements polite.Store.
-func (s *Store) Keep(h *polite.Host, now, reserved time.Time) bool {
+func (s *Store) Keep(h *polite.Host, now, reserved time.Time, cost int) bool {
 	if s.health.degraded.Load() {
-		return s.health.local.Keep(h, now, reserved)
+		return s.health.local.Keep(h, now, reserved, cost)
 	}
 	key := h.Key()
-	res, err := s.run(keepScript, key, s.common(now, s.reg.LimitsFor(key), s.theirs(reserved)))
+	res, err := s.run(keepScript, key, s.common(now, s.reg.LimitsFor(key), s.theirs(reserved), max(cost, 1)))
 	return err == nil && integer([]any{res}, 0) == 1
 }
 
 // Cancel implements polite.Store.
-func (s *Store) Cancel(h *polite.Host, now time.Time) {
+func (s *Store) Cancel(h *polite.Host, now time.Time, cost int) {
 	if s.health.degraded.Load() {
-		s.health.local.Cancel(h, now)
+		s.health.local.Cancel(h, now, cost)
 		return
 	}
 	key := h.Key()
-	s.run(cancelScript, key, s.common(now, s.reg.LimitsFor(key)))
+	s.run(cancelScript, key, s.common(now, s.reg.LimitsFor(key), max(cost, 1)))
 }
 
 // Report implements polite.Store.

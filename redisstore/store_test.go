@@ -89,8 +89,8 @@ func TestCluster(t *testing.T) {
 		if v.Pause != time.Second {
 			t.Errorf("%s: Report(429, Retry-After 1) paused %v, want 1s", key, v.Pause)
 		}
-		s.Keep(h, now, now)
-		s.Cancel(h, now)
+		s.Keep(h, now, now, 1)
+		s.Cancel(h, now, 1)
 		s.SetRate(h, now, 50)
 		s.SetCeiling(h, now, polite.ReasonCrawlDelay, 10)
 		s.Release(h, a.Lease)

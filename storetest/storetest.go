@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore New) {
 		{"ConcurrentAdmitsKeepTheBucket", concurrentAdmits},
 		{"ReservationStandsDown", reservationStandsDown},
 		{"LeasesKeepTheCap", leasesKeepTheCap},
+		{"CostTakesItsTokens", costTakesItsTokens},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -316,7 +317,7 @@ func reservationStandsDown(t *testing.T, newStore New) {
 	}
 	heard := t0.Add(50 * time.Millisecond)
 	s.Report(h, throttle(t0, heard, 0))
-	if s.Keep(h, a.At, t0) {
+	if s.Keep(h, a.At, t0, 1) {
 		t.Errorf("Keep of a token reserved before a throttle was heard = true, want false")
 	}
 	after := a.At.Add(time.Millisecond)
@@ -324,7 +325,7 @@ func reservationStandsDown(t *testing.T, newStore New) {
 	if !b.Granted {
 		t.Fatalf("Admit after the throttle, with MaxWait 1s = %+v, want a token reserved ahead", b)
 	}
-	if !s.Keep(h, b.At, after) {
+	if !s.Keep(h, b.At, after, 1) {
 		t.Errorf("Keep of a token reserved after the throttle = false, want true")
 	}
 }
@@ -380,5 +381,40 @@ func leasesKeepTheCap(t *testing.T, newStore New) {
 		if a := s.Admit(h, polite.Query{Now: later}); !a.Granted {
 			t.Errorf("Admit %d after the leases expired = %+v, want granted", i, a)
 		}
+	}
+}
+
+// costTakesItsTokens: a request of cost n takes n tokens (Query.Cost), a
+// cancelled reservation gives them back, and a cost above the burst is refused
+// with an error, never granted nor waited for.
+func costTakesItsTokens(t *testing.T, newStore New) {
+	c := defaults()
+	c.Limits.Rate, c.Limits.Burst = 10, 5
+	s, reg := newStore(t, c)
+	h := host(t, reg, "a.test")
+	t0 := time.Now()
+	if a := s.Admit(h, polite.Query{Now: t0, Cost: 3}); !a.Granted {
+		t.Fatalf("Admit of cost 3 from a full bucket of 5 = %+v, want granted", a)
+	}
+	if a := s.Admit(h, polite.Query{Now: t0, Cost: 3}); a.Granted {
+		t.Fatalf("Admit of cost 3 with 2 tokens left = granted, want refused")
+	} else if a.Reason != polite.ReasonRate || a.Wait != 100*time.Millisecond {
+		t.Errorf("Admit of cost 3 with 2 tokens left: %s, wait %v; want rate, 100ms (the third token)", a.Reason, a.Wait)
+	}
+	if a := s.Admit(h, polite.Query{Now: t0, Cost: 2}); !a.Granted {
+		t.Fatalf("Admit of cost 2 with 2 tokens left = %+v, want granted", a)
+	}
+	// The bucket is empty: cost 2 is reserved 200 ms ahead; cancelled,
+	// the next reservation of 2 comes as soon, not 200 ms later.
+	r := s.Admit(h, polite.Query{Now: t0, Cost: 2, MaxWait: time.Second})
+	if !r.Granted || !r.At.Equal(t0.Add(200*time.Millisecond)) {
+		t.Fatalf("Admit of cost 2 on an empty bucket, MaxWait 1s = %+v, want a reservation 200ms ahead", r)
+	}
+	s.Cancel(h, t0, 2)
+	if a := s.Admit(h, polite.Query{Now: t0, Cost: 2, MaxWait: time.Second}); !a.Granted || !a.At.Equal(r.At) {
+		t.Errorf("Admit of cost 2 after a reservation of 2 was cancelled = %+v, want one at %v again", a, r.At.Sub(t0))
+	}
+	if a := s.Admit(h, polite.Query{Now: t0.Add(time.Hour), Cost: 6}); a.Granted || a.Err == nil {
+		t.Errorf("Admit of cost 6 over a burst of 5 = %+v, want refused with an error", a)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -681,5 +682,74 @@ func TestExplicitRateIsACeiling(t *testing.T) {
 	checkRate(t, s.url, s.log(), rate, 1)
 	if want := "rates: each host started at 5.0 req/s and could rise to 5.0"; !strings.Contains(r.stdout, want) {
 		t.Errorf("the summary does not say %q:\n%s", want, r.stdout)
+	}
+}
+
+// TestRehearsal is the rehearsal a user runs before a real crawl (issue 18,
+// item 5): `polite testbed` serving the example hosts on one address, and
+// `polite fetch --connect-to` reaching them by name with the example rules.
+// Judged by the testbed's own stop table: no host's busiest second went
+// over what its rule allows.
+func TestRehearsal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	list := filepath.Join(dir, "urls.txt")
+	tb := exec.Command(bin, "testbed", "--config", "../../examples/testbed.toml", "--addr", "127.0.0.1:0",
+		"--urls", list, "--pages", "4", "--duration", "90s")
+	stdout, err := tb.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Process.Kill()
+	sc := bufio.NewScanner(stdout)
+	addr := ""
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "listening on "); ok {
+			addr, _, _ = strings.Cut(rest, ",")
+		}
+		if strings.HasPrefix(line, "serving") {
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatal("the testbed did not say where it listens")
+	}
+
+	r := polite(t, "fetch", "--out", filepath.Join(dir, "out"), "--progress", "none",
+		"--connect-to", "::"+addr, "--config", "../../examples/rules.toml", list)
+	if r.code != 0 {
+		t.Fatalf("fetch: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	tb.Process.Signal(os.Interrupt)
+	peak := map[string]int{}
+	var table []string
+	for sc.Scan() {
+		line := sc.Text()
+		table = append(table, line)
+		f := strings.Fields(line)
+		if len(f) == 11 && strings.HasSuffix(f[0], ".test") {
+			n, err := strconv.Atoi(f[9])
+			if err != nil {
+				t.Fatalf("peak 1s %q in %q", f[9], line)
+			}
+			peak[f[0]] = n
+		}
+	}
+	tb.Wait()
+	// fragile.test: rate 0.5, burst 1 (one a second at the most, in any
+	// second); api.test: 10 a second, evenly spaced (a window may catch
+	// an eleventh at its edge when the network bunches two).
+	for host, most := range map[string]int{"fragile.test": 1, "api.test": 11} {
+		got, ok := peak[host]
+		if !ok {
+			t.Fatalf("no %s row in the testbed's table:\n%s", host, strings.Join(table, "\n"))
+		}
+		if got > most || got == 0 {
+			t.Errorf("%s: busiest second admitted %d, want 1 to %d\n%s", host, got, most, strings.Join(table, "\n"))
+		}
 	}
 }

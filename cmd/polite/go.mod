@@ -6,6 +6,7 @@ require (
 	charm.land/bubbletea/v2 v2.0.10
 	charm.land/lipgloss/v2 v2.0.6
 	github.com/BurntSushi/toml v1.6.0
+	github.com/dunglas/httpsfv v1.1.2
 	github.com/polite-go/polite v0.0.0
 	github.com/polite-go/polite/crawl v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0

@@ -244,21 +244,25 @@ func runLiveOne(ctx context.Context, o LiveOptions, sc LiveScenario, run int) (L
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
 	}
-	var srv *testbed.Server
+	var tb *testbedProc
 	if len(sc.Hosts) > 0 {
-		srv = testbed.NewServer(sc.Hosts...)
-		if err := srv.StartPerHostIP(); err != nil {
+		var err error
+		if tb, err = startTestbed(ctx, o.Polite, dir, sc.Hosts); err != nil {
 			return res, err
 		}
-		defer srv.Close()
+		defer func() {
+			if tb != nil {
+				tb.stop()
+			}
+		}()
 	}
 	var ng *nginx
 	var bases []string
 	var pages []int
 	if sc.Nginx != nil {
 		backend := ""
-		if srv != nil {
-			backend = srv.URL(sc.Hosts[0].Name)
+		if tb != nil {
+			backend = tb.urls[0]
 		}
 		var err error
 		if ng, err = startNginx(ctx, filepath.Join(dir, "nginx"), *sc.Nginx, backend); err != nil {
@@ -268,8 +272,8 @@ func runLiveOne(ctx context.Context, o LiveOptions, sc LiveScenario, run int) (L
 		bases = []string{ng.url}
 		pages = []int{sc.urls(sc.Nginx.capacity(sc.Hosts) * sc.Seconds)}
 	} else {
-		for _, h := range sc.Hosts {
-			bases = append(bases, srv.URL(h.Name))
+		for i, h := range sc.Hosts {
+			bases = append(bases, tb.urls[i])
 			pages = append(pages, sc.urls(capacityOver(h, time.Duration(sc.Seconds*float64(time.Second)))))
 		}
 	}
@@ -322,29 +326,33 @@ func runLiveOne(ctx context.Context, o LiveOptions, sc LiveScenario, run int) (L
 		res.measure(secs, 0, res.Wall, percentile(lat, 0.95), unloaded)
 		return res, err
 	}
-	res.measureHosts(srv, t0, t1)
+	recs, err2 := tb.stop()
+	tb = nil
+	if err2 != nil {
+		return res, err2
+	}
+	res.measureHosts(recs, t0, t1)
 	return res, err
 }
 
 // measureHosts fills r from the testbed hosts' timelines between the
 // process's start t0 and end t1.
-func (r *LiveRun) measureHosts(srv *testbed.Server, t0, t1 time.Time) {
+func (r *LiveRun) measureHosts(hosts []hostRecord, t0, t1 time.Time) {
 	var capSum, adm float64
 	var all, refused, afterAll, afterRefused int64
 	settle := time.Duration(0)
 	shown := -1 // the host whose timeline r shows: the first with a step, else the first
-	for i, h := range srv.Hosts() {
-		if shown < 0 || len(h.Config().Schedule) > 0 && len(srv.Hosts()[shown].Config().Schedule) == 0 {
+	for i, h := range hosts {
+		if shown < 0 || len(h.cfg.Schedule) > 0 && len(hosts[shown].cfg.Schedule) == 0 {
 			shown = i
 		}
 	}
-	for i, h := range srv.Hosts() {
-		cfg := h.Config()
-		tl := h.Timeline()
+	for i, h := range hosts {
+		cfg, tl := h.cfg, h.timeline
 		// From the process's start to its end, or to the end of the
 		// host's last second with arrivals when its list ran out sooner:
 		// hosts of a mixed list finish at their own times.
-		from, to := t0.Sub(h.Started()).Seconds(), t1.Sub(h.Started()).Seconds()
+		from, to := t0.Sub(h.started).Seconds(), t1.Sub(h.started).Seconds()
 		for i := len(tl) - 1; i >= 0; i-- {
 			if tl[i].Arrivals > 0 {
 				to = min(to, tl[i].Start.Seconds()+1)
@@ -363,7 +371,7 @@ func (r *LiveRun) measureHosts(srv *testbed.Server, t0, t1 time.Time) {
 				afterRefused += int64(w.Rejected + w.Shed)
 			}
 		}
-		st := h.Stats()
+		st := h.stats
 		if st.P95 > r.P95 {
 			r.P95 = st.P95
 		}

@@ -25,7 +25,7 @@ var (
 )
 
 // TestLive runs the live benchmark: the built CLI, in a process of its own,
-// against testbed hosts and nginx on loopback, in real time. The simulated
+// against `polite testbed` processes and nginx on loopback, in real time. The simulated
 // twins run in fake time with the same flags and duration.
 func TestLive(t *testing.T) {
 	if !*flagLive {

@@ -57,3 +57,24 @@ func (r *Report) WriteJSON(w io.Writer) error {
 func trimFloat(f float64) string {
 	return strings.TrimSuffix(strconv.FormatFloat(f, 'f', -1, 64), ".0")
 }
+
+// WriteLegend says what the table's columns mean and what each policy is.
+func WriteLegend(w io.Writer, policies []Policy) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\ncolumns (from the hosts' own records):")
+	for _, c := range [][2]string{
+		{"goodput", "requests the hosts served, as a share of their hidden capacity over the run"},
+		{"429/503", "share of requests the hosts refused (throttled or shed): how often the policy made a host say no"},
+		{"settle", "after a capacity step, time until 3 s of requests were within 10 % of the new capacity (never: did not; -: no step)"},
+		{"p95/unloaded", "the worst host's server-side p95 latency (queueing included) over its unloaded latency"},
+		{"peak/cap", "the busiest 1-second window's requests over what the host could serve in it"},
+		{"requests", "requests the hosts received"},
+	} {
+		fmt.Fprintf(tw, "  %s\t%s\n", c[0], c[1])
+	}
+	fmt.Fprintln(tw, "policies:")
+	for _, p := range policies {
+		fmt.Fprintf(tw, "  %s\t%s\n", p.Name, p.About)
+	}
+	return tw.Flush()
+}

@@ -114,18 +114,21 @@ local function retime(r0, b0, r1, b1)
   st.f = now + math.ceil((b1 - t) * ei)
 end
 
--- take takes a token at now, or reserves the next one if it comes within
+-- take takes cost tokens at now, or reserves them if they come within
 -- maxWait; it returns whether it did and the wait (until the reserved
--- token, or until one would come).
-local function take(maxWait)
+-- tokens, or until they would come), and true third when cost is above
+-- the burst (never admitted).
+local function take(maxWait, cost)
+  cost = cost or 1
   local r, b = inforce()
   local ei = interval(r)
   if ei == 0 then return true, 0 end
+  if cost > b then return false, 0, true end
   local f = st.f or now
   if f < now then f = now end
-  local slot = f + ei - b * ei
-  if slot <= now then st.f = f + ei return true, 0 end
-  if slot - now <= maxWait then st.f = f + ei return true, slot - now end
+  local slot = f + cost * ei - b * ei
+  if slot <= now then st.f = f + cost * ei return true, 0 end
+  if slot - now <= maxWait then st.f = f + cost * ei return true, slot - now end
   return false, slot - now
 end
 
@@ -137,13 +140,14 @@ local function drain()
   st.f = math.max(st.f or now, now + b * ei)
 end
 
--- forgive gives back a token as far as the bucket is in debt.
-local function forgive()
+-- forgive gives back cost tokens as far as the bucket is in debt.
+local function forgive(cost)
+  cost = cost or 1
   local r, b = inforce()
   local ei = interval(r)
   if ei == 0 or st.f == nil then return end
   local empty = now + b * ei
-  if st.f > empty then st.f = math.max(st.f - ei, empty) end
+  if st.f > empty then st.f = math.max(st.f - cost * ei, empty) end
 end
 
 -- pause extends the pause to u (never shortens it); true if it moved.

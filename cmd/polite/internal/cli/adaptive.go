@@ -27,10 +27,35 @@ func (o *fetchOptions) maxRate() float64 {
 // kept within --max-delay too (issue 17, defect 1: cut to 0.1 req/s, a
 // dead host's attempts went 10 s apart under --max-delay 1s), unless --rate
 // asks for slower still.
+//
+// A rule's adaptive key turns it on or off for the rule's hosts.
 func (o *fetchOptions) adaptive(tr *polite.Transport) {
-	if !o.Adaptive {
+	perRule := o.Rules != nil && o.Rules.anyAdaptive()
+	if !o.Adaptive && !perRule {
 		return
 	}
+	c := o.adaptiveConfig()
+	if !perRule {
+		tr.Adaptive = c
+		return
+	}
+	// The Transport's own factory for c: the host's rate, rule ceiling
+	// and all, as tr.Adaptive = c would make it.
+	controller := (&polite.Transport{Adaptive: c}).LocalOptions().NewRater
+	tr.NewRater = func(key string, l polite.Limits) adaptive.Rater {
+		on, set := o.Rules.adaptiveFor(key)
+		if !set {
+			on = o.Adaptive
+		}
+		if !on {
+			return nil // the host keeps its rate
+		}
+		return controller(key, l)
+	}
+}
+
+// adaptiveConfig is the controller's configuration for the flags.
+func (o *fetchOptions) adaptiveConfig() *adaptive.Config {
 	c := &adaptive.Config{Max: o.MaxRate}
 	if s := o.MaxDelay.Seconds(); s > 0 {
 		if floor := 1 / s; floor > adaptive.DefaultMin {
@@ -41,5 +66,5 @@ func (o *fetchOptions) adaptive(tr *polite.Transport) {
 			c.Min = min(floor, o.Rate, top)
 		}
 	}
-	tr.Adaptive = c
+	return c
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/internal/politeness"
 	"github.com/polite-go/polite/testbed"
 )
@@ -24,6 +25,16 @@ type benchOptions struct {
 	// against testbed hosts and nginx on loopback, in real time.
 	Live     bool
 	LiveOpts politeness.LiveOptions
+
+	// The user's own policy, one more row when any of these is given:
+	// --rate (the start, and the ceiling unless --max-rate), --max-rate,
+	// --adaptive and --config, as fetch reads them.
+	Yours    bool
+	Rate     float64
+	MaxRate  float64
+	Adaptive bool
+	Config   string
+	Rules    *config
 }
 
 func newBenchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
@@ -50,6 +61,11 @@ runs per scenario, median and spread. About 10 minutes.`,
   polite bench --live --scenario nginx-delay --runs 1`,
 		Args: args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
+			fl := c.Flags()
+			o.Yours = fl.Changed("rate") || fl.Changed("max-rate") || fl.Changed("adaptive") || fl.Changed("config")
+			if fl.Changed("rate") && !fl.Changed("max-rate") {
+				o.MaxRate = o.Rate // a rate the user names is a ceiling, as in fetch
+			}
 			if err := o.parse(scenarios, policies); err != nil {
 				return err
 			}
@@ -72,6 +88,10 @@ runs per scenario, median and spread. About 10 minutes.`,
 	f.BoolVar(&o.Live, "live", false, "run the live benchmark instead: this binary's fetch against testbed hosts and nginx, in real time (scenarios: "+strings.Join(liveNames(), ", ")+")")
 	f.IntVar(&o.LiveOpts.Runs, "runs", 3, "with --live: runs of each scenario")
 	f.IntVar(&o.LiveOpts.Parallel, "live-parallel", 3, "with --live: runs at once")
+	f.Float64Var(&o.Rate, "rate", 2, "your policy: each host's starting rate (and its ceiling, unless --max-rate)")
+	f.Float64Var(&o.MaxRate, "max-rate", DefaultMaxRate, "your policy: the ceiling of an adaptive rate")
+	f.BoolVar(&o.Adaptive, "adaptive", true, "your policy: adapt each host's rate (false: a fixed --rate)")
+	f.StringVar(&o.Config, "config", "", "your policy: a fetch --config `FILE` of per-host rules, matched against the scenarios' host names")
 	return c
 }
 
@@ -92,6 +112,9 @@ func scenarioNames() []string {
 }
 
 func (o *benchOptions) parse(scenarios, policies []string) error {
+	if o.Live && o.Yours {
+		return usageErr("--live runs polite fetch as the live scenarios set it; --rate, --max-rate, --adaptive and --config add your policy to the simulated benchmark only")
+	}
 	if o.Live {
 		for _, name := range scenarios {
 			i := slices.IndexFunc(politeness.LiveScenarios(), func(s politeness.LiveScenario) bool { return s.Name == name })
@@ -129,7 +152,63 @@ func (o *benchOptions) parse(scenarios, policies []string) error {
 	if o.Opts.Workers < 1 || o.Opts.Concurrency < 1 {
 		return usageErr("--workers and --concurrency must be at least 1")
 	}
+	return o.parseYours()
+}
+
+// parseYours checks the user's policy and adds it to the policies run.
+func (o *benchOptions) parseYours() error {
+	if !o.Yours {
+		return nil
+	}
+
+	if !(o.Rate > 0) || !(o.MaxRate > 0) {
+		return usageErr("--rate %v, --max-rate %v: want rates above 0", o.Rate, o.MaxRate)
+	}
+	if o.Config != "" {
+		var err error
+		if o.Rules, err = loadConfig(o.Config); err != nil {
+			return &exitError{code: ExitUsage, err: err}
+		}
+	}
+	if o.Opts.Policies == nil {
+		o.Opts.Policies = politeness.Peers()
+	}
+	o.Opts.Policies = append(o.Opts.Policies, o.yours())
 	return nil
+}
+
+// yours is the policy of the user's flags: per host, the rule's rate,
+// max_rate and adaptive keys over --rate, --max-rate and --adaptive.
+func (o *benchOptions) yours() politeness.Policy {
+	about := fmt.Sprintf("your flags: --rate %g --max-rate %g --adaptive=%t", o.Rate, o.MaxRate, o.Adaptive)
+	if o.Config != "" {
+		about += " --config " + o.Config
+	}
+	return politeness.Policy{
+		Name:  "yours",
+		About: about,
+		NewRater: func(host string, now time.Time) adaptive.Rater {
+			rate, ceiling, on := o.Rate, o.MaxRate, o.Adaptive
+			if o.Rules != nil {
+				if i := o.Rules.match.RuleIndex(host); i >= 0 {
+					r := o.Rules.Rules[i]
+					if r.Rate != nil {
+						rate, ceiling = *r.Rate, *r.Rate
+					}
+					if r.MaxRate != nil && *r.MaxRate > 0 {
+						ceiling = *r.MaxRate
+					}
+					if r.Adaptive != nil {
+						on = *r.Adaptive
+					}
+				}
+			}
+			if !on {
+				return politeness.Static(rate).NewRater(host, now)
+			}
+			return adaptive.New(adaptive.Config{Initial: min(rate, ceiling), Max: ceiling}, now)
+		},
+	}
 }
 
 func runBench(ctx context.Context, e *env, o *benchOptions) error {
@@ -142,6 +221,13 @@ func runBench(ctx context.Context, e *env, o *benchOptions) error {
 		return &exitError{code: ExitFatal, err: err}
 	}
 	if err := rep.WriteTable(e.stdout); err != nil {
+		return &exitError{code: ExitFatal, err: err}
+	}
+	pols := o.Opts.Policies
+	if pols == nil {
+		pols = politeness.Peers()
+	}
+	if err := politeness.WriteLegend(e.stdout, pols); err != nil {
 		return &exitError{code: ExitFatal, err: err}
 	}
 	if o.JSON != "" {

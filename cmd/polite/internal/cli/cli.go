@@ -114,6 +114,7 @@ every mechanism within a minute.`,
 		newStatusCmd(e, r["status"]),
 		newRetryCmd(e, r["retry"]),
 		newBenchCmd(e, r["bench"]),
+		newGuardCmd(e, r["guard"]),
 		newVersionCmd(e),
 	)
 	root.CompletionOptions.HiddenDefaultCmd = true

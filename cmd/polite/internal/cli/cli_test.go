@@ -6,13 +6,17 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/crawl"
+	"github.com/polite-go/polite/internal/politeness"
+	"github.com/polite-go/polite/testbed"
 )
 
 // parse runs argv through the command tree with every run step replaced,
@@ -263,5 +267,104 @@ func TestRuleRateIsACeiling(t *testing.T) {
 	}
 	if _, err := parseConfig("r.toml", []byte("[[rule]]\nhosts = \"a\"\n\nmax_rate = -2\n")); err == nil || !strings.Contains(err.Error(), "r.toml:4: max_rate") {
 		t.Errorf("max_rate = -2: error %v, want it to name r.toml:4", err)
+	}
+}
+
+// A rule's adaptive key turns the adaptive rate off for its hosts under
+// --adaptive, or on without it; other hosts follow the flag. With --redis
+// the key is refused: the fleet's rate control is one for all hosts.
+func TestRuleAdaptiveKey(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "rules.toml")
+	src := "[[rule]]\nhosts = \"fixed.test\"\nrate = 5\nadaptive = false\n\n[[rule]]\nhosts = \"tuned.test\"\nadaptive = true\n"
+	if err := os.WriteFile(cfg, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := polite.Limits{Rate: 2}
+	for _, tc := range []struct {
+		adaptive           string
+		fixed, tuned, rest bool // whether each gets a controller
+	}{
+		{"true", false, true, true},
+		{"false", false, true, false},
+	} {
+		got, code, stderr := parse(t, "fetch", "--adaptive="+tc.adaptive, "--config", cfg, "urls.txt")
+		if code != ExitOK {
+			t.Fatalf("--adaptive=%s: exit %d: %s", tc.adaptive, code, stderr)
+		}
+		tr := got.(*fetchOptions).transport(&loopbackPorts{})
+		if tr.NewRater == nil {
+			t.Fatalf("--adaptive=%s with adaptive rules: no NewRater", tc.adaptive)
+		}
+		for host, want := range map[string]bool{"fixed.test": tc.fixed, "tuned.test": tc.tuned, "other.test": tc.rest} {
+			if r := tr.NewRater(host, l); (r != nil) != want {
+				t.Errorf("--adaptive=%s: %s has a controller: %v, want %v", tc.adaptive, host, r != nil, want)
+			}
+		}
+	}
+	if _, code, stderr := parse(t, "fetch", "--redis", "redis://127.0.0.1:1", "--config", cfg, "urls.txt"); code != ExitUsage || !strings.Contains(stderr, "adaptive") {
+		t.Errorf("--redis with a rule's adaptive key: exit %d, %q; want a usage error naming it", code, stderr)
+	}
+}
+
+// The example files in the repository parse: a rules file and a testbed
+// config a user can start from.
+func TestExampleFiles(t *testing.T) {
+	c, err := loadConfig("../../../../examples/rules.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Rules) == 0 {
+		t.Error("examples/rules.toml has no rules")
+	}
+	hosts, err := loadTestbedConfig("../../../../examples/testbed.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range c.Rules {
+		if !strings.Contains(r.Hosts, "*") && !slices.ContainsFunc(hosts, func(h testbed.HostConfig) bool { return h.Name == r.Hosts }) {
+			t.Errorf("rule for %q has no testbed host to rehearse it on", r.Hosts)
+		}
+	}
+}
+
+// polite bench takes the user's own flags as one more policy, "yours",
+// rules included, and prints a legend of the columns and the policies
+// (issue 18, item 5).
+func TestBenchYourPolicy(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "rules.toml")
+	if err := os.WriteFile(cfg, []byte("[[rule]]\nhosts = \"slow.test\"\nrate = 0.5\nadaptive = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, code, stderr := parse(t, "bench", "--rate", "5", "--config", cfg)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	o := got.(*benchOptions)
+	if n := len(o.Opts.Policies); n != len(politeness.Peers())+1 || o.Opts.Policies[n-1].Name != "yours" {
+		t.Fatalf("policies %d, want the peers and yours last", n)
+	}
+	yours := o.Opts.Policies[len(o.Opts.Policies)-1]
+	now := time.Now()
+	if r := yours.NewRater("slow.test", now); r.Observe(now, adaptive.Signal{}) != 0.5 {
+		t.Errorf("slow.test: rate %v, want the rule's fixed 0.5", r.Observe(now, adaptive.Signal{}))
+	}
+	if r, ok := yours.NewRater("other.test", now).(*adaptive.Controller); !ok || r.Rate() != 5 {
+		t.Errorf("other.test: %T, want an adaptive controller at --rate 5", yours.NewRater("other.test", now))
+	}
+	if _, code, _ := parse(t, "bench", "--live", "--rate", "5"); code != ExitUsage {
+		t.Errorf("--live --rate 5: exit %d, want a usage error", code)
+	}
+
+	code, stdout, stderr := politeCmd(t, "bench", "--scenario", "steady", "--policy", "static-10", "--rate", "3",
+		"--adaptive=false", "--duration", "1s")
+	if code != ExitOK {
+		t.Fatalf("bench: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"yours", "goodput  ", "peak/cap  ", "your flags: --rate 3 --max-rate 3 --adaptive=false"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("bench output lacks %q:\n%s", want, stdout)
+		}
 	}
 }

@@ -36,6 +36,8 @@ type rule struct {
 	// MaxRate lets an adaptive rate rise above rate, up to it; without it
 	// a rule's rate is also its hosts' ceiling.
 	MaxRate *float64 `toml:"max_rate"`
+	// Adaptive turns --adaptive on or off for the rule's hosts.
+	Adaptive *bool `toml:"adaptive"`
 }
 
 // loadConfig reads and checks a rules file. Its errors name the file and
@@ -195,6 +197,26 @@ func (c *config) politeRules() []polite.Rule {
 		out = append(out, pr)
 	}
 	return out
+}
+
+// adaptiveFor returns whether the rule for a host key makes its rate
+// adaptive, and false for ok when its rule leaves that to --adaptive.
+func (c *config) adaptiveFor(key string) (on, ok bool) {
+	i := c.match.RuleIndex(key)
+	if i < 0 || c.Rules[i].Adaptive == nil {
+		return false, false
+	}
+	return *c.Rules[i].Adaptive, true
+}
+
+// anyAdaptive reports whether a rule sets the adaptive key.
+func (c *config) anyAdaptive() bool {
+	for _, r := range c.Rules {
+		if r.Adaptive != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // retriesFor returns the retries the rule for a host key sets (-1 for

@@ -112,10 +112,11 @@ func (l *loopbackPorts) has(p uint16) bool {
 	return l.ports[p]
 }
 
-// publicOnly makes base connect only to public addresses and to the
-// list's loopback ports.
-func publicOnly(base *http.Transport, l *loopbackPorts) {
+// publicOnly makes base connect only to public addresses, the list's
+// loopback ports, and the addresses also admits (those --resolve and
+// --connect-to name).
+func publicOnly(base *http.Transport, l *loopbackPorts, also func(netip.AddrPort) bool) {
 	base.DialContext = polite.PublicDialer(func(ap netip.AddrPort) bool {
-		return ap.Addr().IsLoopback() && l.has(ap.Port())
+		return ap.Addr().IsLoopback() && l.has(ap.Port()) || also(ap)
 	}).DialContext
 }

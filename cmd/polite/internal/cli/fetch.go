@@ -46,6 +46,7 @@ type fetchOptions struct {
 	Robots        bool
 	AllowPrivate  bool
 	SameHost      bool
+	Connect       connectTo // --resolve and --connect-to
 	UserAgent     string
 	Key           polite.KeyBy
 	Config        string  // path of the per-host rules file
@@ -151,6 +152,10 @@ Fields left out take the flags' values.
   concurrency = 2     # requests in flight
   smooth = false      # space requests evenly (no bursts)
   retries = 3         # retries after the first attempt (0 or -1: none)
+  adaptive = false    # this rule's hosts keep their rate (or true: adapt
+                      # even without --adaptive)
+
+examples/rules.toml in polite's repository is a commented example.
 `
 
 func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
@@ -192,6 +197,8 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.DurationVar(&o.Grace, "grace", crawl.DefaultGrace, "after Ctrl-C, how long requests in flight may finish")
 	f.BoolVar(&o.SameHost, "same-host", false, "follow a redirect only to the host its URL was listed under (any scheme or port); the 3xx of one elsewhere is the URL's answer")
 	f.BoolVar(&o.AllowPrivate, "allow-private", false, "connect to non-public addresses too (private, link-local, loopback); by default only the loopback ports the list names are")
+	f.Var(connectFlag{&o.Connect, (*connectTo).addResolve}, "resolve", "connect to `HOST:PORT:ADDR[,ADDR...]` for URLs of HOST:PORT, as curl's --resolve (repeatable; HOST * is any host); the address given is reachable even when not public")
+	f.Var(connectFlag{&o.Connect, (*connectTo).addConnectTo}, "connect-to", "for URLs of HOST1:PORT1 connect to `HOST1:PORT1:HOST2:PORT2` instead, as curl's --connect-to (repeatable; empty fields: any / the URL's); e.g. ::127.0.0.1:8080 sends every URL to a polite testbed --addr")
 	f.StringVar(&o.Config, "config", "", "TOML `FILE` of per-host rules (see below)")
 	f.StringVar(&o.Redis, "redis", "", "Redis `URL` (redis://HOST:PORT/DB) through which a fleet of workers shares each host's rate, pause, breaker and retry budget")
 	f.StringVar(&o.Fleet, "fleet", "default", "the fleet's `NAME` in Redis: workers with the same --redis and --fleet share budgets")
@@ -280,6 +287,10 @@ func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 	if o.Config != "" {
 		if o.Rules, err = loadConfig(o.Config); err != nil {
 			return &exitError{code: ExitUsage, err: err}
+		}
+		if o.Redis != "" && o.Rules.anyAdaptive() {
+			// The fleet's rate control runs in Redis, one for all hosts.
+			return usageErr("--config %s: a rule's adaptive key does not apply with --redis (use --adaptive for the fleet)", o.Config)
 		}
 	}
 	return nil
@@ -404,8 +415,9 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 	if base == nil {
 		b := crawl.NewBase()
 		if !o.AllowPrivate {
-			publicOnly(b, loop)
+			publicOnly(b, loop, o.Connect.allows)
 		}
+		o.Connect.wrap(b)
 		base = b
 	}
 	tr := &polite.Transport{

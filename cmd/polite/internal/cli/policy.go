@@ -4,8 +4,7 @@ import "github.com/polite-go/polite"
 
 // policy sets the Transport fields behind --robots and --adaptive.
 func (o *fetchOptions) policy(tr *polite.Transport) {
-	// polite reads robots.txt for a Transport with a UserAgent, which a
-	// fetch always has.
+	// A Transport reads robots.txt unless told not to.
 	tr.IgnoreRobots = !o.Robots
 	o.adaptive(tr)
 }

@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -38,7 +42,8 @@ and may queue, time out, soft-block or change capacity mid-run.
 
 By default the hosts are polite demo's; --hosts N serves N hosts with no limits
 instead, and --config FILE reads hosts from TOML, one [[host]] table each, keys
-named as testbed.HostConfig's fields:
+named as testbed.HostConfig's fields (or, from a program, FILE.json: a JSON
+array of testbed.HostConfig, durations in nanoseconds):
 
   [[host]]
   Name = "shop.test"
@@ -86,7 +91,7 @@ func newTestbedCmd(e *env, runF func(context.Context, any) error) *cobra.Command
 	f.StringVar(&o.URLs, "urls", "", "write a URL list to `FILE`: --pages pages of every host, interleaved")
 	f.IntVar(&o.Pages, "pages", 100, "pages per host in the --urls list")
 	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (0: at Ctrl-C)")
-	f.StringVar(&o.Stats, "stats", "", "write each host's server-side stats to `FILE` (JSON) when stopping")
+	f.StringVar(&o.Stats, "stats", "", "write each host's server-side stats, start time and 1-second timeline to `FILE` (JSON) when stopping")
 	return c
 }
 
@@ -121,7 +126,46 @@ func loadTestbedConfig(name string) ([]testbed.HostConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--config: %w", err)
 	}
+	if strings.EqualFold(filepath.Ext(name), ".json") {
+		return parseTestbedJSON(name, src)
+	}
 	return parseTestbedConfig(name, src)
+}
+
+// parseTestbedJSON reads a testbed config written by a program: a JSON
+// array of testbed.HostConfig (durations in nanoseconds).
+func parseTestbedJSON(name string, src []byte) ([]testbed.HostConfig, error) {
+	dec := json.NewDecoder(bytes.NewReader(src))
+	dec.DisallowUnknownFields()
+	var hosts []testbed.HostConfig
+	if err := dec.Decode(&hosts); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("%s: no hosts", name)
+	}
+	seen := map[string]bool{}
+	for i, h := range hosts {
+		if h.Name == "" {
+			return nil, fmt.Errorf("%s: host %d has no Name", name, i+1)
+		}
+		if seen[strings.ToLower(h.Name)] {
+			return nil, fmt.Errorf("%s: two hosts named %q", name, h.Name)
+		}
+		seen[strings.ToLower(h.Name)] = true
+		if err := h.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: host %q: %v", name, h.Name, err)
+		}
+	}
+	return hosts, nil
+}
+
+// HostReport is one host's entry in the --stats file: its Stats (at the
+// top level, as before), when it started, and its 1-second windows.
+type HostReport struct {
+	testbed.Stats
+	Started  time.Time        `json:"started"`
+	Timeline []testbed.Second `json:"timeline"`
 }
 
 // parseTestbedConfig reads a testbed config file's contents; errors name the
@@ -195,7 +239,8 @@ func runTestbed(ctx context.Context, e *env, o *testbedOptions) error {
 		fmt.Fprintf(e.stdout, "%d hosts, %s … %s\n", len(o.Hosts), url(srv.Hosts()[0]), url(srv.Hosts()[len(o.Hosts)-1]))
 	}
 	if o.Addr != "" {
-		fmt.Fprintf(e.stdout, "listening on %s (route by Host header, e.g. curl --connect-to ::%s http://%s/)\n", srv.Addr(), srv.Addr(), o.Hosts[0].Name)
+		fmt.Fprintf(e.stdout, "listening on %s, routed by Host header: polite fetch --connect-to ::%s URLFILE (curl --connect-to ::%s http://%s/)\n",
+			srv.Addr(), srv.Addr(), srv.Addr(), o.Hosts[0].Name)
 	}
 	if o.URLs != "" {
 		fmt.Fprintf(e.stdout, "wrote %d URLs to %s\n", o.Pages*len(o.Hosts), o.URLs)
@@ -211,17 +256,20 @@ func runTestbed(ctx context.Context, e *env, o *testbedOptions) error {
 	}
 	<-ctx.Done()
 
-	stats := map[string]testbed.Stats{}
+	stats := map[string]HostReport{}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "host\tarrivals\tadmitted\trejected\tshed\tblocked\ttimed out\tmax in flight\tp95\t")
+	fmt.Fprintln(tw, "host\tarrivals\tadmitted\trejected\tshed\tblocked\ttimed out\tmax in flight\tp95\tpeak 1s\tcapacity\t")
 	for i, h := range srv.Hosts() {
 		s := h.Stats()
-		stats[h.Name()] = s
+		stats[h.Name()] = HostReport{Stats: s, Started: h.Started(), Timeline: h.Timeline()}
 		if i < 50 {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", h.Name(), s.Arrivals, s.Admitted, s.Rejected, s.Shed, s.Blocked, s.TimedOut, s.MaxInFlight, fmtDur(s.P95))
+			peak, capacity := peakSecond(h.Timeline())
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t\n", h.Name(), s.Arrivals, s.Admitted, s.Rejected, s.Shed,
+				s.Blocked, s.TimedOut, s.MaxInFlight, fmtDur(s.P95), peak, capacity)
 		}
 	}
 	tw.Flush()
+	fmt.Fprintln(e.stdout, "peak 1s: the most requests admitted in one second; capacity: what the host could admit in that second (- unlimited)")
 	if o.Stats != "" {
 		b, _ := json.MarshalIndent(stats, "", "  ")
 		if err := os.WriteFile(o.Stats, b, 0o644); err != nil {
@@ -229,4 +277,23 @@ func runTestbed(ctx context.Context, e *env, o *testbedOptions) error {
 		}
 	}
 	return nil
+}
+
+// peakSecond returns the most requests a host admitted in one of its
+// 1-second windows, and the capacity it had in that window ("-" when
+// unlimited): how close a client came to the host's limit at its busiest.
+func peakSecond(win []testbed.Second) (int, string) {
+	best := -1
+	for i, w := range win {
+		if best < 0 || w.Admitted > win[best].Admitted {
+			best = i
+		}
+	}
+	if best < 0 {
+		return 0, "-"
+	}
+	if c := win[best].Capacity; c > 0 {
+		return win[best].Admitted, strconv.FormatFloat(math.Round(c*10)/10, 'f', -1, 64)
+	}
+	return win[best].Admitted, "-"
 }

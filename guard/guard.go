@@ -1,0 +1,523 @@
+package guard
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/polite-go/polite"
+)
+
+// Config configures a Guard. The zero Config gives every client address
+// (IPv6 grouped by /64) DefaultRate requests per second in bursts of
+// DefaultBurst, kept in a Memory store, every route costing 1.
+type Config struct {
+	// Identity is each identity's budget; DefaultRate and DefaultBurst if
+	// its Rate is zero. Tenant is each tenant's and Global everyone's; a
+	// zero Rate leaves that level out. A request needs a token from every
+	// level in play.
+	Identity, Tenant, Global Limit
+	// AdvertiseGlobal puts the global level in the RateLimit fields too;
+	// by default it is not advertised (a client can do nothing about it,
+	// and it tells everyone the whole service's load).
+	AdvertiseGlobal bool
+
+	// Costs maps http.ServeMux patterns ("POST /upload", "/search/",
+	// "GET /items/{id}") to the tokens a matching request takes; the most
+	// specific pattern wins, as in a ServeMux. Unmatched requests cost 1;
+	// cost 0 lets a route through unlimited and unannounced.
+	Costs map[string]int
+
+	// Identify names the authenticated user and tenant of a request, from
+	// what an authentication middleware ahead of the guard left in it. An
+	// empty User means anonymous: the identity is the client's address
+	// (with the Tenant, if any, still counted). Nil: everyone is
+	// anonymous, unless UserHeader is set.
+	Identify func(*http.Request) Who
+	// UserHeader and TenantHeader name request headers an authenticating
+	// proxy sets; they are read only from requests that came through a
+	// TrustedProxies address.
+	UserHeader, TenantHeader string
+
+	// TrustedProxies are the addresses and CIDRs of the proxies in front
+	// of the guard. Only a request whose TCP peer is one of them is read
+	// for its client address, from the rightmost ProxyHeader entry that is
+	// not one of them. Empty: the TCP peer is the client.
+	TrustedProxies []string
+	// ProxyHeader is HeaderXForwardedFor (the default) or
+	// HeaderForwarded.
+	ProxyHeader string
+	// IPv4Prefix and IPv6Prefix group client addresses: 32 and 64 if zero
+	// (one IPv6 subscriber holds at least a /64; RIPE-690 gives homes a
+	// /56, businesses a /48).
+	IPv4Prefix, IPv6Prefix int
+
+	// Store keeps the buckets; a Memory store bounded at MaxKeys if nil.
+	Store   Store
+	MaxKeys int
+
+	// DryRun counts, observes and logs refusals but lets every request
+	// through, and sends no rate-limit fields: a shadow run of a policy.
+	DryRun bool
+
+	// Secret keys the partition-key hashes of the RateLimit fields. Give
+	// every guard of a fleet the same one so a client sees one pk; a
+	// random one per process if nil.
+	Secret []byte
+
+	// Observer receives an EventRefuse for every refusal (and dry-run
+	// refusal); Logger, if set, logs them at Debug and store failures at
+	// Warn.
+	Observer polite.Observer
+	Logger   *slog.Logger
+}
+
+// Who names a request's user and tenant.
+type Who struct {
+	User, Tenant string
+}
+
+// Guard is rate-limit middleware: per identity, tenant and global token
+// buckets, honest 429s and RateLimit fields. It is safe for concurrent use.
+type Guard struct {
+	levels   [NumLevels]limit
+	inPlay   [NumLevels]bool // the level is configured
+	advert   [NumLevels]bool // the level is advertised
+	policies [1 << NumLevels]string
+	prefixes [NumLevels]string // each level's RateLimit item up to r=
+	trust    trust
+	costs    *http.ServeMux // nil: every request costs 1
+	identify func(*http.Request) Who
+	user     string // canonical UserHeader
+	tenant   string // canonical TenantHeader
+	store    Store
+	dryRun   bool
+	secret   []byte
+	observer polite.Observer
+	logger   *slog.Logger
+	pool     sync.Pool
+
+	refused, shadowed, tooCostly, storeErrors atomic.Int64
+}
+
+// cost is a route's cost, registered on the cost ServeMux.
+type cost int64
+
+func (cost) ServeHTTP(http.ResponseWriter, *http.Request) {}
+
+// New checks c and returns its Guard. Every error names the setting and
+// what is wrong with it.
+func New(c Config) (*Guard, error) {
+	g := &Guard{identify: c.Identify, store: c.Store, dryRun: c.DryRun,
+		observer: c.Observer, logger: c.Logger, secret: c.Secret}
+	if c.Identity.Rate == 0 {
+		c.Identity.Rate = DefaultRate
+		if c.Identity.Burst == 0 {
+			c.Identity.Burst = DefaultBurst
+		}
+	}
+	for i, l := range [NumLevels]Limit{c.Identity, c.Tenant, c.Global} {
+		lv, err := compile(l, Level(i).String())
+		if err != nil {
+			return nil, err
+		}
+		g.levels[i], g.inPlay[i] = lv, lv.Rate > 0
+	}
+	for i := range g.levels {
+		for j := range i {
+			if g.inPlay[i] && g.inPlay[j] && g.levels[i].Name == g.levels[j].Name {
+				return nil, fmt.Errorf("guard: levels %s and %s share the name %q", Level(j), Level(i), g.levels[i].Name)
+			}
+		}
+	}
+	for i := range g.levels {
+		g.prefixes[i] = limitPrefix(g.levels[i].Name)
+	}
+	g.advert = [NumLevels]bool{true, g.inPlay[Tenant], g.inPlay[Global] && c.AdvertiseGlobal}
+	for mask := range g.policies {
+		var b []byte
+		for i := range g.levels {
+			if mask&(1<<i) != 0 && g.advert[i] {
+				if len(b) > 0 {
+					b = appendSeparator(b)
+				}
+				b = appendPolicyItem(b, &g.levels[i])
+			}
+		}
+		g.policies[mask] = string(b)
+	}
+	var err error
+	if g.trust, err = newTrust(&c); err != nil {
+		return nil, err
+	}
+	g.user, g.tenant = http.CanonicalHeaderKey(c.UserHeader), http.CanonicalHeaderKey(c.TenantHeader)
+	if g.costs, err = costMux(c.Costs); err != nil {
+		return nil, err
+	}
+	if g.store == nil {
+		if c.MaxKeys < 0 {
+			return nil, fmt.Errorf("guard: MaxKeys %d: must be positive (0 for the default)", c.MaxKeys)
+		}
+		g.store = NewMemory(MemoryOptions{MaxKeys: c.MaxKeys})
+	}
+	switch {
+	case g.secret == nil:
+		g.secret = make([]byte, 32)
+		rand.Read(g.secret)
+	case len(g.secret) > 64:
+		sum := sha256.Sum256(g.secret) // keeps partitionKey's buffer on the stack
+		g.secret = sum[:]
+	}
+	g.pool.New = func() any { return new(scratch) }
+	return g, nil
+}
+
+// costMux registers each pattern with its cost. ServeMux panics on a bad
+// or conflicting pattern; that becomes the error.
+func costMux(costs map[string]int) (mux *http.ServeMux, err error) {
+	if len(costs) == 0 {
+		return nil, nil
+	}
+	mux = http.NewServeMux()
+	for p, n := range costs {
+		if n < 0 || n > maxBurst {
+			return nil, fmt.Errorf("guard: Costs[%q] = %d: want 0 to %d", p, n, maxBurst)
+		}
+		if err := register(mux, p, cost(n)); err != nil {
+			return nil, err
+		}
+	}
+	return mux, nil
+}
+
+func register(mux *http.ServeMux, pattern string, c cost) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("guard: Costs pattern %q: %v", pattern, r)
+		}
+	}()
+	mux.Handle(pattern, c)
+	return nil
+}
+
+// Middleware is New(c) as func(http.Handler) http.Handler.
+func Middleware(c Config) (func(http.Handler) http.Handler, error) {
+	g, err := New(c)
+	if err != nil {
+		return nil, err
+	}
+	return g.Handler, nil
+}
+
+// Handler returns next behind the guard.
+func (g *Guard) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { g.serve(w, r, next) })
+}
+
+// Stats are a Guard's counts since it was made.
+type Stats struct {
+	Refused     int64 // answered 429 (over budget)
+	Shadowed    int64 // would have been refused, let through by DryRun
+	TooCostly   int64 // cost above a level's burst: can never pass (also in Refused or Shadowed)
+	StoreErrors int64 // the store failed; answered 503 (let through by DryRun)
+}
+
+// Stats returns the guard's counts.
+func (g *Guard) Stats() Stats {
+	return Stats{Refused: g.refused.Load(), Shadowed: g.shadowed.Load(),
+		TooCostly: g.tooCostly.Load(), StoreErrors: g.storeErrors.Load()}
+}
+
+// scratch is one decision's working memory, pooled so a decision does not
+// allocate.
+type scratch struct {
+	req  Request
+	dec  Decision
+	keys [NumLevels][]byte
+	pk   [NumLevels][pkLen]byte
+}
+
+// routeCost returns r's cost.
+func (g *Guard) routeCost(r *http.Request) int64 {
+	if g.costs == nil {
+		return 1
+	}
+	if h, _ := g.costs.Handler(r); h != nil {
+		if c, ok := h.(cost); ok {
+			return int64(c)
+		}
+	}
+	return 1
+}
+
+// fill builds r's request to the store in s.
+func (g *Guard) fill(r *http.Request, s *scratch, c int64) {
+	var who Who
+	addr, proxied, ok := g.trust.client(r)
+	switch {
+	case g.identify != nil:
+		who = g.identify(r)
+	case g.user != "" && proxied:
+		who.User = r.Header.Get(g.user)
+		if g.tenant != "" {
+			who.Tenant = r.Header.Get(g.tenant)
+		}
+	}
+	k := s.keys[Identity][:0]
+	switch {
+	case who.User != "":
+		k = appendName(k, "iu", who.User)
+	case ok:
+		k = g.trust.appendAddrKey(append(k, "ia:"...), addr)
+	default:
+		k = append(k, "i?"...) // no address (a RemoteAddr that is none): one shared bucket
+	}
+	s.keys[Identity] = k
+	s.req = Request{Cost: c, Tag: k[1:]}
+	s.req.Levels[Identity] = g.bucket(Identity, k)
+	if g.inPlay[Tenant] && who.Tenant != "" {
+		t := appendName(s.keys[Tenant][:0], "t", who.Tenant)
+		s.keys[Tenant] = t
+		s.req.Tag = t[1:]
+		s.req.Levels[Tenant] = g.bucket(Tenant, t)
+	}
+	if g.inPlay[Global] {
+		s.req.Levels[Global] = g.bucket(Global, globalKey)
+	}
+}
+
+var globalKey = []byte("g")
+
+// maxName is the longest user or tenant name kept as it is in a key;
+// longer ones are kept as their SHA-256, so a bucket's size stays bounded
+// whatever an authentication layer hands over.
+const maxName = 128
+
+// appendName appends a user or tenant key: prefix ":" name, or prefix "#"
+// and the hex SHA-256 of a long name.
+func appendName(b []byte, prefix, name string) []byte {
+	b = append(b, prefix...)
+	if len(name) <= maxName {
+		return append(append(b, ':'), name...)
+	}
+	sum := sha256.Sum256([]byte(name))
+	return hex.AppendEncode(append(b, '#'), sum[:])
+}
+
+func (g *Guard) bucket(l Level, key []byte) Bucket {
+	return Bucket{Key: key, Burst: int64(g.levels[l].Burst), Interval: time.Duration(g.levels[l].interval)}
+}
+
+// verdict is what the decision means for the answer.
+type verdict struct {
+	allowed bool
+	binding Level // the level that refused (the longest wait)
+	retry   int64 // Retry-After in seconds; -1 for none (cost above burst)
+	wait    time.Duration
+}
+
+// decide runs the admission of s.req.
+func (g *Guard) decide(ctx context.Context, s *scratch) (verdict, error) {
+	v := verdict{binding: Identity, retry: -1}
+	for i := range s.req.Levels {
+		if s.req.Levels[i].Key != nil && s.req.Cost > s.req.Levels[i].Burst {
+			// It can never pass: no Retry-After would be true.
+			v.binding = Level(i)
+			return v, nil
+		}
+	}
+	if err := g.store.Decide(ctx, &s.req, &s.dec); err != nil {
+		return v, err
+	}
+	if s.dec.Allowed {
+		v.allowed = true
+		return v, nil
+	}
+	var worst int64 = -1
+	for i := range s.req.Levels {
+		b := &s.req.Levels[i]
+		if b.Key == nil {
+			continue
+		}
+		iv := int64(s.dec.Interval[i])
+		_, w, ok := gcra(int64(s.dec.Debt[i]), s.req.Cost, iv, b.Burst*iv)
+		if !ok && w > worst {
+			worst, v.binding = w, Level(i)
+		}
+	}
+	v.wait = time.Duration(max(worst, 0))
+	v.retry = ceilSeconds(int64(v.wait))
+	return v, nil
+}
+
+// serve is the middleware.
+func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	c := g.routeCost(r)
+	if c == 0 {
+		next.ServeHTTP(w, r)
+		return
+	}
+	s := g.pool.Get().(*scratch)
+	g.fill(r, s, c)
+	v, err := g.decide(r.Context(), s)
+	switch {
+	case err != nil && r.Context().Err() != nil:
+		g.pool.Put(s) // the client went away while the store decided: no one to answer
+		return
+	case err != nil:
+		g.storeErrors.Add(1)
+		g.event(r.Context(), s, v, polite.ReasonStore, http.StatusServiceUnavailable, err)
+		g.pool.Put(s)
+		if g.dryRun {
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeProblem(w, http.StatusServiceUnavailable, problemCapacity, "",
+			"the rate-limit store is unavailable", 1)
+		return
+	case v.allowed:
+		if !g.dryRun {
+			g.setFields(w.Header(), s, v)
+		}
+		g.pool.Put(s)
+		next.ServeHTTP(w, r)
+		return
+	}
+	if v.retry < 0 {
+		g.tooCostly.Add(1)
+	}
+	if g.dryRun {
+		g.shadowed.Add(1)
+		g.event(r.Context(), s, v, polite.ReasonRate, http.StatusOK, nil)
+		g.pool.Put(s)
+		next.ServeHTTP(w, r)
+		return
+	}
+	g.refused.Add(1)
+	g.event(r.Context(), s, v, polite.ReasonRate, http.StatusTooManyRequests, nil)
+	g.setFields(w.Header(), s, v)
+	name, cost, burst := g.levels[v.binding].Name, s.req.Cost, s.req.Levels[v.binding].Burst
+	g.pool.Put(s)
+	if v.retry < 0 {
+		writeProblem(w, http.StatusTooManyRequests, problemQuota, name,
+			"the request costs "+strconv.FormatInt(cost, 10)+" tokens, more than policy "+name+
+				" ever holds ("+strconv.FormatInt(burst, 10)+"): it can never be admitted", -1)
+		return
+	}
+	writeProblem(w, http.StatusTooManyRequests, problemQuota, name,
+		"policy "+name+": the request costs "+strconv.FormatInt(cost, 10)+
+			" token(s), fewer are left; retry after "+strconv.FormatInt(v.retry, 10)+" s", v.retry)
+}
+
+// setFields sets the RateLimit fields and the legacy X-RateLimit fields,
+// with two allocations: one string holding every value and one slice of
+// them.
+func (g *Guard) setFields(h http.Header, s *scratch, v verdict) {
+	var arr [512]byte
+	b := arr[:0]
+	mask := 0
+	tight := -1
+	var tightR, tightT int64
+	var ends [5]int
+	for i := range s.req.Levels {
+		bk := &s.req.Levels[i]
+		if bk.Key == nil || !g.advert[i] {
+			continue
+		}
+		mask |= 1 << i
+		debt, iv := int64(s.dec.Debt[i]), int64(s.dec.Interval[i])
+		r, t := tokens(int(bk.Burst), debt, iv), nextToken(debt, iv)
+		if !v.allowed && Level(i) == v.binding && v.retry >= 0 {
+			t = v.retry
+		}
+		if tight < 0 || r < tightR || r == tightR && t > tightT {
+			tight, tightR, tightT = i, r, t
+		}
+		var pk []byte
+		if Level(i) != Global {
+			g.partitionKey(&s.pk[i], bk.Key)
+			pk = s.pk[i][:]
+		}
+		if len(b) > 0 {
+			b = appendSeparator(b)
+		}
+		b = appendLimitItem(b, g.prefixes[i], r, t, pk)
+	}
+	if tight < 0 {
+		return
+	}
+	ends[0] = len(b)
+	b = append(b, g.policies[mask]...)
+	ends[1] = len(b)
+	b = strconv.AppendInt(b, int64(g.levels[tight].Burst), 10)
+	ends[2] = len(b)
+	b = strconv.AppendInt(b, tightR, 10)
+	ends[3] = len(b)
+	b = strconv.AppendInt(b, time.Now().Unix()+tightT, 10)
+	ends[4] = len(b)
+	all := string(b)
+	vals := make([]string, 5)
+	start := 0
+	for i, e := range ends {
+		vals[i] = all[start:e]
+		start = e
+	}
+	h[fieldRateLimit] = vals[0:1:1]
+	h[fieldPolicy] = vals[1:2:2]
+	h[fieldXLimit] = vals[2:3:3]
+	h[fieldXRemaining] = vals[3:4:4]
+	h[fieldXReset] = vals[4:5:5]
+}
+
+// partitionKey writes the pk of a level's key: the first bytes of
+// SHA-256(secret ‖ key). Without the secret it cannot be reversed even
+// for the small space of IPv4 addresses.
+func (g *Guard) partitionKey(dst *[pkLen]byte, key []byte) {
+	var buf [256]byte
+	b := append(append(buf[:0], g.secret...), key...)
+	sum := sha256.Sum256(b)
+	copy(dst[:], sum[:pkLen])
+}
+
+// event reports a refusal (or a store failure) to the observer and logger.
+func (g *Guard) event(ctx context.Context, s *scratch, v verdict, why polite.Reason, status int, err error) {
+	if g.observer == nil && g.logger == nil {
+		return
+	}
+	detail := g.levels[v.binding].Name
+	if g.dryRun {
+		detail += " (dry-run)"
+	}
+	e := polite.Event{Kind: polite.EventRefuse, Time: time.Now(), Host: string(s.keys[Identity][1:]),
+		Reason: why, Delay: v.wait, Status: status, Detail: detail, Err: err}
+	if g.observer != nil {
+		g.observer.Observe(e)
+	}
+	if g.logger == nil {
+		return
+	}
+	level := slog.LevelDebug
+	if err != nil {
+		level = slog.LevelWarn
+	}
+	if !g.logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("identity", e.Host), slog.String("reason", string(why)),
+		slog.Int("status", status), slog.String("detail", detail), slog.Int64("cost", s.req.Cost)}
+	if v.retry >= 0 {
+		attrs = append(attrs, slog.Duration("delay", v.wait))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	g.logger.LogAttrs(ctx, level, "guard refuse", attrs...)
+}

@@ -1,0 +1,62 @@
+package guard
+
+import (
+	"encoding/base64"
+	"strconv"
+)
+
+// This file is the whole of the IETF fields, draft-ietf-httpapi-ratelimit-
+// headers-10 (RFC 9651 structured-field syntax), so the next draft (which
+// may rename r and t) is a change here only.
+//
+//	RateLimit-Policy: "identity";q=20;w=2, "tenant";q=200;w=2
+//	RateLimit: "identity";r=7;t=1;pk=:wfVZ5QQzJL8X:, "tenant";r=150;t=1;pk=:…:
+//
+// w is the seconds a full refill takes, rounded up (it must be a non-zero
+// integer, section 3.1), and q what the rate brings in w, rounded down: so
+// q/w is the sustainable rate or a hair under it (a client pacing at q/w is
+// never refused), and q is never below the burst.
+// r is the whole tokens left; t the seconds until one more arrives (on a
+// 429, for the level that refused: the Retry-After). pk (a Byte Sequence)
+// is a keyed hash of the level's key, never the identity itself.
+
+// Field names, in canonical form so they are set without canonicalizing.
+const (
+	fieldPolicy    = "Ratelimit-Policy"
+	fieldRateLimit = "Ratelimit"
+)
+
+// appendPolicyItem appends one Quota Policy Item.
+func appendPolicyItem(b []byte, l *limit) []byte {
+	b = strconv.AppendQuote(b, l.Name) // names are [a-z0-9._-]: no escapes
+	b = append(b, ";q="...)
+	b = strconv.AppendInt(b, l.quota, 10)
+	b = append(b, ";w="...)
+	return strconv.AppendInt(b, l.window, 10)
+}
+
+// pkLen is the bytes of the partition key hash sent: 72 bits, 12 base64
+// characters.
+const pkLen = 9
+
+// limitPrefix is the constant start of a level's Service Limit Item,
+// made once: "identity";r=
+func limitPrefix(name string) string { return strconv.Quote(name) + ";r=" }
+
+// appendLimitItem appends one Service Limit Item after its prefix; pk is
+// nil for none.
+func appendLimitItem(b []byte, prefix string, r, t int64, pk []byte) []byte {
+	b = append(b, prefix...)
+	b = strconv.AppendInt(b, r, 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, t, 10)
+	if pk != nil {
+		b = append(b, ";pk=:"...)
+		b = base64.StdEncoding.AppendEncode(b, pk)
+		b = append(b, ':')
+	}
+	return b
+}
+
+// appendSeparator separates list members.
+func appendSeparator(b []byte) []byte { return append(b, ", "...) }
