@@ -139,11 +139,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		results := make([]Result, len(opts.Policies))
 		errs := make([]error, len(opts.Policies))
 		var wg sync.WaitGroup
+		var progress sync.Mutex // the policies run in parallel write their lines to one Progress
 		for i, p := range opts.Policies {
 			one := func() {
 				results[i], errs[i] = RunOne(ctx, sc, p, opts)
 				if opts.Progress != nil && errs[i] == nil {
 					r := results[i]
+					progress.Lock()
+					defer progress.Unlock()
 					fmt.Fprintf(opts.Progress, "%-16s %-14s goodput %5.1f%%  refused %5.2f%%\n",
 						r.Scenario, r.Policy, 100*r.Goodput, 100*r.Refused)
 				}
