@@ -75,7 +75,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 		a.out = classifyStatus(a.status)
 		if t.blocks.Peek(resp) {
 			var peek []byte
-			peek, resp.Body = peekBody(resp.Body)
+			peek, resp.Body = peekBody(resp.Body, resp.ContentLength)
 			block = t.blocks.Detect(resp, peek)
 		} else {
 			block = t.blocks.Detect(resp, nil)

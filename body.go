@@ -30,9 +30,21 @@ func drainClose(b io.ReadCloser) {
 // comes slower than that (a byte a second) must not hold RoundTrip for
 // hours (issue 17, defect 11): the peek then returns what came so far, and
 // the read-ahead goes on in the background, the returned body handing out
-// its bytes as they come.
-func peekBody(b io.ReadCloser) ([]byte, io.ReadCloser) {
-	pb := &peekedBody{rest: b, buf: peekPool.Get().(*[MaxPeek]byte), ch: make(chan peekRead, 1)}
+// its bytes as they come. size is the body's announced length (-1 when
+// unknown): a body that fits is read into a buffer of its own size, kept
+// as the peek, where others borrow a MaxPeek buffer from a pool and keep a
+// copy of what they read (a crawl's every small HTML page is peeked: the
+// copy and the pool's refills were 2 KB per page).
+func peekBody(b io.ReadCloser, size int64) ([]byte, io.ReadCloser) {
+	pb := &peekedBody{rest: b, ch: make(chan peekRead, 1)}
+	if size >= 0 && size < MaxPeek {
+		// One byte more than announced, so that the read-ahead sees the
+		// end of the body rather than stop at a full buffer.
+		pb.buf = make([]byte, size+1)
+	} else {
+		pb.pooled = peekPool.Get().(*[MaxPeek]byte)
+		pb.buf = pb.pooled[:]
+	}
 	go pb.readAhead()
 	tm := time.NewTimer(PeekTimeout)
 	defer tm.Stop()
@@ -43,8 +55,12 @@ func peekBody(b io.ReadCloser) ([]byte, io.ReadCloser) {
 				continue
 			}
 			// All read ahead: keep only what was read.
-			head := bytes.Clone(pb.buf[:pb.got])
-			peekPool.Put(pb.buf)
+			head := pb.buf[:pb.got:pb.got]
+			if pb.pooled != nil {
+				head = bytes.Clone(head)
+				peekPool.Put(pb.pooled)
+				pb.pooled = nil
+			}
 			pb.buf = nil
 			pb.head = head
 			return head, pb
@@ -62,26 +78,27 @@ type peekRead struct {
 	err error
 }
 
-// peekedBody is a body whose first MaxPeek bytes are read ahead by
+// peekedBody is a body whose first bytes (up to MaxPeek) are read ahead by
 // readAhead, in its own goroutine, into buf. Read hands out what was read
 // ahead, waiting for more while the read-ahead runs, then reads the rest.
 // Like any body it is for one goroutine at a time.
 type peekedBody struct {
-	rest io.ReadCloser
-	buf  *[MaxPeek]byte // read ahead into; nil once head holds it all
-	head []byte         // all that was read ahead, when it ended in time
-	ch   chan peekRead  // the read-ahead's progress; nil once it ended
-	got  int            // bytes read ahead so far
-	off  int            // bytes of them Read has returned
-	err  error          // how the read-ahead ended, if not at MaxPeek
+	rest   io.ReadCloser
+	buf    []byte         // read ahead into; nil once head holds it all
+	pooled *[MaxPeek]byte // buf's array when it came from peekPool
+	head   []byte         // all that was read ahead, when it ended in time
+	ch     chan peekRead  // the read-ahead's progress; nil once it ended
+	got    int            // bytes read ahead so far
+	off    int            // bytes of them Read has returned
+	err    error          // how the read-ahead ended, if not at a full buf
 }
 
-// readAhead reads the first MaxPeek bytes of rest into buf, saying how
+// readAhead reads the first len(buf) bytes of rest into buf, saying how
 // far it got after each read. Only it writes buf[got:], and only until it
 // closes ch.
 func (p *peekedBody) readAhead() {
 	defer close(p.ch)
-	for got := 0; got < MaxPeek; {
+	for got := 0; got < len(p.buf); {
 		n, err := p.rest.Read(p.buf[got:])
 		got += n
 		if n > 0 || err != nil {
@@ -141,7 +158,10 @@ func (p *peekedBody) Close() error {
 		p.ch = nil
 	}
 	if p.buf != nil {
-		peekPool.Put(p.buf)
+		if p.pooled != nil {
+			peekPool.Put(p.pooled)
+			p.pooled = nil
+		}
 		p.buf = nil
 		p.got, p.off = 0, 0
 		p.err = errors.New("polite: read on a closed body")

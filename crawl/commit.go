@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,18 +11,29 @@ import (
 )
 
 // kept is what a finished fetch leaves for bodies.warc: the heads are
-// formatted by the worker, and nothing holds on to the response (whose body
-// wrappers may pin buffers).
+// formatted, the digests worked out and the record ids drawn by the worker,
+// in parallel with the others, and nothing holds on to the response (whose
+// body wrappers may pin buffers).
 type kept struct {
-	reqHead, respHead []byte
-	body              []byte
-	truncated         bool
+	reqHead, respHead   []byte
+	body                []byte
+	truncated           bool
+	payload             [32]byte // sha256 of body
+	respBlock, reqBlock [32]byte // sha256 of respHead+body, of reqHead
+	respID, reqID       [16]byte
 }
 
-func keep(resp *http.Response, body []byte, truncated bool) *kept {
-	k := &kept{respHead: responseHead(resp), body: body, truncated: truncated}
+// keep formats what bodies.warc keeps of resp; payload is body's sha256.
+func keep(resp *http.Response, body []byte, truncated bool, payload [32]byte) *kept {
+	k := &kept{respHead: responseHead(resp), body: body, truncated: truncated, payload: payload, respID: newUUID()}
+	h := sha256.New()
+	h.Write(k.respHead)
+	h.Write(body)
+	h.Sum(k.respBlock[:0])
 	if resp.Request != nil {
 		k.reqHead = requestHead(resp.Request)
+		k.reqBlock = sha256.Sum256(k.reqHead)
+		k.reqID = newUUID()
 	}
 	return k
 }

@@ -47,6 +47,7 @@ const (
 	DefaultGrace          = 10 * time.Second
 	DefaultHostGiveUp     = 5 * time.Minute
 	DefaultMaxBacklog     = 128 << 20
+	DefaultMaxHosts       = 2048
 )
 
 // Files in a job's directory.
@@ -113,6 +114,16 @@ type Options struct {
 	// collection (GOGC=100). Measured: 400 endless bodies, 64 workers,
 	// 10 MiB MaxBody: 2.3 GB peak RSS (7.2 GB before the bound).
 	MaxBacklog int64
+	// MaxHosts bounds the hosts whose URLs Run holds in memory at a time:
+	// pending URLs are streamed from state.db, at most 32 per host besides
+	// those in flight (about 300 bytes each), so a job's memory does not
+	// grow with its size: at most MaxHosts × 32 + Workers URLs, plus
+	// SQLite's page caches (the writer's 64 bytes a URL, from 2 to 64 MB;
+	// the feeder's 8 MB) and the bodies bounded by MaxBacklog. Hosts are
+	// taken in by key order as others finish. A host paused for long
+	// holds its place meanwhile: with many such hosts, raise it. If zero,
+	// DefaultMaxHosts.
+	MaxHosts int
 	// MaxURLLen is the longest line taken as a URL. If zero,
 	// DefaultMaxURLLen.
 	MaxURLLen int
@@ -135,6 +146,13 @@ type Options struct {
 	// block is never retried, nor a pause beyond MaxRetryAfter; a 429 or
 	// 503 still pauses its host.
 	RetryOn map[int]bool
+	// SameHost keeps redirects on the host each URL was listed under
+	// (its name; the scheme and port may change, http to https say): a
+	// redirect elsewhere is not followed, and the 3xx is the URL's answer,
+	// with the target in its result's redirect_not_followed (issue 17,
+	// defect 6: a list's URLs may not send the job to hosts nobody
+	// listed).
+	SameHost bool
 	// MaxURLs, if positive, is how many lines of a list Load takes (the
 	// first ones; blank and comment lines do not count); Load skips the
 	// rest and Skipped says how many.
@@ -168,14 +186,13 @@ type Job struct {
 	st   *store
 	lock *os.File
 
-	// hosts, hostList, items and sched are written by Run as it loads the
-	// pending URLs, before it sets loaded, and only read afterwards.
-	hosts    map[string]*host // by key
-	hostList []*host
-	items    []*item // pending, from the database, in order
-	sched    *sched
-	retries  func(string) int
-	backoff  retry.Backoff // the Transport's
+	// sched, hostCount and invalid are written by Run as it starts,
+	// before it sets loaded, and only read afterwards.
+	sched     *sched
+	hostCount int // hosts with URLs not done when Run started
+	invalid   int // lines not URLs, not done when Run started
+	retries   func(string) int
+	backoff   retry.Backoff // the Transport's
 
 	commits chan commitMsg
 	backlog *byteSem // bounds the bytes in commits
@@ -224,7 +241,7 @@ func Open(dir string, opts Options) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j := &Job{dir: dir, opts: opts, lock: lock, hosts: map[string]*host{}, outcomes: map[string]int{}}
+	j := &Job{dir: dir, opts: opts, lock: lock, outcomes: map[string]int{}}
 	j.defaults()
 	if err := j.openEvents(); err != nil {
 		j.Close()
@@ -272,6 +289,9 @@ func (j *Job) defaults() {
 	}
 	if o.MaxBacklog <= 0 {
 		o.MaxBacklog = DefaultMaxBacklog
+	}
+	if o.MaxHosts <= 0 {
+		o.MaxHosts = DefaultMaxHosts
 	}
 	if o.MaxURLLen <= 0 {
 		o.MaxURLLen = DefaultMaxURLLen
@@ -332,21 +352,28 @@ func (j *Job) Dir() string { return j.dir }
 func (j *Job) Load(r io.Reader) (int, error) {
 	var batch []Line
 	added := 0
+	had, err := j.st.maxID()
+	if err != nil {
+		return 0, fmt.Errorf("crawl: reading state: %w", err)
+	}
 	flush := func() error {
+		if err := j.st.cacheFor(had + int64(added+len(batch))); err != nil {
+			return err
+		}
 		n, err := j.st.add(batch)
 		added += n
 		batch = batch[:0]
 		return err
 	}
 	taken := 0
-	err := ReadLines(r, j.opts.MaxURLLen, func(l Line) error {
+	err = ReadLines(r, j.opts.MaxURLLen, func(l Line) error {
 		if j.opts.MaxURLs > 0 && taken >= j.opts.MaxURLs {
 			j.skipped++
 			return nil
 		}
 		taken++
 		batch = append(batch, l)
-		if len(batch) == 10000 {
+		if len(batch) == loadBatch {
 			return flush()
 		}
 		return nil
@@ -359,6 +386,10 @@ func (j *Job) Load(r io.Reader) (int, error) {
 	}
 	return added, nil
 }
+
+// loadBatch is how many lines Load adds in one transaction: the more, the
+// fewer times each index page is rewritten (see openStore).
+const loadBatch = 100_000
 
 // Skipped returns how many lines Load skipped beyond Options.MaxURLs.
 func (j *Job) Skipped() int { return j.skipped }

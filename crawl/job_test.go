@@ -36,17 +36,25 @@ func readResults(t *testing.T, dir string) []Result {
 	return out
 }
 
-func runJob(t *testing.T, dir string, tr *polite.Transport, list string, opts Options) Summary {
+// loadJob opens the job in dir and loads list.
+func loadJob(t *testing.T, dir, list string, opts Options) *Job {
 	t.Helper()
-	opts.Transport = tr
 	j, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.Close()
 	if _, err := j.Load(strings.NewReader(list)); err != nil {
+		j.Close()
 		t.Fatal(err)
 	}
+	return j
+}
+
+func runJob(t *testing.T, dir string, tr *polite.Transport, list string, opts Options) Summary {
+	t.Helper()
+	opts.Transport = tr
+	j := loadJob(t, dir, list, opts)
+	defer j.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sum, err := j.Run(ctx, nil)

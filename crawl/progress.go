@@ -125,7 +125,7 @@ func (j *Job) Progress(topHosts int) Progress {
 		return p // Run is still loading the pending URLs: counts only
 	}
 	p.InFlight, p.Queued, p.Delayed = j.sched.counts()
-	p.HostCount = len(j.hosts)
+	p.HostCount = j.hostCount
 	if topHosts == 0 {
 		return p
 	}
@@ -137,8 +137,11 @@ func (j *Job) Progress(topHosts int) Progress {
 	}
 	var cs []cand
 	j.sched.mu.Lock()
-	for _, h := range j.hostList {
-		left := h.queued() + h.delayed + h.inflight
+	for _, h := range j.sched.gone {
+		cs = append(cs, cand{h: h})
+	}
+	for _, h := range j.sched.hosts {
+		left := h.loaded + h.unloaded
 		if topHosts > 0 && left == 0 && h.stats.requests.Load() == 0 {
 			continue
 		}
@@ -152,7 +155,10 @@ func (j *Job) Progress(topHosts int) Progress {
 		if cs[a].left != cs[b].left {
 			return cs[a].left > cs[b].left
 		}
-		return cs[a].h.stats.requests.Load() > cs[b].h.stats.requests.Load()
+		if ra, rb := cs[a].h.stats.requests.Load(), cs[b].h.stats.requests.Load(); ra != rb {
+			return ra > rb
+		}
+		return cs[a].h.key < cs[b].h.key
 	})
 	if topHosts > 0 && len(cs) > topHosts {
 		cs = cs[:topHosts]

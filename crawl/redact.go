@@ -49,5 +49,6 @@ func redact(s string) string {
 func redactResult(r *Result) {
 	r.URL = redact(r.URL)
 	r.FinalURL = redact(r.FinalURL)
+	r.RedirectNotFollowed = redact(r.RedirectNotFollowed)
 	r.Error = redact(r.Error)
 }

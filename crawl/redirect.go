@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -41,6 +42,10 @@ func (j *Job) redirect(it *item, resp *http.Response) bool {
 	if err != nil || (loc.Scheme != "http" && loc.Scheme != "https") {
 		return false // no Location to follow: the 3xx is the answer
 	}
+	if j.opts.SameHost && !sameHostName(loc, it.url) {
+		it.notFollowed = loc.String() // the 3xx is the answer
+		return false
+	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	next := loc.String()
@@ -65,4 +70,11 @@ func (j *Job) redirect(it *item, resp *http.Response) bool {
 	j.sched.retry(it, now)
 	j.deferred(it, now)
 	return true
+}
+
+// sameHostName reports whether loc names the host of the listed URL
+// listed, whatever the scheme and port.
+func sameHostName(loc *url.URL, listed string) bool {
+	u, err := url.Parse(listed)
+	return err == nil && strings.EqualFold(strings.TrimSuffix(loc.Hostname(), "."), strings.TrimSuffix(u.Hostname(), "."))
 }

@@ -42,6 +42,9 @@ type Result struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// FinalURL is the URL that answered, when redirects led elsewhere.
 	FinalURL string `json:"final_url,omitempty"`
+	// RedirectNotFollowed is the target of a redirect the job did not
+	// follow because it left the URL's host (Options.SameHost).
+	RedirectNotFollowed string `json:"redirect_not_followed,omitempty"`
 	// WARC is the byte offset of the response record in bodies.warc
 	// (--bodies warc); nil, and left out, when none was written.
 	WARC *int64 `json:"warc_offset,omitempty"`

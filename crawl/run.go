@@ -35,7 +35,9 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.mu.Unlock()
 	j.sched = newSched(j.ready)
 	j.sched.giveUpFn = j.giveUp
-	if err := j.loadPending(ctx); err != nil {
+	j.sched.maxHosts = j.opts.MaxHosts
+	paused, err := j.loadPending()
+	if err != nil {
 		return Summary{}, err
 	}
 	j.mu.Lock()
@@ -56,15 +58,22 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	go func() { commitErr <- j.committer() }()
 
 	// Lines that are not URLs finish at once, never requested.
-	now := time.Now().UTC()
-	for _, it := range j.items {
-		if it.invalid != "" {
-			j.finish(it, &Result{URL: it.url, Outcome: InvalidURL, Error: "invalid URL: " + it.invalid, Started: now, Finished: now}, nil)
-		}
+	if err := j.finishInvalid(fetchCtx); err != nil {
+		j.sched.Stop()
+		close(j.commits)
+		return Summary{}, errors.Join(err, <-commitErr)
 	}
-	j.items = nil
 
 	go j.sched.clock()
+	feedErr := make(chan error, 1)
+	go func() {
+		err := j.feed(fetchCtx, paused)
+		if err != nil {
+			j.logError("reading state", err)
+			j.fatal()
+		}
+		feedErr <- err
+	}()
 	var wg sync.WaitGroup
 	for range j.opts.Workers {
 		wg.Go(func() {
@@ -93,9 +102,10 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 		grace.Stop()
 		<-workersDone
 	}
-	j.sched.Stop() // ends the clock
+	j.sched.Stop() // ends the clock and the feeder
+	err = <-feedErr
 	close(j.commits)
-	err := <-commitErr
+	err = errors.Join(err, <-commitErr)
 	if !j.sched.finished() {
 		interrupted = true
 	}
@@ -107,24 +117,29 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	}
 	sum.Stats = Stats{Statuses: maps.Clone(j.stats.Statuses), Retries: maps.Clone(j.stats.Retries), Bytes: j.stats.Bytes}
 	j.mu.Unlock()
-	end := time.Now()
-	for _, h := range j.hostList {
-		if d := h.pausedFor(end); d > 0 {
-			if sum.Stats.Paused == nil {
-				sum.Stats.Paused = map[string]time.Duration{}
-			}
-			sum.Stats.Paused[h.key] = d
-		}
-	}
+	sum.Stats.Paused = j.sched.pausedStats(time.Now())
 	return sum, err
 }
 
-// loadPending reads the job's counts and its URLs not done into the
-// scheduler.
-func (j *Job) loadPending(ctx context.Context) error {
+// loadPending reads the job's counts and the pauses earlier runs recorded;
+// the pending URLs themselves are streamed by the feeder.
+func (j *Job) loadPending() (map[string]hostPause, error) {
 	total, done, err := j.st.counts()
 	if err != nil {
-		return fmt.Errorf("crawl: reading state: %w", err)
+		return nil, fmt.Errorf("crawl: reading state: %w", err)
+	}
+	if err := j.st.cacheFor(int64(total)); err != nil {
+		return nil, fmt.Errorf("crawl: reading state: %w", err)
+	}
+	good, invalid, err := j.st.pendingCounts()
+	if err != nil {
+		return nil, fmt.Errorf("crawl: reading state: %w", err)
+	}
+	hosts := 0
+	if good > 0 {
+		if hosts, err = j.st.hostCount(); err != nil {
+			return nil, fmt.Errorf("crawl: reading state: %w", err)
+		}
 	}
 	j.mu.Lock()
 	j.total = total
@@ -132,45 +147,46 @@ func (j *Job) loadPending(ctx context.Context) error {
 		j.outcomes[k] = v
 		j.doneBefore += v
 	}
+	j.hostCount = hosts
+	j.invalid = invalid
 	j.mu.Unlock()
 	// Pauses beyond MaxRetryAfter recorded by earlier runs hold their hosts
 	// back until they end.
 	paused := map[string]hostPause{}
 	if err := j.st.pauses(time.Now(), func(p hostPause) { paused[p.host] = p }); err != nil {
-		return fmt.Errorf("crawl: reading state: %w", err)
+		return nil, fmt.Errorf("crawl: reading state: %w", err)
 	}
-	var valid []*item
-	var notBefore []time.Time
-	err = j.st.pending(ctx, func(r row) error {
-		it := &item{id: r.id, url: r.url, invalid: r.invalid, attempts: r.attempts, started: r.started, reason: r.reason}
-		if r.invalid == "" {
-			h := j.hosts[r.host]
-			if h == nil {
-				h = &host{key: r.host}
-				if p, ok := paused[r.host]; ok {
-					h.pausedUntil, h.pauseWhy = p.until, polite.Reason(p.reason)
-					h.persisted.Store(p.until.UnixMilli())
-				}
-				j.hosts[r.host] = h
-				j.hostList = append(j.hostList, h)
-			}
-			it.host = h
-			valid = append(valid, it)
-			notBefore = append(notBefore, r.notBefore)
-		}
-		j.items = append(j.items, it)
+	if good == 0 {
+		j.sched.mu.Lock()
+		j.sched.hostsOut = true
+		j.sched.stop()
+		j.sched.mu.Unlock()
+	}
+	return paused, nil
+}
+
+// finishInvalid finishes the lines that are not URLs, a page at a time.
+func (j *Job) finishInvalid(ctx context.Context) error {
+	if j.invalid == 0 {
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("crawl: reading state: %w", err)
 	}
-	for i, it := range valid {
-		j.sched.add(it, notBefore[i])
+	const page = 1024
+	var after int64
+	for {
+		var rows []row
+		if err := j.st.window(ctx, "", after, page, func(r row) { rows = append(rows, r) }); err != nil {
+			return fmt.Errorf("crawl: reading state: %w", err)
+		}
+		now := time.Now().UTC()
+		for _, r := range rows {
+			it := &item{id: r.id, url: r.url}
+			j.finish(it, &Result{URL: it.url, Outcome: InvalidURL, Error: "invalid URL: " + r.invalid, Started: now, Finished: now}, nil)
+			after = r.id
+		}
+		if len(rows) < page {
+			return nil
+		}
 	}
-	if len(valid) == 0 {
-		j.sched.Stop()
-	}
-	return nil
 }
 
 // fetch makes one attempt at it and decides: finished, or back to the queue.
@@ -260,11 +276,12 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	// (issue 17, defect 12).
 	truncated = truncated || rerr != nil
 	res := &Result{URL: it.url, Host: h.key, Outcome: out, Status: resp.StatusCode, Attempts: it.attempts,
-		Bytes: int64(len(body)), SHA256: sum, Truncated: truncated, Started: it.started.UTC(), Finished: now.UTC(),
+		Bytes: int64(len(body)), SHA256: hexSum(body, sum), Truncated: truncated, Started: it.started.UTC(), Finished: now.UTC(),
 		ContentType: resp.Header.Get("Content-Type"), LatencyMS: ms(it.latency)}
 	if u := resp.Request.URL.String(); u != it.url {
 		res.FinalURL = u
 	}
+	res.RedirectNotFollowed, it.notFollowed = it.notFollowed, ""
 	switch {
 	case out == Blocked:
 		res.Error = fmt.Sprintf("blocked: %s", tr.Block)
@@ -286,15 +303,15 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		}
 	}
 	if j.opts.Bodies == BodiesFiles && len(body) > 0 {
-		if err := j.writeFile(sum, body); err != nil {
+		if err := j.writeFile(res.SHA256, body); err != nil {
 			j.logError("writing a body", err)
 		} else {
-			res.File = filepath.Join(BodiesDir, sum[:2], sum)
+			res.File = filepath.Join(BodiesDir, res.SHA256[:2], res.SHA256)
 		}
 	}
 	var k *kept
 	if j.warc != nil {
-		k = keep(resp, body, truncated)
+		k = keep(resp, body, truncated, sum)
 	}
 	j.finish(it, res, k)
 }
@@ -531,24 +548,51 @@ func (j *Job) logError(what string, err error) {
 	}
 }
 
-// readBody reads up to MaxBody bytes of resp's body and closes it.
-func (j *Job) readBody(resp *http.Response) (body []byte, sum string, truncated bool, err error) {
+// readBody reads up to MaxBody bytes of resp's body and closes it, and
+// returns them with their sha256.
+func (j *Job) readBody(resp *http.Response) (body []byte, sum [32]byte, truncated bool, err error) {
 	defer resp.Body.Close()
-	var buf bytes.Buffer
-	if resp.ContentLength > 0 && resp.ContentLength <= j.opts.MaxBody {
-		buf.Grow(int(resp.ContentLength))
-	}
-	_, err = io.Copy(&buf, io.LimitReader(resp.Body, j.opts.MaxBody))
-	if err == nil && int64(buf.Len()) == j.opts.MaxBody {
+	body, err = readUpTo(resp.Body, resp.ContentLength, j.opts.MaxBody)
+	if err == nil && int64(len(body)) == j.opts.MaxBody {
 		var one [1]byte
 		if n, _ := io.ReadFull(resp.Body, one[:]); n > 0 {
 			truncated = true
 		}
 	}
-	body = buf.Bytes()
 	if len(body) > 0 {
-		s := sha256.Sum256(body)
-		sum = hex.EncodeToString(s[:])
+		sum = sha256.Sum256(body)
 	}
 	return body, sum, truncated, err
+}
+
+// readUpTo reads r to its end, or to limit bytes. With the length the
+// response announced (n ≥ 0) it reads into one buffer of that size, which
+// stays its size: a bytes.Buffer would regrow it for its last read, to
+// twice and more (issue 17, defect 3: 18 KB allocated per 1 KB page).
+func readUpTo(r io.Reader, n, limit int64) ([]byte, error) {
+	if n < 0 || n > limit {
+		var buf bytes.Buffer
+		_, err := io.Copy(&buf, io.LimitReader(r, limit))
+		return buf.Bytes(), err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	body := make([]byte, n)
+	k, err := io.ReadFull(r, body)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF // shorter than announced, as net/http says
+	}
+	if k == 0 {
+		return nil, err
+	}
+	return body[:k], err
+}
+
+// hexSum is a body's sha256 as results.jsonl has it: "" for no body.
+func hexSum(body []byte, sum [32]byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	return hex.EncodeToString(sum[:])
 }

@@ -14,7 +14,6 @@ type item struct {
 	id       int64
 	url      string
 	host     *host
-	invalid  string    // why the line is not a URL; such items are never queued
 	attempts int       // requests sent so far, over every run
 	started  time.Time // the first attempt; zero before it
 	reason   string    // why it last waited
@@ -28,6 +27,8 @@ type item struct {
 	cur  string
 	hops []string
 	hop  bool // the next request is a redirect hop, not a new attempt
+	// notFollowed is a redirect's target left alone (Options.SameHost).
+	notFollowed string
 	// latency is the last request's, for its result.
 	latency time.Duration
 }
@@ -55,6 +56,14 @@ type host struct {
 	inflight int
 	state    hostState
 	wakeAt   time.Time
+	// Streaming from state.db (issue 17, defect 3): loaded counts the URLs
+	// of the host in memory and not done (queued, delayed, in flight),
+	// unloaded those still only in the database, cursor the id of the
+	// last one read; refill says the feeder has the host in hand.
+	loaded   int
+	unloaded int
+	cursor   int64
+	refill   bool
 
 	// pausedUntil is a pause beyond MaxRetryAfter recorded by an earlier
 	// run (the hosts table), and pauseWhy its reason; set before Run
@@ -110,10 +119,22 @@ func (h *host) pop() *item {
 	it := h.queue[h.head]
 	h.queue[h.head] = nil
 	h.head++
-	if h.head == len(h.queue) {
-		h.queue, h.head = h.queue[:0], 0
-	}
+	h.queue, h.head = compact(h.queue, h.head)
 	return it
+}
+
+// compact moves q[head:] to the front of q once head is half of it (or all
+// of it), and returns the queue and its new head. A queue that refills
+// before it empties (a host's, as the feeder tops it up; the ready list,
+// with work for every host) would otherwise grow by every element it ever
+// held: 80 MB of a 10,000,000-URL job.
+func compact[T any](q []*T, head int) ([]*T, int) {
+	if head < len(q) && (head < 64 || head*2 < len(q)) {
+		return q, head
+	}
+	n := copy(q, q[head:])
+	clear(q[n:])
+	return q[:n], 0
 }
 
 // sched hands URLs to workers, one host at a time, so that no worker waits
@@ -134,6 +155,9 @@ type sched struct {
 	giveUpFn func(h *host, d time.Duration, why polite.Reason, now time.Time) *givenUp
 	wake     chan struct{} // the timer heap's head moved earlier
 
+	// maxHosts bounds the hosts in memory (see feed).
+	maxHosts int
+
 	// mu guards every field below, and the hosts' guarded fields.
 	mu       sync.Mutex
 	cond     *sync.Cond // signalled when ready gains a host or stopping is set
@@ -141,24 +165,84 @@ type sched struct {
 	rhead    int
 	timers   timerHeap
 	stopping bool
-	left     int // URLs not finished
 	inflight int
 	delayed  int // URLs in the timer heap
 	queued   int // URLs in hosts' queues
+
+	// The feeder's side (see feed): hosts in memory by key, hosts whose
+	// URLs run low, whether every host with URLs left has been taken in,
+	// the URLs in memory (and their most), and the paused time of hosts
+	// done with, for the closing stats.
+	feedCond   *sync.Cond // signalled when want gains a host, a host is let go, or stopping is set
+	hosts      map[string]*host
+	want       []*host
+	hostsOut   bool
+	loaded     int
+	peakLoaded int
+	pausedGone map[string]time.Duration
+	gone       goneHeap // the hosts let go with the most requests, for Progress
 }
 
 func newSched(ready func(h *host, now time.Time) (time.Duration, polite.Reason)) *sched {
-	s := &sched{readyFn: ready, wake: make(chan struct{}, 1)}
+	s := &sched{readyFn: ready, wake: make(chan struct{}, 1), hosts: map[string]*host{}, maxHosts: DefaultMaxHosts}
 	s.cond = sync.NewCond(&s.mu)
+	s.feedCond = sync.NewCond(&s.mu)
 	return s
 }
 
-// add queues a URL not finished, at its not-before time.
-func (s *sched) add(it *item, notBefore time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.left++
-	s.requeue(it, notBefore, false, time.Now())
+// Bounds on the URLs the scheduler holds in memory (issue 17, defect 3):
+// a host whose URLs queued or put off fall to lowWater asks the feeder for
+// refillTo minus those; the URLs in flight are bounded by the workers. So
+// the scheduler holds at most maxHosts × (refillTo + ...) URLs plus those
+// in flight, whatever the job's size.
+const (
+	lowWater = 8
+	refillTo = 32
+)
+
+// take adds URLs read from the database to h, at their not-before times.
+// Called with mu held.
+func (s *sched) take(h *host, rows []row, now time.Time) {
+	for _, r := range rows {
+		it := &item{id: r.id, url: r.url, host: h, attempts: r.attempts, started: r.started, reason: r.reason}
+		h.loaded++
+		s.loaded++
+		s.requeue(it, r.notBefore, false, now)
+		h.cursor = r.id
+	}
+	h.unloaded = max(0, h.unloaded-len(rows))
+	s.peakLoaded = max(s.peakLoaded, s.loaded)
+}
+
+// low asks the feeder for more of h's URLs when it runs low. Called with
+// mu held.
+func (s *sched) low(h *host) {
+	if h.refill || h.unloaded == 0 || h.queued()+h.delayed > lowWater {
+		return
+	}
+	h.refill = true
+	s.want = append(s.want, h)
+	s.feedCond.Signal()
+}
+
+// letGo forgets h once it has nothing left, in memory or in the database,
+// and stops the scheduler when it was the last host. Called with mu held.
+func (s *sched) letGo(h *host, now time.Time) {
+	if h.loaded > 0 || h.unloaded > 0 || h.refill || s.hosts[h.key] != h {
+		return
+	}
+	delete(s.hosts, h.key)
+	if d := h.pausedFor(now); d > 0 {
+		if s.pausedGone == nil {
+			s.pausedGone = map[string]time.Duration{}
+		}
+		s.pausedGone[h.key] = d
+	}
+	s.gone.keep(h)
+	s.feedCond.Signal()
+	if len(s.hosts) == 0 && s.hostsOut {
+		s.stop()
+	}
 }
 
 // requeue puts it back in its host's queue (at the front when front), or
@@ -202,9 +286,7 @@ func (s *sched) next() *item {
 		h := s.ready[s.rhead]
 		s.ready[s.rhead] = nil
 		s.rhead++
-		if s.rhead == len(s.ready) {
-			s.ready, s.rhead = s.ready[:0], 0
-		}
+		s.ready, s.rhead = compact(s.ready, s.rhead)
 		h.state = hostIdle
 		if h.queued() == 0 {
 			continue
@@ -243,6 +325,7 @@ func (s *sched) handOut(h *host) *item {
 	s.queued--
 	h.inflight++
 	s.inflight++
+	s.low(h)
 	s.kick(h) // more for this host? back of the line
 	return it
 }
@@ -283,11 +366,11 @@ func (s *sched) sleep(h *host, t time.Time) {
 func (s *sched) done(it *item) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.left--
-	s.settle(it.host)
-	if s.left == 0 {
-		s.stop()
-	}
+	h := it.host
+	h.loaded--
+	s.loaded--
+	s.settle(h)
+	s.letGo(h, time.Now())
 }
 
 // retry says a URL handed out by next goes back: to the front of its
@@ -311,6 +394,7 @@ func (s *sched) settle(h *host) {
 func (s *sched) stop() {
 	s.stopping = true
 	s.cond.Broadcast()
+	s.feedCond.Broadcast()
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -328,7 +412,7 @@ func (s *sched) Stop() {
 func (s *sched) finished() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.left == 0
+	return s.hostsOut && len(s.hosts) == 0
 }
 
 func (s *sched) pushTimer(t timer) {
@@ -414,4 +498,65 @@ func (t *timerHeap) Pop() any {
 	old[len(old)-1] = timer{}
 	*t = old[:len(old)-1]
 	return x
+}
+
+// pausedStats returns the time each host was paused this run, up to now,
+// leaving out hosts never paused.
+func (s *sched) pausedStats(now time.Time) map[string]time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var m map[string]time.Duration
+	for k, d := range s.pausedGone {
+		if m == nil {
+			m = map[string]time.Duration{}
+		}
+		m[k] = d
+	}
+	for _, h := range s.hosts {
+		if d := h.pausedFor(now); d > 0 {
+			if m == nil {
+				m = map[string]time.Duration{}
+			}
+			m[h.key] = d
+		}
+	}
+	return m
+}
+
+// keepGone is how many hosts let go Progress still reports: those with the
+// most requests.
+const keepGone = 4096
+
+// goneHeap holds the keepGone hosts let go with the most requests, the one
+// with the fewest on top.
+type goneHeap []*host
+
+func (g goneHeap) Len() int { return len(g) }
+func (g goneHeap) Less(i, j int) bool {
+	return g[i].stats.requests.Load() < g[j].stats.requests.Load()
+}
+func (g goneHeap) Swap(i, j int) { g[i], g[j] = g[j], g[i] }
+func (g *goneHeap) Push(x any)   { *g = append(*g, x.(*host)) }
+func (g *goneHeap) Pop() any {
+	old := *g
+	x := old[len(old)-1]
+	old[len(old)-1] = nil
+	*g = old[:len(old)-1]
+	return x
+}
+
+// keep adds h, let go, dropping the host with the fewest requests when
+// there are more than keepGone.
+func (g *goneHeap) keep(h *host) {
+	if h.stats.requests.Load() == 0 && h.stats.done.Load() == 0 {
+		return
+	}
+	if len(*g) < keepGone {
+		heap.Push(g, h)
+		return
+	}
+	if (*g)[0].stats.requests.Load() < h.stats.requests.Load() {
+		(*g)[0] = h
+		heap.Fix(g, 0)
+	}
 }

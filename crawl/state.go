@@ -34,6 +34,9 @@ CREATE TABLE IF NOT EXISTS urls (
 	result     TEXT                     -- its results.jsonl line, once done
 );
 CREATE UNIQUE INDEX IF NOT EXISTS urls_seq ON urls(seq) WHERE seq IS NOT NULL;
+-- The pending URLs of each host in order, for Run to stream (issue 17,
+-- defect 3): a URL leaves it when it is done.
+CREATE INDEX IF NOT EXISTS urls_pending ON urls(host, id) WHERE state = 'pending';
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS hosts (
 	host         TEXT    PRIMARY KEY, -- host key
@@ -51,16 +54,24 @@ const (
 )
 
 // store is the job's SQLite database. All writes go through one connection
-// (database/sql serialises them), in transactions.
+// (database/sql serialises them), in transactions; rd is a second, read-only
+// connection through which Run streams pending URLs while the committer
+// writes (WAL lets it read the last commit meanwhile).
 type store struct {
 	db *sql.DB
+	rd *sql.DB
+	// The feeder's queries on rd, prepared once: prepared anew, each cost
+	// more than the rows it read.
+	qNext, qCount, qWindow *sql.Stmt
 }
 
 func openStore(path string) (*store, error) {
-	dsn := (&url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: url.Values{"_pragma": {
-		"journal_mode(WAL)", "busy_timeout(10000)", "synchronous(NORMAL)", "foreign_keys(OFF)",
-	}}.Encode()}).String()
-	db, err := sql.Open("sqlite", dsn)
+	dsn := func(extra ...string) string {
+		return (&url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: url.Values{"_pragma": append([]string{
+			"journal_mode(WAL)", "busy_timeout(10000)", "synchronous(NORMAL)", "foreign_keys(OFF)",
+		}, extra...)}.Encode()}).String()
+	}
+	db, err := sql.Open("sqlite", dsn())
 	if err != nil {
 		return nil, fmt.Errorf("crawl: open %s: %w", path, err)
 	}
@@ -69,10 +80,54 @@ func openStore(path string) (*store, error) {
 		db.Close()
 		return nil, fmt.Errorf("crawl: %s: %w", path, err)
 	}
-	return &store{db: db}, nil
+	rd, err := sql.Open("sqlite", dsn("query_only(true)", "cache_size(-8192)"))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("crawl: open %s: %w", path, err)
+	}
+	rd.SetMaxOpenConns(1)
+	st := &store{db: db, rd: rd}
+	for _, q := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&st.qNext, `SELECT min(host) FROM urls WHERE state = 'pending' AND host > ?`},
+		{&st.qCount, `SELECT count(*) FROM urls WHERE state = 'pending' AND host = ?`},
+		{&st.qWindow, `SELECT id, url, coalesce(invalid, ''), attempts, not_before, reason, started
+			FROM urls WHERE state = 'pending' AND host = ? AND id > ? ORDER BY id LIMIT ?`},
+	} {
+		if *q.stmt, err = rd.Prepare(q.sql); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("crawl: %s: %w", path, err)
+		}
+	}
+	return st, nil
 }
 
-func (s *store) Close() error { return s.db.Close() }
+// cacheFor sizes the writer's page cache for a job of n URLs: 64 bytes a
+// URL, from SQLite's default 2 MB up to 64 MB. Load's inserts land all over
+// the url index, and with a cache smaller than that index each of its
+// pages was read back and rewritten for every batch (a 1,000,000-URL list
+// took 19 s to load with the default, 10 s with 64 MB and 100,000-line
+// batches; 32 MB did not help). Bounded, so memory does not grow with the
+// job past a million URLs; beyond some millions the index outgrows the
+// cache and loading slows again. The writer is one connection, so the
+// pragma holds for every statement after it.
+func (s *store) cacheFor(n int64) error {
+	kb := min(max(n*64/1024, 2048), 64<<10)
+	_, err := s.db.Exec(fmt.Sprintf("PRAGMA cache_size = -%d", kb))
+	return err
+}
+
+// maxID returns the largest id given out so far (0 for none): about the
+// number of URLs in the job, in one index seek.
+func (s *store) maxID() (int64, error) {
+	var n sql.NullInt64
+	err := s.db.QueryRow(`SELECT max(id) FROM urls`).Scan(&n)
+	return n.Int64, err
+}
+
+func (s *store) Close() error { return errors.Join(s.rd.Close(), s.db.Close()) }
 
 func (s *store) meta(key string) (int64, error) {
 	var v int64
@@ -128,24 +183,53 @@ type row struct {
 	started   time.Time
 }
 
-// pending calls fn for every URL not done, in the order they were added.
-func (s *store) pending(ctx context.Context, fn func(row) error) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, url, host, coalesce(invalid, ''), attempts, not_before, reason, started
-		FROM urls WHERE state = 'pending' ORDER BY id`)
+// pendingCounts returns how many URLs not done the job has, good ones
+// (with a host) and lines that are not URLs.
+func (s *store) pendingCounts() (good, invalid int, err error) {
+	err = s.db.QueryRow(`SELECT count(*) FILTER (WHERE host != ''), count(*) FILTER (WHERE host = '')
+		FROM urls WHERE state = 'pending'`).Scan(&good, &invalid)
+	return good, invalid, err
+}
+
+// hostCount returns how many hosts have URLs not done.
+func (s *store) hostCount() (int, error) {
+	var n int
+	err := s.db.QueryRow(`SELECT count(DISTINCT host) FROM urls WHERE state = 'pending' AND host != ''`).Scan(&n)
+	return n, err
+}
+
+// nextHost returns the first host key after after (in byte order) with URLs
+// not done, or "" when there is none: one seek in urls_pending.
+func (s *store) nextHost(ctx context.Context, after string) (string, error) {
+	var h sql.NullString
+	err := s.qNext.QueryRowContext(ctx, after).Scan(&h)
+	return h.String, err
+}
+
+// hostPending returns how many URLs of host are not done.
+func (s *store) hostPending(ctx context.Context, host string) (int, error) {
+	var n int
+	err := s.qCount.QueryRowContext(ctx, host).Scan(&n)
+	return n, err
+}
+
+// window calls fn for at most n URLs of host not done, with ids after
+// after, in the order they were added ("" is the host of the lines that are
+// not URLs).
+func (s *store) window(ctx context.Context, host string, after int64, n int, fn func(row)) error {
+	rows, err := s.qWindow.QueryContext(ctx, host, after, n)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var r row
+		r := row{host: host}
 		var nb, st int64
-		if err := rows.Scan(&r.id, &r.url, &r.host, &r.invalid, &r.attempts, &nb, &r.reason, &st); err != nil {
+		if err := rows.Scan(&r.id, &r.url, &r.invalid, &r.attempts, &nb, &r.reason, &st); err != nil {
 			return err
 		}
 		r.notBefore, r.started = fromMillis(nb), fromMillis(st)
-		if err := fn(r); err != nil {
-			return err
-		}
+		fn(r)
 	}
 	return rows.Err()
 }

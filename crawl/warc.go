@@ -2,17 +2,17 @@ package crawl
 
 import (
 	"bufio"
-	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -26,9 +26,10 @@ import (
 //
 // A warcWriter is used by the job's one committer goroutine only.
 type warcWriter struct {
-	f   *os.File
-	w   *bufio.Writer
-	off int64 // bytes in the file, buffered ones included
+	f          *os.File
+	w          *bufio.Writer
+	off        int64  // bytes in the file, buffered ones included
+	hdr, extra []byte // scratch for a record's header lines
 }
 
 func openWARC(path string, committed int64, info string) (*warcWriter, error) {
@@ -47,59 +48,85 @@ func openWARC(path string, committed int64, info string) (*warcWriter, error) {
 		return nil, fmt.Errorf("crawl: %w", err)
 	}
 	ww := &warcWriter{f: f, w: bufio.NewWriterSize(f, 256<<10), off: committed}
-	ww.record("warcinfo", "", time.Now(), "application/warc-fields", nil, []byte(info), "")
+	ww.info(info)
 	return ww, nil
 }
 
 // response appends the request and response records of one fetch and
 // returns the response record's offset. k.body is what was kept of the
-// payload; k.truncated says there was more.
+// payload; k.truncated says there was more. The digests and record ids
+// come worked out by the worker (keep): the committer, one goroutine for
+// the whole job, only copies bytes (issue 17, defect 3: per-URL cost).
 func (ww *warcWriter) response(target string, at time.Time, k *kept) int64 {
-	respID := newRecordID()
 	off := ww.off
-	extra := "WARC-Payload-Digest: " + digest(k.body) + "\r\n"
+	var respID [uuidURNLen]byte
+	uuidURN(respID[:], k.respID)
+	b := append(ww.extra[:0], "WARC-Payload-Digest: sha256:"...)
+	b = base32.StdEncoding.AppendEncode(b, k.payload[:])
+	b = append(b, "\r\n"...)
 	if k.truncated {
-		extra += "WARC-Truncated: length\r\n"
+		b = append(b, "WARC-Truncated: length\r\n"...)
 	}
-	ww.recordID(respID, "response", target, at, "application/http;msgtype=response", k.respHead, k.body, extra)
+	ww.extra = b
+	ww.record(respID[:], "response", target, at, "application/http;msgtype=response", k.respHead, k.body, &k.respBlock, b)
 	if k.reqHead != nil {
-		ww.record("request", target, at, "application/http;msgtype=request", k.reqHead, nil, "WARC-Concurrent-To: "+respID+"\r\n")
+		var reqID [uuidURNLen]byte
+		uuidURN(reqID[:], k.reqID)
+		b := append(ww.extra[:0], "WARC-Concurrent-To: "...)
+		b = append(b, respID[:]...)
+		b = append(b, "\r\n"...)
+		ww.extra = b
+		ww.record(reqID[:], "request", target, at, "application/http;msgtype=request", k.reqHead, nil, &k.reqBlock, b)
 	}
 	return off
 }
 
 // responseHead is the status line and headers of resp.
 func responseHead(resp *http.Response) []byte {
-	var head bytes.Buffer
-	fmt.Fprintf(&head, "%s %s\r\n", protoOf(resp), resp.Status)
-	writeHeader(&head, resp.Header)
-	head.WriteString("\r\n")
-	return head.Bytes()
+	b := make([]byte, 0, headSize(resp.Header)+len(resp.Status)+16)
+	b = append(b, protoOf(resp)...)
+	b = append(b, ' ')
+	b = append(b, resp.Status...)
+	b = append(b, "\r\n"...)
+	b = appendHeader(b, resp.Header)
+	return append(b, "\r\n"...)
 }
 
-func (ww *warcWriter) record(typ, target string, at time.Time, ctype string, head, body []byte, extra string) {
-	ww.recordID(newRecordID(), typ, target, at, ctype, head, body, extra)
+// info writes a warcinfo record.
+func (ww *warcWriter) info(info string) {
+	var id [uuidURNLen]byte
+	uuidURN(id[:], newUUID())
+	block := sha256.Sum256([]byte(info))
+	ww.record(id[:], "warcinfo", "", time.Now(), "application/warc-fields", nil, []byte(info), &block, nil)
 }
 
-// recordID writes one record: the header, a block of head followed by body,
-// and the two CRLFs that end a record (ISO 28500 §4).
-func (ww *warcWriter) recordID(id, typ, target string, at time.Time, ctype string, head, body []byte, extra string) {
-	h := sha256.New()
-	h.Write(head)
-	h.Write(body)
-	var b strings.Builder
-	b.WriteString("WARC/1.1\r\n")
-	b.WriteString("WARC-Type: " + typ + "\r\n")
-	b.WriteString("WARC-Record-ID: " + id + "\r\n")
-	b.WriteString("WARC-Date: " + at.UTC().Format("2006-01-02T15:04:05.000000Z") + "\r\n")
+// record writes one record: the header, a block of head followed by body
+// (whose sha256 is block), and the two CRLFs that end a record (ISO 28500
+// §4). extra holds more header lines.
+func (ww *warcWriter) record(id []byte, typ, target string, at time.Time, ctype string, head, body []byte, block *[32]byte, extra []byte) {
+	b := append(ww.hdr[:0], "WARC/1.1\r\nWARC-Type: "...)
+	b = append(b, typ...)
+	b = append(b, "\r\nWARC-Record-ID: "...)
+	b = append(b, id...)
+	b = append(b, "\r\nWARC-Date: "...)
+	b = at.UTC().AppendFormat(b, "2006-01-02T15:04:05.000000Z")
+	b = append(b, "\r\n"...)
 	if target != "" {
-		b.WriteString("WARC-Target-URI: " + target + "\r\n")
+		b = append(b, "WARC-Target-URI: "...)
+		b = append(b, target...)
+		b = append(b, "\r\n"...)
 	}
-	b.WriteString("Content-Type: " + ctype + "\r\n")
-	b.WriteString("WARC-Block-Digest: sha256:" + b32(h.Sum(nil)) + "\r\n")
-	b.WriteString(extra)
-	b.WriteString("Content-Length: " + strconv.Itoa(len(head)+len(body)) + "\r\n\r\n")
-	n, _ := ww.w.WriteString(b.String())
+	b = append(b, "Content-Type: "...)
+	b = append(b, ctype...)
+	b = append(b, "\r\nWARC-Block-Digest: sha256:"...)
+	b = base32.StdEncoding.AppendEncode(b, block[:])
+	b = append(b, "\r\n"...)
+	b = append(b, extra...)
+	b = append(b, "Content-Length: "...)
+	b = strconv.AppendInt(b, int64(len(head)+len(body)), 10)
+	b = append(b, "\r\n\r\n"...)
+	ww.hdr = b
+	n, _ := ww.w.Write(b)
 	m, _ := ww.w.Write(head)
 	k, _ := ww.w.Write(body)
 	e, _ := ww.w.WriteString("\r\n\r\n")
@@ -136,49 +163,88 @@ func protoOf(resp *http.Response) string {
 // requestHead is the request as it went on the wire, near enough: the
 // request line and the headers Go sends.
 func requestHead(r *http.Request) []byte {
-	var b bytes.Buffer
 	host := r.Host
 	if host == "" {
 		host = r.URL.Host
 	}
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", r.Method, r.URL.RequestURI(), host)
-	writeHeader(&b, r.Header)
-	b.WriteString("\r\n")
-	return b.Bytes()
+	uri := r.URL.RequestURI()
+	b := make([]byte, 0, headSize(r.Header)+len(r.Method)+len(uri)+len(host)+24)
+	b = append(b, r.Method...)
+	b = append(b, ' ')
+	b = append(b, uri...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, host...)
+	b = append(b, "\r\n"...)
+	b = appendHeader(b, r.Header)
+	return append(b, "\r\n"...)
 }
 
-// headerValue keeps a header value on its line.
-var headerValue = strings.NewReplacer("\r", " ", "\n", " ")
+// headSize is about the bytes appendHeader writes for h.
+func headSize(h http.Header) int {
+	n := 2
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
+}
 
-func writeHeader(b *bytes.Buffer, h http.Header) {
-	keys := make([]string, 0, len(h))
+// appendHeader appends h's fields, sorted, each value kept on its line.
+func appendHeader(b []byte, h http.Header) []byte {
+	var buf [24]string
+	keys := buf[:0]
 	for k := range h {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	for _, k := range keys {
 		for _, v := range h[k] {
 			if secret[k] {
 				v = "xxxxx" // never keep credentials (STYLE.md)
 			}
-			b.WriteString(k + ": " + headerValue.Replace(v) + "\r\n")
+			b = append(b, k...)
+			b = append(b, ": "...)
+			for i := range len(v) {
+				if c := v[i]; c == '\r' || c == '\n' {
+					b = append(b, ' ')
+				} else {
+					b = append(b, c)
+				}
+			}
+			b = append(b, "\r\n"...)
 		}
 	}
+	return b
 }
 
-func digest(p []byte) string {
-	s := sha256.Sum256(p)
-	return "sha256:" + b32(s[:])
-}
+// uuidURNLen is the length of "<urn:uuid:xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx>".
+const uuidURNLen = 47
 
-func b32(p []byte) string { return base32.StdEncoding.EncodeToString(p) }
-
-// newRecordID returns a random (version 4) UUID as a URN, the form
-// WARC-Record-ID takes.
-func newRecordID() string {
+// newUUID returns a random (version 4) UUID. Record ids need to be unique,
+// not secret: the runtime's per-thread ChaCha8 (math/rand/v2) gives 122
+// random bits without a system call.
+func newUUID() [16]byte {
 	var u [16]byte
-	rand.Read(u[:])
+	binary.LittleEndian.PutUint64(u[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(u[8:], rand.Uint64())
 	u[6] = u[6]&0x0f | 0x40
 	u[8] = u[8]&0x3f | 0x80
-	return fmt.Sprintf("<urn:uuid:%x-%x-%x-%x-%x>", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16])
+	return u
+}
+
+// uuidURN writes u as a URN, the form WARC-Record-ID takes, into dst
+// (uuidURNLen bytes).
+func uuidURN(dst []byte, u [16]byte) {
+	copy(dst, "<urn:uuid:")
+	p := dst[10:]
+	for i, part := range [][]byte{u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]} {
+		if i > 0 {
+			p[0] = '-'
+			p = p[1:]
+		}
+		hex.Encode(p, part)
+		p = p[2*len(part):]
+	}
+	p[0] = '>'
 }

@@ -9,7 +9,10 @@
 #   HOSTS=100 PAGES=100 bash crawl/testdata/throughput.sh
 #   ADAPTIVE=true bash crawl/testdata/throughput.sh   # the adaptive controller on
 #
-# Everything stays on 127.0.0.0/8; the testbed stops by itself after 10 min.
+#   PAGES=10000 MAX_RSS_MB=1000 DURATION=60m bash crawl/testdata/throughput.sh  # 10,000,000 URLs
+#
+# Everything stays on 127.0.0.0/8; the testbed stops by itself after
+# DURATION (10 min).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HOSTS=${HOSTS:-1000}
@@ -18,6 +21,7 @@ MIN_RATE=${MIN_RATE:-5000}
 MAX_RSS_MB=${MAX_RSS_MB:-300}
 BODIES=${BODIES:-warc}
 ADAPTIVE=${ADAPTIVE:-false}
+DURATION=${DURATION:-10m}
 
 tmp=$(mktemp -d)
 tb=
@@ -28,7 +32,7 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$tmp/polite" ./cmd/polite
-"$tmp/polite" testbed --hosts "$HOSTS" --pages "$PAGES" --urls "$tmp/urls.txt" --duration 10m >"$tmp/testbed.log" 2>&1 &
+"$tmp/polite" testbed --hosts "$HOSTS" --pages "$PAGES" --urls "$tmp/urls.txt" --duration "$DURATION" >"$tmp/testbed.log" 2>&1 &
 tb=$!
 for _ in $(seq 300); do
   grep -q '^serving' "$tmp/testbed.log" 2>/dev/null && break
@@ -53,8 +57,10 @@ rss_kb=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tmp/time.log")
 secs=$(echo "$wall" | awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
 rate=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }')
 rss_mb=$((rss_kb / 1024))
+cpu=$(awk -F': ' '/User time \(seconds\)/ {u=$2} /System time \(seconds\)/ {s=$2} END {print u + s}' "$tmp/time.log")
+cpu_us=$(awk -v c="$cpu" -v n="$n" 'BEGIN { printf "%.1f", c * 1e6 / n }')
 echo "URLs: $n over $HOSTS hosts; results: $lines lines, $ok ok; bodies: $BODIES"
-echo "wall: ${secs}s (load, fetch, commit, exit)  throughput: $rate URLs/s  peak RSS: ${rss_mb} MB"
+echo "wall: ${secs}s (load, fetch, commit, exit)  throughput: $rate URLs/s  peak RSS: ${rss_mb} MB  CPU: ${cpu}s (${cpu_us} µs/URL)"
 grep -E '^[0-9]+ URLs in' "$tmp/fetch.log" || true
 fail=0
 [ "$lines" = "$n" ] || { echo "FAIL: $lines results for $n URLs"; fail=1; }

@@ -45,6 +45,7 @@ type fetchOptions struct {
 	Grace         time.Duration
 	Robots        bool
 	AllowPrivate  bool
+	SameHost      bool
 	Connect       connectTo // --resolve and --connect-to
 	UserAgent     string
 	Key           polite.KeyBy
@@ -196,6 +197,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.DurationVar(&o.HostGiveUp, "host-give-up", crawl.DefaultHostGiveUp, "a host whose breaker has not closed for this long has its remaining URLs finished with the reason")
 	f.DurationVar(&o.Timeout, "timeout", crawl.DefaultTimeout, "time limit of one request, body included")
 	f.DurationVar(&o.Grace, "grace", crawl.DefaultGrace, "after Ctrl-C, how long requests in flight may finish")
+	f.BoolVar(&o.SameHost, "same-host", false, "follow a redirect only to the host its URL was listed under (any scheme or port); the 3xx of one elsewhere is the URL's answer")
 	f.BoolVar(&o.AllowPrivate, "allow-private", false, "connect to non-public addresses too (private, link-local, loopback); by default only the loopback ports the list names are")
 	f.Var(connectFlag{&o.Connect, (*connectTo).addResolve}, "resolve", "connect to `HOST:PORT:ADDR[,ADDR...]` for URLs of HOST:PORT, as curl's --resolve (repeatable; HOST * is any host); the address given is reachable even when not public")
 	f.Var(connectFlag{&o.Connect, (*connectTo).addConnectTo}, "connect-to", "for URLs of HOST1:PORT1 connect to `HOST1:PORT1:HOST2:PORT2` instead, as curl's --connect-to (repeatable; empty fields: any / the URL's); e.g. ::127.0.0.1:8080 sends every URL to a polite testbed --addr")
@@ -512,7 +514,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
 		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
 		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp,
-		Header: o.Header, MaxURLs: o.MaxURLs, RetryOn: o.RetryOn,
+		Header: o.Header, MaxURLs: o.MaxURLs, RetryOn: o.RetryOn, SameHost: o.SameHost,
 	}
 	if o.Retries == 0 {
 		opts.Retries = -1
