@@ -32,6 +32,7 @@ type hostPolicy struct {
 
 	lastThrottle atomic.Int64 // unix ns when the last throttle event was counted
 	waiting      atomic.Int32 // requests of normal priority waiting for a token or a slot
+	deposits     atomic.Int32 // first grants not yet deposited in budget (see grant)
 
 	rater   adaptive.Rater // nil unless the Transport is adaptive
 	lastMax atomic.Uint64  // float64 bits: the ceiling last told to rater
@@ -40,6 +41,16 @@ type hostPolicy struct {
 	// Crawl-delay is in force. Kept here, not in the Host, so that a
 	// Registry used without a Transport pays nothing for it.
 	robots atomic.Pointer[robots.Robots]
+}
+
+// depositBatch is how many first grants a host's retry budget hears at once.
+const depositBatch = 16
+
+// flushDeposits folds the pending first grants into the retry budget.
+func (p *hostPolicy) flushDeposits(now time.Time) {
+	if n := p.deposits.Swap(0); n > 0 {
+		p.budget.DepositN(now, int(n))
+	}
 }
 
 // throttleWave reports whether a throttle answering a request sent at sent
@@ -278,7 +289,12 @@ func (s *localStore) grant(h *Host, p *hostPolicy, q Query, at time.Time) Admiss
 		return s.breakerOpen(h, q.Now, oe.Until)
 	}
 	if q.First {
-		p.budget.Deposit(q.Now)
+		// Deposits are folded in every depositBatch, or before a
+		// withdrawal: the budget's lock (and its decay's exp) on every
+		// request serialized a hot host's requests across cores.
+		if p.deposits.Add(1) >= depositBatch {
+			p.flushDeposits(q.Now)
+		}
 	}
 	return Admission{Granted: true, At: at}
 }
@@ -361,6 +377,7 @@ func (s *localStore) Report(h *Host, rep Report) Verdict {
 		}
 	}
 	if rd.Retry {
+		p.flushDeposits(now)
 		v.Retry = p.budget.Withdraw(now)
 	}
 	return v

@@ -172,6 +172,12 @@ type Breaker struct {
 	// lock. A request that reads it just before the breaker opens goes
 	// through, as it would had it come a moment sooner.
 	notClosed atomic.Bool
+	// clean mirrors state == Closed && nfail == 0, written under mu: a
+	// success then changes nothing, so Record returns without the lock
+	// (every answer of a healthy host; a lock there serialized a hot
+	// host's requests across cores). A success that reads it just before a
+	// failure lands is ordered before that failure, as it could have been.
+	clean atomic.Bool
 }
 
 // Shared is a Config normalized once, for many Breakers to read: a
@@ -238,8 +244,12 @@ func (b *Breaker) Allow(now time.Time) error {
 // Record reports the outcome of a request Allow admitted and returns the
 // state change it caused, for the caller to log.
 func (b *Breaker) Record(now time.Time, ok bool) Transition {
+	if ok && b.clean.Load() {
+		return Transition{From: Closed, To: Closed}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	defer b.keepClean() // before the unlock
 	b.init()
 	switch b.state {
 	case Closed:
@@ -304,6 +314,9 @@ func (b *Breaker) OpenUntil(now time.Time) time.Time {
 	}
 	return time.Time{}
 }
+
+// keepClean updates clean from the state; b.mu must be held.
+func (b *Breaker) keepClean() { b.clean.Store(b.state == Closed && b.nfail == 0) }
 
 func (b *Breaker) open(now time.Time) {
 	b.state = Open
