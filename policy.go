@@ -33,6 +33,7 @@ type hostPolicy struct {
 	lastThrottle atomic.Int64 // unix ns when the last throttle event was counted
 	waiting      atomic.Int32 // requests of normal priority waiting for a token or a slot
 	deposits     atomic.Int32 // first grants not yet deposited in budget (see grant)
+	ratePressed  atomic.Int64 // unix ns when a request last had to wait for the host's rate
 
 	rater   adaptive.Rater // nil unless the Transport is adaptive
 	lastMax atomic.Uint64  // float64 bits: the ceiling last told to rater
@@ -41,6 +42,15 @@ type hostPolicy struct {
 	// Crawl-delay is in force. Kept here, not in the Host, so that a
 	// Registry used without a Transport pays nothing for it.
 	robots atomic.Pointer[robots.Robots]
+}
+
+// pressWindow is how recent a wait for the rate must be for an admission to
+// count as pressed by demand: two token intervals, within 10 ms to 1 s.
+func pressWindow(rate float64) int64 {
+	if !(rate > 0) {
+		return int64(time.Second)
+	}
+	return int64(min(max(2e9/rate, 1e7), 1e9))
 }
 
 // depositBatch is how many first grants a host's retry budget hears at once.
@@ -250,7 +260,12 @@ func (s *localStore) Admit(h *Host, q Query) Admission {
 	// (its token was waiting, and it did not take the host's last slot).
 	// The cap counts: a controller's rate sets it (Concurrency), so a rate
 	// whose cap binds is pressed too. Read only for a rater.
-	spare := p.rater != nil && h.bucket.Full(now) && h.gate.InFlight() < h.gate.Limit()
+	// A request put off for the rate (here, or by a scheduler asking
+	// Ready) within the last two token intervals also counts: a scheduler
+	// sends exactly when the token is due, so its requests find the
+	// bucket full.
+	spare := p.rater != nil && h.bucket.Full(now) && h.gate.InFlight() < h.gate.Limit() &&
+		now.UnixNano()-p.ratePressed.Load() > pressWindow(h.bucket.Rate())
 	n := q.cost()
 	if h.bucket.AllowN(now, n) {
 		adm := s.grant(h, p, q, now)
@@ -262,6 +277,7 @@ func (s *localStore) Admit(h *Host, q Query) Admission {
 		return Admission{Reason: ReasonRate, Err: fmt.Errorf("polite: host %q: %w", h.key, err)}
 	}
 	d := r.DelayFrom(now)
+	p.ratePressed.Store(now.UnixNano())
 	// Hold the reservation if the tokens come within about one request's
 	// worth of token intervals at the rate of now (n of them for a cost
 	// of n, or a heavy request would never see its tokens together while
