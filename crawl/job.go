@@ -97,6 +97,13 @@ type Options struct {
 	// host must not keep a job alive for days. If zero, DefaultHostGiveUp;
 	// if negative, never.
 	HostGiveUp time.Duration
+	// BlockRecheck is how long after a soft block the job asks its host
+	// once more before it gives up the host's other URLs (issue 17, defect
+	// 10): a page that looked like a challenge may have been an ordinary
+	// one, or the challenge may have expired. The URLs wait meanwhile; if
+	// the re-check is blocked too, they end "blocked", never sent. If
+	// zero, the backoff's cap (--max-delay); if negative, never re-checked.
+	BlockRecheck time.Duration
 	// Timeout bounds one request, body included. If zero, DefaultTimeout.
 	Timeout time.Duration
 	// Bodies says where bodies are kept. If empty, BodiesWARC.

@@ -232,6 +232,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		it.hop = false
 		h.stats.record(tr)
 		j.health(h, tr, err, resp)
+		h.rechecked(tr.Outcome)
 	}
 	if err != nil {
 		j.failed(ctx, it, err, tr)
@@ -386,6 +387,20 @@ func outcomeOf(o polite.Outcome) string {
 	return HTTPError
 }
 
+// waitRecheck puts a URL refused by its host's block back until the block
+// is re-checked, and reports false when it will not be (issue 17, defect
+// 10).
+func (j *Job) waitRecheck(it *item) bool {
+	at, ok := j.recheckAt(it.host, time.Now())
+	if !ok {
+		return false
+	}
+	it.reason = "host blocked; re-checked at " + at.UTC().Format(time.RFC3339)
+	j.sched.retry(it, at)
+	j.deferred(it, at)
+	return true
+}
+
 // worthRetry reports whether an attempt with this outcome is one polite
 // retries.
 func worthRetry(o polite.Outcome) bool {
@@ -404,6 +419,7 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 	case errors.As(err, &pe):
 		j.finishErr(it, Throttled, 0, pausedMsg(pe.Until, pe.Reason))
 		j.persistPause(it.host, pe.Until, pe.Reason)
+	case errors.As(err, &be) && j.waitRecheck(it):
 	case errors.As(err, &be):
 		// Not the record of the page that served the challenge: this
 		// URL was never requested (issue 18, item 2).

@@ -93,7 +93,8 @@ Every host gets its own budget: --rate requests per second (with --burst),
 at most --concurrency requests in flight, and --workers in flight over all
 hosts. A host that answers 429 or 503 is paused (for its Retry-After when it
 gives one) and its URLs wait in a queue without holding a worker; a host that
-answers with a soft block (WAF challenge, captcha) is stopped and its URLs are
+answers with a soft block (WAF challenge, captcha) is stopped, asked once
+more with one URL after --max-delay, and if blocked again its URLs are
 recorded as blocked. With --adaptive each host's rate starts at --rate and
 tunes itself to what the host bears, up to --max-rate. robots.txt is obeyed
 unless --robots=false.
@@ -117,8 +118,9 @@ Outcomes (what to do about each in brackets):
   throttled           still 429/503 when retries ran out, or the host named a
                       pause beyond --max-retry-after [polite retry later]
   blocked             a soft block (WAF challenge, captcha). The page that
-                      served it has its status; the host's other URLs are
-                      not sent, and their error says "not sent"
+                      served it has its status; once a re-check (one URL,
+                      --max-delay later) is blocked too, the host's other
+                      URLs are not sent, and their error says "not sent"
   robots_disallowed   robots.txt disallows it; never requested
   robots_unreachable  robots.txt could not be fetched (refused, 5xx, not
                       within --timeout) after the retries; never requested
