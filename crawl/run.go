@@ -36,6 +36,9 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.sched = newSched(j.ready)
 	j.sched.giveUpFn = j.giveUp
 	j.sched.maxHosts = j.opts.MaxHosts
+	if err := j.checkRequest(); err != nil {
+		return Summary{}, err
+	}
 	paused, err := j.loadPending()
 	if err != nil {
 		return Summary{}, err
@@ -205,7 +208,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	}
 	// The Transport's decisions go to events.jsonl, under the URL's id.
 	ctx = polite.WithObserver(polite.WithRequestID(ctx, uint64(it.id)), j.events)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	req, err := j.newRequest(ctx, it, target)
 	if err != nil { // CheckURL let it through; be safe
 		j.finishErr(it, InvalidURL, 0, "invalid URL: "+err.Error())
 		return

@@ -27,6 +27,8 @@ type item struct {
 	cur  string
 	hops []string
 	hop  bool // the next request is a redirect hop, not a new attempt
+	// asGet: a redirect turned the job's method into a GET without body.
+	asGet bool
 	// notFollowed is a redirect's target left alone (Options.SameHost).
 	notFollowed string
 	// latency is the last request's, for its result.
