@@ -209,7 +209,7 @@ func normalizeHost(host string) (string, error) {
 			return "", fmt.Errorf("polite: host %q: character %q not allowed", host, c)
 		}
 	}
-	if strings.Contains(a, "..") || a[0] == '.' {
+	if strings.Contains(a, "..") || a[0] == '.' || a[len(a)-1] == '.' { // "xn--" maps to an empty label
 		return "", fmt.Errorf("polite: host %q: empty label", host)
 	}
 	return a, nil
