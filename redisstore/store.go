@@ -305,6 +305,11 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 	v.QuotaRate = float(res, 6)
 	v.Rate = float(res, 7)
 	v.Retry = integer(res, 8) == 1
+	if v.QuotaRate > 0 || v.Rate > 0 {
+		v.RateFrom = rateOf(float(res, 10))
+	}
+	// Capacity, Measured and Phase stay zero: the fleet's AIMD (Adaptive)
+	// keeps no capacity estimate and has no phases.
 	return v
 }
 
@@ -339,7 +344,9 @@ func (s *Store) SetCeiling(h *polite.Host, now time.Time, why polite.Reason, rat
 	return rateOf(float(res, 0)), integer(res, 1) == 1
 }
 
-// State implements polite.Store.
+// State implements polite.Store. Capacity and Measured stay zero: the
+// fleet's AIMD (Adaptive) keeps no capacity estimate (polite's own
+// controller, which does, reads one client's answers, not a fleet's).
 func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 	if s.health.degraded.Load() {
 		return s.health.local.State(h, now)
