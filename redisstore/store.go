@@ -382,7 +382,26 @@ func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 		st.BreakerUntil = at(cbu)
 	}
 	st.Blocked = str(res, 7)
+	st.RetryBudget = s.retryTokens(float(res, 11), float(res, 12), integer(res, 13), rnow)
 	return st
+}
+
+// retryTokens brings a host's retry budget (floor and earned tokens as of
+// bt, µs; floor < 0: never used, so full) up to now, as the scripts'
+// advance does, and returns what it would allow.
+func (s *Store) retryTokens(floor, earned float64, bt, now int64) float64 {
+	b := s.budget
+	full := max(b.MinPerSecond, 0) * b.Window.Seconds()
+	if floor < 0 {
+		return full
+	}
+	if sec := float64(now-bt) / 1e6; sec > 0 {
+		if b.MinPerSecond > 0 {
+			floor = min(full, floor+b.MinPerSecond*sec)
+		}
+		earned *= math.Exp(-sec / b.Window.Seconds())
+	}
+	return floor + earned
 }
 
 // common builds a script's arguments: the four every script takes (the
