@@ -24,6 +24,8 @@
 //	polite.host.rate.limit          gauge, {request}/s server.address (tracked hosts only)
 //	polite.host.capacity            gauge, {request}/s server.address, polite.capacity.measured (tracked hosts only)
 //	polite.host.count               updowncounter     polite.host.state (with Options.Transport)
+//	polite.retry.budget             gauge, {retry}    (the Transport's global budget, with Options.Transport)
+//	polite.host.retry.budget        gauge, {retry}    server.address (tracked hosts, with Options.Transport)
 //
 // polite.request.duration is a request's logical duration: from its first
 // attempt's admission to its final answer, polite's waits and every retry
@@ -172,6 +174,12 @@ func New(o Options) (*Metrics, error) {
 	count, err := meter.Int64ObservableUpDownCounter("polite.host.count", metric.WithUnit("{host}"),
 		metric.WithDescription("Hosts by state (with a Transport to read)."))
 	add(err)
+	budget, err := meter.Float64ObservableGauge("polite.retry.budget", metric.WithUnit("{retry}"),
+		metric.WithDescription("Retries the Transport's global retry budget allows now."))
+	add(err)
+	hostBudget, err := meter.Float64ObservableGauge("polite.host.retry.budget", metric.WithUnit("{retry}"),
+		metric.WithDescription("Retries the tracked hosts' retry budgets allow now."))
+	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -179,9 +187,10 @@ func New(o Options) (*Metrics, error) {
 		m.observeHosts(ob, rate, capacity)
 		if m.transport != nil {
 			m.observeStates(ob, count)
+			m.observeBudgets(ob, budget, hostBudget)
 		}
 		return nil
-	}, rate, capacity, count)
+	}, rate, capacity, count, budget, hostBudget)
 	if err != nil {
 		return nil, err
 	}
@@ -319,6 +328,19 @@ func (m *Metrics) observeStates(ob metric.Observer, count metric.Int64Observable
 	})
 	for i, name := range states {
 		ob.ObserveInt64(count, n[i], m.sets.one("polite.host.state", name).obs...)
+	}
+}
+
+// observeBudgets reports the global retry budget and the tracked hosts'.
+func (m *Metrics) observeBudgets(ob metric.Observer, global, host metric.Float64Observable) {
+	ob.ObserveFloat64(global, m.transport.RetryBudget())
+	m.mu.Lock()
+	slots := m.slots
+	m.mu.Unlock()
+	for _, s := range slots {
+		if st, ok := m.transport.State(s.name); ok {
+			ob.ObserveFloat64(host, st.RetryBudget, s.plain.obs...)
+		}
 	}
 }
 

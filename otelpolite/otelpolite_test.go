@@ -216,6 +216,17 @@ func TestFromTransport(t *testing.T) {
 	if paused != 1 {
 		t.Errorf("hosts paused = %d, want 1", paused)
 	}
+	// No retry was taken: the budgets are at least their full floor (10
+	// under the defaults), plus what the requests earned.
+	if g := ms["polite.retry.budget"].(metricdata.Gauge[float64]); len(g.DataPoints) != 1 || g.DataPoints[0].Value < 10 {
+		t.Errorf("polite.retry.budget = %+v, want one point, at least the full floor of 10", g.DataPoints)
+	}
+	hb := ms["polite.host.retry.budget"].(metricdata.Gauge[float64])
+	if len(hb.DataPoints) != 1 || hb.DataPoints[0].Value < 10 {
+		t.Errorf("polite.host.retry.budget = %+v, want the throttled (tracked) host's, at least 10", hb.DataPoints)
+	} else if v, _ := hb.DataPoints[0].Attributes.Value("server.address"); v.AsString() != host {
+		t.Errorf("polite.host.retry.budget is for %q, want %q", v.AsString(), host)
+	}
 }
 
 // TestRequestInstruments: the logical duration is recorded apart from the
