@@ -165,20 +165,17 @@ func New(o Options) (*Metrics, error) {
 	m.active, err = meter.Int64UpDownCounter("http.client.active_requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Number of active HTTP requests."))
 	add(err)
-	rate, err := meter.Float64ObservableGauge("polite.host.rate.limit", metric.WithUnit("{request}/s"),
-		metric.WithDescription("The rate in force for the tracked hosts."))
-	add(err)
-	capacity, err := meter.Float64ObservableGauge("polite.host.capacity", metric.WithUnit("{request}/s"),
-		metric.WithDescription("The adaptive controller's capacity estimate for the tracked hosts."))
-	add(err)
+	gauge := func(name, unit, desc string) metric.Float64ObservableGauge {
+		g, err := meter.Float64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		add(err)
+		return g
+	}
+	rate := gauge("polite.host.rate.limit", "{request}/s", "The rate in force for the tracked hosts.")
+	capacity := gauge("polite.host.capacity", "{request}/s", "The adaptive controller's capacity estimate for the tracked hosts.")
+	budget := gauge("polite.retry.budget", "{retry}", "Retries the Transport's global retry budget allows now.")
+	hostBudget := gauge("polite.host.retry.budget", "{retry}", "Retries the tracked hosts' retry budgets allow now.")
 	count, err := meter.Int64ObservableUpDownCounter("polite.host.count", metric.WithUnit("{host}"),
 		metric.WithDescription("Hosts by state (with a Transport to read)."))
-	add(err)
-	budget, err := meter.Float64ObservableGauge("polite.retry.budget", metric.WithUnit("{retry}"),
-		metric.WithDescription("Retries the Transport's global retry budget allows now."))
-	add(err)
-	hostBudget, err := meter.Float64ObservableGauge("polite.host.retry.budget", metric.WithUnit("{retry}"),
-		metric.WithDescription("Retries the tracked hosts' retry budgets allow now."))
 	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
