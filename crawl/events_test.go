@@ -17,21 +17,10 @@ import (
 // each under the id of its URL's line in results.jsonl, and a second run
 // appends to it.
 func TestEventsFile(t *testing.T) {
-	srv := testbed.NewServer(
-		testbed.HostConfig{Name: "a.test"},
-		testbed.HostConfig{Name: "b.test", Rate: 20, Burst: 2, RetryAfter: testbed.RetryAfterSeconds},
-	)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	var list strings.Builder
-	for i := range 20 {
-		fmt.Fprintf(&list, "http://a.test/p/%d\nhttp://b.test/p/%d\n", i, i)
-	}
+	srv, list := twoHosts(t, 20)
 	dir := t.TempDir()
 	tr := &polite.Transport{Base: srv.Transport(), Limits: polite.Limits{Rate: 100, Burst: 10, Concurrency: 4}}
-	runJob(t, dir, tr, list.String(), Options{Workers: 8})
+	runJob(t, dir, tr, list, Options{Workers: 8})
 	if tr.Observer != nil {
 		t.Error("the job changed its Transport's Observer")
 	}
@@ -85,18 +74,7 @@ func TestEventsFile(t *testing.T) {
 // Observer (for the logical-duration metric): its id, attempts, status and
 // its time from first attempt to result, retries included.
 func TestDoneEvents(t *testing.T) {
-	srv := testbed.NewServer(
-		testbed.HostConfig{Name: "a.test"},
-		testbed.HostConfig{Name: "b.test", Rate: 20, Burst: 2, RetryAfter: testbed.RetryAfterSeconds},
-	)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	var list strings.Builder
-	for i := range 15 {
-		fmt.Fprintf(&list, "http://a.test/p/%d\nhttp://b.test/p/%d\n", i, i)
-	}
+	srv, list := twoHosts(t, 15)
 	var mu sync.Mutex
 	done := map[uint64]polite.Event{}
 	tr := &polite.Transport{Base: srv.Transport(), Limits: polite.Limits{Rate: 100, Burst: 10, Concurrency: 4},
@@ -108,7 +86,7 @@ func TestDoneEvents(t *testing.T) {
 			}
 		})}
 	dir := t.TempDir()
-	runJob(t, dir, tr, list.String(), Options{Workers: 8})
+	runJob(t, dir, tr, list, Options{Workers: 8})
 	res := readResults(t, dir)
 	mu.Lock()
 	defer mu.Unlock()
@@ -130,6 +108,25 @@ func TestDoneEvents(t *testing.T) {
 	if len(done) != len(res) || len(res) != 30 || retried == 0 {
 		t.Errorf("%d EventDone for %d results (want 30, some retried: %d)", len(done), len(res), retried)
 	}
+}
+
+// twoHosts serves a.test and b.test (20 req/s, 429 with Retry-After
+// beyond) and returns a list of n pages of each.
+func twoHosts(t *testing.T, n int) (*testbed.Server, string) {
+	t.Helper()
+	srv := testbed.NewServer(
+		testbed.HostConfig{Name: "a.test"},
+		testbed.HostConfig{Name: "b.test", Rate: 20, Burst: 2, RetryAfter: testbed.RetryAfterSeconds},
+	)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	var list strings.Builder
+	for i := range n {
+		fmt.Fprintf(&list, "http://a.test/p/%d\nhttp://b.test/p/%d\n", i, i)
+	}
+	return srv, list.String()
 }
 
 func readEvents(t *testing.T, dir string) []audit.Record {
