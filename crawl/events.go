@@ -49,10 +49,10 @@ func (j *Job) logDeferred(it *item, notBefore time.Time) {
 // URL is done; the job can. The audit log skips EventDone (results.jsonl
 // has the same).
 func (j *Job) logDone(it *item, res *Result) {
-	obs := j.tr.Observer
-	if obs == nil || it.host == nil {
+	if j.tr == nil || j.tr.Observer == nil || it.host == nil {
 		return
 	}
+	obs := j.tr.Observer
 	e := polite.Event{Kind: polite.EventDone, Time: res.Finished, Host: it.host.key, ID: uint64(it.id), Status: res.Status,
 		Attempt: res.Attempts, Latency: max(res.Finished.Sub(res.Started), 0), Method: http.MethodGet}
 	switch {
