@@ -240,6 +240,11 @@ const (
 	maxHold = 250 * time.Millisecond
 )
 
+// Unblock implements Unblocker.
+func (s *localStore) Unblock(h *Host) bool {
+	return s.policy(h).blocked.Swap(nil) != nil
+}
+
 // Admit implements Store.
 func (s *localStore) Admit(h *Host, q Query) Admission {
 	p := s.policy(h)

@@ -65,6 +65,15 @@ type Store interface {
 	Release(h *Host, lease uint64)
 }
 
+// Unblocker is a Store that can lift a host's block mark, so that the
+// host is asked again: a soft block may have been a false positive or a
+// challenge that has since expired. Transport.Unblock uses it; a Store
+// without it keeps a block for good (until the host's state is evicted).
+type Unblocker interface {
+	// Unblock clears h's block mark and reports whether there was one.
+	Unblock(h *Host) bool
+}
+
 // Query is one admission question.
 type Query struct {
 	Now time.Time

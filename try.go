@@ -39,6 +39,22 @@ func (t *Transport) Ready(key string, now time.Time) (time.Duration, Reason) {
 	return 0, ""
 }
 
+// Unblock lifts the block mark of the host with this key, so that its
+// next request is sent and read again (a page that looked like a challenge
+// may have been a false positive, or the challenge may have expired). It
+// reports whether the host was blocked and its Store could lift the mark
+// (see Unblocker).
+func (t *Transport) Unblock(key string) bool {
+	t.init()
+	u, ok := t.store.(Unblocker)
+	if !ok {
+		return false
+	}
+	h := t.reg.Get(key)
+	defer t.reg.Put(h)
+	return u.Unblock(h)
+}
+
 // KeyOf returns the key the Transport keeps req's host state under (see
 // Transport.Key): the key Ready and State take.
 func (t *Transport) KeyOf(req *http.Request) (string, error) {

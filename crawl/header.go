@@ -27,8 +27,8 @@ func (j *Job) addHeader(req *http.Request, it *item) {
 		same = err == nil && u.Host == req.URL.Host
 	}
 	for k, vs := range j.opts.Header {
-		if secret[k] && !same {
-			continue
+		if secret[k] && !same || k == "Content-Type" && it.asGet {
+			continue // a redirect's GET carries no body to describe
 		}
 		if k == "Host" {
 			if same { // a redirect elsewhere names its own host

@@ -298,3 +298,72 @@ func TestSlowRobotsDoesNotFailURLs(t *testing.T) {
 		}
 	}
 }
+
+// challenge answers as a bot manager's interstitial does.
+func challenge(w http.ResponseWriter) {
+	w.Header().Set("Cf-Mitigated", "challenge")
+	w.Header().Set("Content-Type", "text/html")
+	w.WriteHeader(http.StatusForbidden)
+	fmt.Fprint(w, `<!DOCTYPE html><html><head><title>Just a moment...</title></head><body>challenge-platform</body></html>`)
+}
+
+// One page that looked like a challenge finished its host's other URLs
+// "blocked", never sent (issue 17, defect 10). The block is now re-checked
+// once, after BlockRecheck, with one URL: when that one is answered, the
+// others go too; when it is blocked again, they end unsent, and the host
+// got no more than the two requests.
+func TestBlockIsRecheckedBeforeGivingUp(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		lasting   bool // every page after the first is a challenge too
+		wantSent  int64
+		wantOK    int
+		wantBlock int
+	}{
+		{name: "passing", lasting: false, wantSent: 5, wantOK: 4, wantBlock: 1},
+		{name: "lasting", lasting: true, wantSent: 2, wantOK: 0, wantBlock: 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var pages atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/robots.txt" {
+					http.NotFound(w, r)
+					return
+				}
+				if n := pages.Add(1); n == 1 || tc.lasting {
+					challenge(w)
+					return
+				}
+				fmt.Fprint(w, "an ordinary page")
+			}))
+			defer srv.Close()
+			var list strings.Builder
+			for i := range 5 {
+				fmt.Fprintf(&list, "%s/p/%d\n", srv.URL, i)
+			}
+			tr := &polite.Transport{Limits: polite.Limits{Rate: 1000, Burst: 10, Concurrency: 1}}
+			dir := t.TempDir()
+			sum := runJob(t, dir, tr, list.String(), Options{Workers: 4, BlockRecheck: 200 * time.Millisecond})
+			if sum.Interrupted {
+				t.Fatalf("job did not finish: %+v", sum)
+			}
+			count := map[string]int{}
+			unsent := 0
+			for _, r := range readResults(t, dir) {
+				count[r.Outcome]++
+				if strings.HasPrefix(r.Error, "not sent") {
+					unsent++
+				}
+			}
+			if count[OK] != tc.wantOK || count[Blocked] != tc.wantBlock {
+				t.Errorf("outcomes %v, want ok %d, blocked %d", count, tc.wantOK, tc.wantBlock)
+			}
+			if got := pages.Load(); got != tc.wantSent {
+				t.Errorf("the host got %d page requests, want %d", got, tc.wantSent)
+			}
+			if want := tc.wantBlock - int(tc.wantSent); tc.lasting && unsent != want {
+				t.Errorf("%d URLs said \"not sent\", want %d", unsent, want)
+			}
+		})
+	}
+}

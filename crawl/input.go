@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/polite-go/polite"
@@ -84,11 +85,16 @@ func ReadLines(r io.Reader, maxLen int, fn func(Line) error) error {
 	var buf []byte
 	for {
 		buf = buf[:0]
-		n := 0 // the line's full length
+		n := 0 // the line's full length, leading space left out
 		var err error
 		for {
 			var frag []byte
 			frag, err = br.ReadSlice('\n')
+			if len(buf) == 0 {
+				// Leading space is not kept: however much of it, the
+				// line's text is what counts against maxLen.
+				frag = bytes.TrimLeftFunc(frag, unicode.IsSpace)
+			}
 			n += len(frag)
 			if room := maxLen + 2 - len(buf); room > 0 { // +2: CRLF and one byte over
 				buf = append(buf, frag[:min(len(frag), room)]...)
@@ -103,7 +109,7 @@ func ReadLines(r io.Reader, maxLen int, fn func(Line) error) error {
 			}
 			return err
 		}
-		if err == nil {
+		if err == nil && n > 0 {
 			n-- // the '\n'
 		}
 		if e := handleLine(buf, n, maxLen, fn); e != nil {

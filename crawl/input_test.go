@@ -1,8 +1,10 @@
 package crawl
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestCheckURL(t *testing.T) {
@@ -66,4 +68,54 @@ func trunc(s string) string {
 		return s[:30]
 	}
 	return s
+}
+
+// FuzzReadLines: any bytes as a URL list read to the end without error,
+// every entry either a URL with its host (valid UTF-8, within maxLen) or a
+// problem, and the entries are exactly the lines that are neither blank
+// nor comments.
+func FuzzReadLines(f *testing.F) {
+	for _, s := range []string{
+		"http://a.test/x\n# c\n\nhttps://b.test/y#f\r\n",
+		"not a url\nftp://a.test/\nhttp:///nohost\nhttp://u:p@h/\n",
+		"http://a.test/" + strings.Repeat("x", 100) + "\nhttp://b.test/\xff\xfe",
+		"\r\n\t http://[::1]:8080/ \t\n",
+	} {
+		f.Add([]byte(s), 64)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, maxLen int) {
+		maxLen = 1 + abs(maxLen)%4096
+		want := 0
+		for _, l := range bytes.Split(in, []byte("\n")) {
+			if l = bytes.TrimSpace(l); len(l) > 0 && l[0] != '#' {
+				want++
+			}
+		}
+		got := 0
+		err := ReadLines(bytes.NewReader(in), maxLen, func(l Line) error {
+			got++
+			switch {
+			case l.Problem == "" && (l.Host == "" || len(l.Text) == 0):
+				t.Errorf("line %q: no problem but no host", l.Text)
+			case l.Problem == "" && !utf8.ValidString(l.Text):
+				t.Errorf("URL %q is not valid UTF-8", l.Text)
+			case l.Problem != "" && l.Host != "":
+				t.Errorf("line %q: problem %q and host %q", l.Text, l.Problem, l.Host)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("ReadLines: %v", err)
+		}
+		if got != want {
+			t.Errorf("%d entries, want %d (non-blank, non-comment lines)", got, want)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

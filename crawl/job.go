@@ -97,6 +97,22 @@ type Options struct {
 	// host must not keep a job alive for days. If zero, DefaultHostGiveUp;
 	// if negative, never.
 	HostGiveUp time.Duration
+	// BlockRecheck is how long after a soft block the job asks its host
+	// once more before it gives up the host's other URLs (issue 17, defect
+	// 10): a page that looked like a challenge may have been an ordinary
+	// one, or the challenge may have expired. The URLs wait meanwhile; if
+	// the re-check is blocked too, they end "blocked", never sent. If
+	// zero, the backoff's cap (--max-delay); if negative, never re-checked.
+	BlockRecheck time.Duration
+	// Method is every request's method; "" is GET. Body, when not nil, is
+	// sent with every request (its Content-Type is the Header's). A 301,
+	// 302 or 303 turns a request other than GET or HEAD into a GET without
+	// the body, as browsers and net/http do; 307 and 308 keep both. A job
+	// keeps the method and body it was first run with: Run refuses others.
+	// Whether a POST or PATCH is retried is the Transport's
+	// RetryNonIdempotent.
+	Method string
+	Body   []byte
 	// Timeout bounds one request, body included. If zero, DefaultTimeout.
 	Timeout time.Duration
 	// Bodies says where bodies are kept. If empty, BodiesWARC.

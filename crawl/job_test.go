@@ -89,7 +89,7 @@ func TestJobEndToEnd(t *testing.T) {
 	if testing.Verbose() {
 		tr.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	sum := runJob(t, dir, tr, list.String(), Options{Workers: 8})
+	sum := runJob(t, dir, tr, list.String(), Options{Workers: 8, BlockRecheck: 100 * time.Millisecond})
 	res := readResults(t, dir)
 	if len(res) != sum.Total || sum.Total != 3+60+5+1 {
 		t.Fatalf("%d results, summary %+v", len(res), sum)

@@ -63,6 +63,7 @@ func (j *Job) redirect(it *item, resp *http.Response) bool {
 	// Following a redirect is part of the attempt, not a new one: the
 	// count of attempts (and so of retries left) stays.
 	it.hop = true
+	it.asGet = it.asGet || j.redirectsAsGet(resp.StatusCode)
 	it.hops = append(it.hops, next)
 	it.cur = next
 	it.reason = "redirect"

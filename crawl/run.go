@@ -36,6 +36,9 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.sched = newSched(j.ready)
 	j.sched.giveUpFn = j.giveUp
 	j.sched.maxHosts = j.opts.MaxHosts
+	if err := j.checkRequest(); err != nil {
+		return Summary{}, err
+	}
 	paused, err := j.loadPending()
 	if err != nil {
 		return Summary{}, err
@@ -205,7 +208,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	}
 	// The Transport's decisions go to events.jsonl, under the URL's id.
 	ctx = polite.WithObserver(polite.WithRequestID(ctx, uint64(it.id)), j.events)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	req, err := j.newRequest(ctx, it, target)
 	if err != nil { // CheckURL let it through; be safe
 		j.finishErr(it, InvalidURL, 0, "invalid URL: "+err.Error())
 		return
@@ -232,6 +235,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		it.hop = false
 		h.stats.record(tr)
 		j.health(h, tr, err, resp)
+		h.rechecked(tr.Outcome)
 	}
 	if err != nil {
 		j.failed(ctx, it, err, tr)
@@ -386,6 +390,20 @@ func outcomeOf(o polite.Outcome) string {
 	return HTTPError
 }
 
+// waitRecheck puts a URL refused by its host's block back until the block
+// is re-checked, and reports false when it will not be (issue 17, defect
+// 10).
+func (j *Job) waitRecheck(it *item) bool {
+	at, ok := j.recheckAt(it.host, time.Now())
+	if !ok {
+		return false
+	}
+	it.reason = "host blocked; re-checked at " + at.UTC().Format(time.RFC3339)
+	j.sched.retry(it, at)
+	j.deferred(it, at)
+	return true
+}
+
 // worthRetry reports whether an attempt with this outcome is one polite
 // retries.
 func worthRetry(o polite.Outcome) bool {
@@ -404,6 +422,7 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 	case errors.As(err, &pe):
 		j.finishErr(it, Throttled, 0, pausedMsg(pe.Until, pe.Reason))
 		j.persistPause(it.host, pe.Until, pe.Reason)
+	case errors.As(err, &be) && j.waitRecheck(it):
 	case errors.As(err, &be):
 		// Not the record of the page that served the challenge: this
 		// URL was never requested (issue 18, item 2).

@@ -27,6 +27,8 @@ type item struct {
 	cur  string
 	hops []string
 	hop  bool // the next request is a redirect hop, not a new attempt
+	// asGet: a redirect turned the job's method into a GET without body.
+	asGet bool
 	// notFollowed is a redirect's target left alone (Options.SameHost).
 	notFollowed string
 	// latency is the last request's, for its result.
@@ -84,6 +86,11 @@ type host struct {
 	// 0 while it is closed; lastFail what its last failed attempt came to.
 	failing  atomic.Int64
 	lastFail atomic.Pointer[givenUp]
+	// blockAt is when the job first heard the host's soft block (unix ns,
+	// 0: none), recheck where the one re-check of it stands (see
+	// Options.BlockRecheck).
+	blockAt atomic.Int64
+	recheck atomic.Int32
 
 	stats hostStats
 }

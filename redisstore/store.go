@@ -58,6 +58,8 @@ var (
 	stateLua string
 	//go:embed lua/release.lua
 	releaseLua string
+	//go:embed lua/unblock.lua
+	unblockLua string
 )
 
 // Each script is the shared prelude followed by its own body. go-redis runs
@@ -71,6 +73,7 @@ var (
 	setCeilingScript = redis.NewScript(prelude + setCeilingLua)
 	stateScript      = redis.NewScript(prelude + stateLua)
 	releaseScript    = redis.NewScript(releaseLua) // no prelude: it touches the leases only
+	unblockScript    = redis.NewScript(unblockLua) // no prelude: it touches the block mark only
 )
 
 // Options configure a Store. Every worker of a fleet must use the same.
@@ -325,6 +328,24 @@ func (s *Store) SetRate(h *polite.Host, now time.Time, rate float64) float64 {
 		return s.health.local.SetRate(h, now, rate)
 	}
 	return rateOf(float([]any{res}, 0))
+}
+
+// Unblock implements polite.Unblocker: the mark is lifted fleet-wide, and
+// in the local store that stands in while Redis is out.
+func (s *Store) Unblock(h *polite.Host) bool {
+	lifted := false
+	if u, ok := s.health.local.(polite.Unblocker); ok {
+		lifted = u.Unblock(h)
+	}
+	if s.health.degraded.Load() {
+		return lifted
+	}
+	res, err := s.run(unblockScript, h.Key(), nil)
+	if err != nil {
+		return lifted
+	}
+	n, _ := res.(int64)
+	return lifted || n == 1
 }
 
 // SetCeiling implements polite.Store.

@@ -215,6 +215,27 @@ func blockIsKept(t *testing.T, newStore New) {
 	if st := s.State(h, t0); st.Blocked != "captcha" {
 		t.Errorf("State.Blocked = %q, want captcha", st.Blocked)
 	}
+	// A Store that can lift the mark (the job re-checks a block before
+	// giving up a host's URLs) lifts it once and admits again.
+	u, ok := s.(polite.Unblocker)
+	if !ok {
+		return
+	}
+	if !u.Unblock(h) {
+		t.Errorf("Unblock of a blocked host = false, want true")
+	}
+	if u.Unblock(h) {
+		t.Errorf("second Unblock = true, want false: the mark was lifted already")
+	}
+	if st := s.State(h, t0); st.Blocked != "" {
+		t.Errorf("State.Blocked after Unblock = %q, want none", st.Blocked)
+	}
+	if a := s.Admit(h, polite.Query{Now: t0.Add(time.Hour)}); !a.Granted {
+		t.Errorf("Admit after Unblock = %+v, want granted", a)
+	}
+	if v := s.Report(h, polite.Report{Now: t0.Add(time.Hour), Sent: t0.Add(time.Hour), Outcome: polite.Blocked, Block: "captcha", Status: 403, Attempt: 1}); !v.Blocked {
+		t.Errorf("Report(blocked) after Unblock = %+v, want the mark set again", v)
+	}
 }
 
 // rateChangeKeepsTokens: SetRate neither loses nor invents the tokens

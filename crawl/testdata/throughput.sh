@@ -8,6 +8,7 @@
 #   bash crawl/testdata/throughput.sh            # from the repository root
 #   HOSTS=100 PAGES=100 bash crawl/testdata/throughput.sh
 #   ADAPTIVE=true bash crawl/testdata/throughput.sh   # the adaptive controller on
+#   TAGS=cpuprofile POLITE_CPUPROFILE=/tmp/fetch.cpu bash crawl/testdata/throughput.sh  # where the CPU goes
 #
 #   PAGES=10000 MAX_RSS_MB=1000 DURATION=60m bash crawl/testdata/throughput.sh  # 10,000,000 URLs
 #
@@ -31,8 +32,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$tmp/polite" ./cmd/polite
-"$tmp/polite" testbed --hosts "$HOSTS" --pages "$PAGES" --urls "$tmp/urls.txt" --duration "$DURATION" >"$tmp/testbed.log" 2>&1 &
+go build ${TAGS:+-tags "$TAGS"} -o "$tmp/polite" ./cmd/polite
+env -u POLITE_CPUPROFILE "$tmp/polite" testbed --hosts "$HOSTS" --pages "$PAGES" --urls "$tmp/urls.txt" --duration "$DURATION" >"$tmp/testbed.log" 2>&1 &
 tb=$!
 for _ in $(seq 300); do
   grep -q '^serving' "$tmp/testbed.log" 2>/dev/null && break

@@ -58,8 +58,15 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRoot(e, nil)
 	root.SetArgs(args)
+	if profileStop != nil {
+		defer profileStop()
+	}
 	return exitStatus(root.ExecuteContext(ctx), stderr)
 }
+
+// profileStop, when set (a build with -tags cpuprofile), ends the profile
+// Main's command was measured with.
+var profileStop func()
 
 // exitStatus reports err on stderr and returns the exit status it stands
 // for.

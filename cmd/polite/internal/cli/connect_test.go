@@ -3,10 +3,8 @@ package cli
 import (
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/polite-go/polite/crawl"
@@ -17,19 +15,7 @@ import (
 // the loopback address they name through the public-address check, which
 // refuses it otherwise: the list names no loopback URL (issue 18, item 5).
 func TestResolveAndConnectTo(t *testing.T) {
-	var mu sync.Mutex
-	var hosts []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/robots.txt" {
-			http.NotFound(w, r)
-			return
-		}
-		mu.Lock()
-		hosts = append(hosts, r.Host)
-		mu.Unlock()
-		w.Write([]byte("page"))
-	}))
-	defer srv.Close()
+	srv, hosts := recordServer(t, func(r *http.Request) string { return r.Host })
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 
 	for _, tc := range []struct {
@@ -41,9 +27,7 @@ func TestResolveAndConnectTo(t *testing.T) {
 		{"connect-to localhost", []string{"--connect-to", "::localhost:" + port}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mu.Lock()
-			hosts = nil
-			mu.Unlock()
+			before := len(hosts())
 			list := "http://shop.test:" + port + "/a\nhttp://blog.test:" + port + "/b\n"
 			code, res, stderr := runHostile(t, t.TempDir(), list, append([]string{"--rate", "100"}, tc.flag...)...)
 			if code != ExitOK {
@@ -54,9 +38,7 @@ func TestResolveAndConnectTo(t *testing.T) {
 					t.Errorf("%s: %s (%s)", u, r.Outcome, r.Error)
 				}
 			}
-			mu.Lock()
-			got := slices.Sorted(slices.Values(hosts))
-			mu.Unlock()
+			got := slices.Sorted(slices.Values(hosts()[before:]))
 			want := []string{"blog.test:" + port, "shop.test:" + port}
 			if !slices.Equal(got, want) {
 				t.Errorf("server saw Host %q, want %q", got, want)

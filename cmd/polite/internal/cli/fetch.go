@@ -64,6 +64,9 @@ type fetchOptions struct {
 	MaxTime       time.Duration
 	MaxURLs       int
 	RetryOn       map[int]bool // nil: polite's reading of the status
+	Method        string       // -X; "" is GET (POST with --data)
+	Body          []byte       // --data; nil: no body
+	RetryPost     bool         // --retry-non-idempotent
 
 	// Set by `polite demo`, not by flags.
 	base    http.RoundTripper // dials the built-in testbed
@@ -93,7 +96,8 @@ Every host gets its own budget: --rate requests per second (with --burst),
 at most --concurrency requests in flight, and --workers in flight over all
 hosts. A host that answers 429 or 503 is paused (for its Retry-After when it
 gives one) and its URLs wait in a queue without holding a worker; a host that
-answers with a soft block (WAF challenge, captcha) is stopped and its URLs are
+answers with a soft block (WAF challenge, captcha) is stopped, asked once
+more with one URL after --max-delay, and if blocked again its URLs are
 recorded as blocked. With --adaptive each host's rate starts at --rate and
 tunes itself to what the host bears, up to --max-rate. robots.txt is obeyed
 unless --robots=false.
@@ -117,8 +121,9 @@ Outcomes (what to do about each in brackets):
   throttled           still 429/503 when retries ran out, or the host named a
                       pause beyond --max-retry-after [polite retry later]
   blocked             a soft block (WAF challenge, captcha). The page that
-                      served it has its status; the host's other URLs are
-                      not sent, and their error says "not sent"
+                      served it has its status; once a re-check (one URL,
+                      --max-delay later) is blocked too, the host's other
+                      URLs are not sent, and their error says "not sent"
   robots_disallowed   robots.txt disallows it; never requested
   robots_unreachable  robots.txt could not be fetched (refused, 5xx, not
                       within --timeout) after the retries; never requested
@@ -210,6 +215,9 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&maxBody, "max-body", "10MiB", "bytes of a body kept; the rest is not downloaded and the result says truncated")
 	f.IntVar(&o.MaxURLLen, "max-url-len", crawl.DefaultMaxURLLen, "longest line taken as a URL, in bytes")
 	f.StringArrayVarP(&o.Headers, "header", "H", nil, "add `\"Name: value\"` to every request (repeatable); Authorization, Cookie and Proxy-Authorization go only to the hosts the list names (not on a redirect elsewhere) and are never written to bodies.warc")
+	f.StringVarP(&o.Method, "method", "X", "", "request `METHOD` of every URL (GET; POST when --data is given)")
+	f.VarP(dataFlag{&o.Body}, "data", "d", "request `BODY` of every URL, exactly as given, or read from @FILE; Content-Type application/x-www-form-urlencoded unless -H names one")
+	f.BoolVar(&o.RetryPost, "retry-non-idempotent", false, "retry POST and PATCH requests too (429/503, 5xx, no response): only when the API makes a repeat harmless")
 	f.Var(retryOnFlag{&o.RetryOn}, "retry-on", "comma-separated `STATUSES` that are retried, in place of polite's own reading (429,503,408,504 and other 5xx); a status left out is not retried")
 	f.DurationVar(&o.MaxTime, "max-time", 0, "stop the whole job after this long (as Ctrl-C does: resumable); 0 for no limit")
 	f.IntVar(&o.MaxURLs, "max-urls", 0, "take only the first N URLs of the list (a sample run); 0 for all")
@@ -280,6 +288,9 @@ func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 	}
 	if o.Header, err = parseHeaders(o.Headers); err != nil {
 		return usageErr("%v", err)
+	}
+	if err := o.parseRequest(); err != nil {
+		return err
 	}
 	switch o.Progress {
 	case "auto", "bar", "log", "none":
@@ -431,6 +442,8 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 		Breaker:       crawl.BreakerFor(o.MaxDelay),
 		MaxRetryAfter: o.MaxRetryAfter,
 		UserAgent:     o.UserAgent,
+		// An Idempotency-Key from -H makes POSTs retried too.
+		RetryNonIdempotent: o.RetryPost,
 	}
 	if o.Rules != nil {
 		tr.Rules = o.Rules.politeRules()
@@ -515,6 +528,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
 		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp,
 		Header: o.Header, MaxURLs: o.MaxURLs, RetryOn: o.RetryOn, SameHost: o.SameHost,
+		Method: o.Method, Body: o.Body,
 	}
 	if o.Retries == 0 {
 		opts.Retries = -1

@@ -1,0 +1,101 @@
+package crawl
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// metaRequest marks the method and body a job was first run with (see
+// requestMark).
+const metaRequest = "request"
+
+// newRequest builds the request of it's next attempt to target: the job's
+// method and body, or a GET after a redirect that turned it into one.
+func (j *Job) newRequest(ctx context.Context, it *item, target string) (*http.Request, error) {
+	method := j.method()
+	var body io.Reader
+	if it.asGet {
+		method = http.MethodGet
+	} else if j.opts.Body != nil {
+		body = bytes.NewReader(j.opts.Body) // NewRequest sets GetBody: a retry sends it again
+	}
+	return http.NewRequestWithContext(ctx, method, target, body)
+}
+
+// method is the job's request method.
+func (j *Job) method() string {
+	if j.opts.Method == "" {
+		return http.MethodGet
+	}
+	return j.opts.Method
+}
+
+// redirectsAsGet reports whether a redirect with this status turns the
+// job's requests into GETs without a body (RFC 9110, section 15.4: what
+// user agents do for 301 and 302 with POST, and 303 always).
+func (j *Job) redirectsAsGet(status int) bool {
+	switch j.method() {
+	case http.MethodGet, http.MethodHead:
+		return false
+	}
+	return status == http.StatusMovedPermanently || status == http.StatusFound || status == http.StatusSeeOther
+}
+
+// requestMark is the mark of a method and body: the first 8 bytes of the
+// SHA-256 of both. Zero means GET without a body, as a job made before
+// methods existed was fetched.
+func requestMark(method string, body []byte) int64 {
+	if method == http.MethodGet && body == nil {
+		return 0
+	}
+	h := sha256.New()
+	io.WriteString(h, method)
+	h.Write([]byte{0})
+	h.Write(body)
+	if body == nil {
+		h.Write([]byte{1}) // no body is not an empty one
+	}
+	return int64(binary.BigEndian.Uint64(h.Sum(nil)))
+}
+
+// checkRequest refuses to run a job with a method or body other than the
+// one it was first run with: its results would mix two jobs. The first run
+// records them.
+func (j *Job) checkRequest() error {
+	want := requestMark(j.method(), j.opts.Body)
+	var v int64
+	err := j.st.db.QueryRow(`SELECT value FROM meta WHERE key = ?`, metaRequest).Scan(&v)
+	switch {
+	case err == sql.ErrNoRows:
+		tx, err := j.st.db.Begin()
+		if err != nil {
+			return fmt.Errorf("crawl: %w", err)
+		}
+		defer tx.Rollback()
+		if err := setMeta(tx, metaRequest, want); err != nil {
+			return fmt.Errorf("crawl: %w", err)
+		}
+		return tx.Commit()
+	case err != nil:
+		return fmt.Errorf("crawl: reading state: %w", err)
+	case v != want:
+		return fmt.Errorf("crawl: %s was fetched with another method or body than %s %s; use a new directory for a different request (or the same method and body to resume)",
+			j.dir, j.method(), bodyDesc(j.opts.Body))
+	}
+	return nil
+}
+
+// bodyDesc describes a body for a message, never quoting it (it may hold
+// secrets).
+func bodyDesc(b []byte) string {
+	if b == nil {
+		return "without a body"
+	}
+	return fmt.Sprintf("with a %d-byte body", len(b))
+}
