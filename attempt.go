@@ -26,6 +26,8 @@ type attempt struct {
 	resp   *http.Response
 	err    error
 	out    Outcome
+	prev   Outcome // the previous attempt's outcome, for a retry's Events
+	sent   int     // attempts sent
 	status int
 	block  string // the soft block's reason when out is Blocked
 	v      Verdict
@@ -56,7 +58,8 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 		}
 	}
 	start := a.now
-	t.emit(ctx, a.obs, Event{Kind: EventSend, Time: start, Host: h.key, ID: a.id, Attempt: a.n, Method: req.Method})
+	a.sent++
+	t.emit(ctx, a.obs, Event{Kind: EventSend, Time: start, Host: h.key, ID: a.id, Attempt: a.n, Method: req.Method, PrevOutcome: a.prev})
 	resp, err := t.base.RoundTrip(r)
 	now := time.Now()
 	a.now, a.resp, a.err, a.status, a.block = now, resp, err, 0, ""
@@ -85,7 +88,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 		}
 	}
 	t.emit(ctx, a.obs, Event{Kind: EventAttempt, Time: now, Host: h.key, ID: a.id, Status: a.status, Outcome: a.out,
-		Attempt: a.n, Latency: now.Sub(start), Err: err, Header: header(resp), Method: req.Method})
+		Attempt: a.n, Latency: now.Sub(start), Err: err, Header: header(resp), Method: req.Method, PrevOutcome: a.prev})
 	rep := Report{Now: now, Sent: start, Outcome: a.out, Block: block, Status: a.status,
 		Latency: now.Sub(start), Attempt: a.n, Retry: a.retry, Spare: a.spare}
 	if resp != nil {

@@ -60,9 +60,16 @@ const (
 	// all waits done; its EventAttempt follows. For in-flight gauges and
 	// spans; the logger and the audit log skip it.
 	EventSend
+	// EventDone: a request is finished, with its final answer (Status,
+	// Outcome) or error (Err): Latency is its logical duration, from
+	// entering the Transport's attempt loop to that answer, polite's waits
+	// and every retry included, and Attempt the attempts sent (0 when it
+	// ended before its first). For a logical-duration metric; the logger
+	// and the audit log skip it (its attempts' lines say the same).
+	EventDone
 )
 
-var eventNames = [...]string{"attempt", "wait", "give-up", "rate", "breaker", "blocked", "pause", "robots", "refuse", "send"}
+var eventNames = [...]string{"attempt", "wait", "give-up", "rate", "breaker", "blocked", "pause", "robots", "refuse", "send", "done"}
 
 // String returns the kind's name.
 func (k EventKind) String() string {
@@ -87,8 +94,13 @@ type Event struct {
 	Rate    float64
 	Detail  string
 	Err     error
-	// Method is the request's method on EventSend and EventAttempt.
+	// Method is the request's method on EventSend, EventAttempt and
+	// EventDone.
 	Method string
+	// PrevOutcome, on the EventSend and EventAttempt of a retry (Attempt >
+	// 1), is the outcome of the attempt before it: why the request was
+	// sent again.
+	PrevOutcome Outcome
 
 	// ID is the request's id: the one WithRequestID put in its context,
 	// else a number the Transport gave it (unique within the Transport).
@@ -194,7 +206,7 @@ func (t *Transport) emit(ctx context.Context, obs Observer, e Event) {
 		}
 	}
 	lg := t.Logger
-	if lg == nil || e.Kind == EventSend {
+	if lg == nil || e.Kind == EventSend || e.Kind == EventDone {
 		return
 	}
 	level := slog.LevelDebug

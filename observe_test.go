@@ -124,3 +124,48 @@ func TestRequestIDsNumbered(t *testing.T) {
 		}
 	})
 }
+
+// TestEventDone: a request's EventDone carries its logical duration (the
+// backoff between its attempts included, unlike each attempt's latency),
+// its attempts and final answer; a retry's events say why it was resent.
+func TestEventDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		n := 0
+		c, _ := setup(t, &Transport{Limits: fast(), Observer: rec, Retries: 2}, map[string]http.HandlerFunc{
+			"flaky.test": func(w http.ResponseWriter, r *http.Request) {
+				if n++; n == 1 {
+					w.WriteHeader(http.StatusInternalServerError)
+				}
+			},
+		})
+		resp, _, err := get(t, c, "http://flaky.test/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		d, _, ok := rec.find(EventDone, "")
+		if !ok {
+			t.Fatal("no EventDone")
+		}
+		w, _, ok := rec.find(EventWait, ReasonBackoff)
+		if !ok {
+			t.Fatal("no backoff wait before the retry")
+		}
+		if d.Attempt != 2 || d.Status != 200 || d.Outcome != OK || d.Err != nil || d.Latency < w.Delay || d.ID == 0 {
+			t.Errorf("done = attempts %d, status %d, outcome %v, err %v, latency %v (id %d); want 2, 200, ok, nil, ≥ the backoff %v",
+				d.Attempt, d.Status, d.Outcome, d.Err, d.Latency, d.ID, w.Delay)
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		var prev []Outcome
+		for _, e := range rec.events {
+			if e.Kind == EventAttempt {
+				prev = append(prev, e.PrevOutcome)
+			}
+		}
+		if len(prev) != 2 || prev[1] != ServerError {
+			t.Errorf("attempts' PrevOutcome = %v, want [ok server_error]", prev)
+		}
+	})
+}

@@ -517,6 +517,7 @@ func (s *localStore) State(h *Host, now time.Time) HostState {
 	}
 	p := h.pol.Load()
 	if p == nil {
+		st.RetryBudget = retry.NewBudget(s.budget).Tokens(now) // untouched: full
 		return st
 	}
 	if c := p.maxRate(); !math.IsInf(c, 1) {
@@ -533,6 +534,8 @@ func (s *localStore) State(h *Host, now time.Time) HostState {
 	if c, ok := p.rater.(interface{ Capacity() (float64, bool) }); ok {
 		st.Capacity, st.Measured = c.Capacity()
 	}
+	p.flushDeposits(now) // the grants it has earned, as a retry would count them
+	st.RetryBudget = p.budget.Tokens(now)
 	return st
 }
 

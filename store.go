@@ -206,4 +206,7 @@ type HostState struct {
 	BreakerUntil time.Time
 	// Blocked is the soft block's reason, "" when not blocked.
 	Blocked string
+	// RetryBudget is the retries the host's retry budget would allow now
+	// (fractional).
+	RetryBudget float64
 }

@@ -366,10 +366,19 @@ func httpScheme(s string) bool {
 
 // send runs the attempts. On success the returned response's body holds the
 // host's slot, the global slot and the registry reference.
-func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
+func (t *Transport) send(req *http.Request, h *Host) (resp *http.Response, err error) {
 	ctx := req.Context()
 	opts := optsOf(ctx)
 	a := attempt{req: req, h: h, id: t.requestID(opts), obs: opts.obs, now: time.Now(), cost: opts.cost, low: opts.low}
+	start := a.now
+	defer func() {
+		end := a.now // read when the answer came
+		if err != nil {
+			end = time.Now() // a wait may have ended it
+		}
+		t.emit(ctx, a.obs, Event{Kind: EventDone, Time: end, Host: h.key, ID: a.id, Status: a.status, Outcome: a.out,
+			Attempt: a.sent, Latency: end.Sub(start), Err: err, Method: req.Method})
+	}()
 	// The global budget is shared by every request: count deposits with an
 	// atomic and fold them in every 64, or when a retry needs the budget,
 	// so the hot path takes no global lock.
@@ -408,6 +417,7 @@ func (t *Transport) send(req *http.Request, h *Host) (*http.Response, error) {
 			drainClose(a.resp.Body)
 		}
 		t.release(&a)
+		a.prev = out
 		// A throttle paused the whole host in Report: admit waits that out
 		// with every other request to it. Other failures back off this
 		// request alone.

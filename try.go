@@ -77,6 +77,15 @@ func (t *Transport) State(key string) (HostState, bool) {
 	return t.store.State(h, time.Now()), true
 }
 
+// RetryBudget returns the retries the Transport's global retry budget
+// (GlobalBudget) would allow now, fractional: for metrics.
+func (t *Transport) RetryBudget() float64 {
+	t.init()
+	now := time.Now()
+	t.flushDeposits(now)
+	return t.budget.Tokens(now)
+}
+
 // Hosts yields a snapshot of every host the Transport holds state for, in
 // no particular order: the view metrics and reports read. Hosts may be
 // added or evicted meanwhile.

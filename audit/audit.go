@@ -147,10 +147,10 @@ func (l *Log) flusher() {
 	}
 }
 
-// Observe writes e as one line; EventSend is left out (the attempt's
-// line follows). Events after Close are dropped.
+// Observe writes e as one line; EventSend and EventDone are left out (the
+// attempt's line says the same). Events after Close are dropped.
 func (l *Log) Observe(e polite.Event) {
-	if e.Kind == polite.EventSend {
+	if e.Kind == polite.EventSend || e.Kind == polite.EventDone {
 		return
 	}
 	l.mu.Lock()

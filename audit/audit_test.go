@@ -191,6 +191,12 @@ func TestOpenAppends(t *testing.T) {
 	if n := count(t, path); n != 2 {
 		t.Fatalf("Read of a log with a partial last line: %d records, want 2", n)
 	}
+	f, _ = os.Open(path)
+	partial, err := ReadTail(f, func(*Record) error { return nil })
+	f.Close()
+	if err != nil || partial != len(`{"t":1,"k":"wai`) {
+		t.Errorf("ReadTail = %d, %v; want the partial line's %d bytes, nil", partial, err, len(`{"t":1,"k":"wai`))
+	}
 	if l, err = Open(path, Options{}); err != nil {
 		t.Fatal(err)
 	}

@@ -43,41 +43,48 @@ const maxLine = 1 << 20
 
 // Read calls fn with each record of the log in r, in order, and stops at
 // fn's first error. A last line without its newline (a log still being
-// written, or cut by a kill) is skipped; a malformed or overlong whole line
-// is an error naming its number.
+// written, or cut by a kill) is skipped (ReadTail says how long it was); a
+// malformed or overlong whole line is an error naming its number.
 func Read(r io.Reader, fn func(*Record) error) error {
+	_, err := ReadTail(r, fn)
+	return err
+}
+
+// ReadTail is Read that also returns the length in bytes of the partial
+// last line it skipped (0 when the log ends with a whole line).
+func ReadTail(r io.Reader, fn func(*Record) error) (partial int, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var rec Record
 	for n := 1; ; n++ {
 		line, err := readLine(br)
 		if err == io.EOF {
-			return nil
+			return len(line), nil
 		}
 		if err != nil {
-			return fmt.Errorf("audit: line %d: %w", n, err)
+			return 0, fmt.Errorf("audit: line %d: %w", n, err)
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		rec = Record{}
 		if err := json.Unmarshal(line, &rec); err != nil {
-			return fmt.Errorf("audit: line %d: %w", n, err)
+			return 0, fmt.Errorf("audit: line %d: %w", n, err)
 		}
 		if err := fn(&rec); err != nil {
-			return err
+			return 0, err
 		}
 	}
 }
 
-// readLine returns the next whole line, io.EOF at the end or before a
-// partial last line.
+// readLine returns the next whole line, or io.EOF at the end with the
+// partial last line there is.
 func readLine(br *bufio.Reader) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err == nil {
 		return line, nil
 	}
 	if err == io.EOF {
-		return nil, io.EOF // the end, or a partial last line
+		return line, io.EOF // the end, or a partial last line
 	}
 	if err != bufio.ErrBufferFull {
 		return nil, err
@@ -93,8 +100,10 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 		case nil:
 			return long, nil
 		case bufio.ErrBufferFull:
+		case io.EOF:
+			return long, err // a partial last line
 		default:
-			return nil, err // io.EOF: a partial last line
+			return nil, err
 		}
 	}
 }

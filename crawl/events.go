@@ -1,6 +1,9 @@
 package crawl
 
 import (
+	"context"
+	"errors"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -36,6 +39,32 @@ func (j *Job) logDeferred(it *item, notBefore time.Time) {
 	now := time.Now()
 	j.events.Observe(polite.Event{Kind: polite.EventWait, Time: now, Host: it.host.key, ID: uint64(it.id),
 		Reason: waitReason(it.reason), Delay: max(notBefore.Sub(now), 0), Attempt: it.attempts + 1, Detail: it.reason})
+}
+
+// logDone hands the Transport's Observer (metrics, say) an EventDone for
+// a finished URL: its logical duration, from its first attempt's start (in
+// this run or an earlier one) to its result, every wait and retry of the
+// job's included; its attempts and final status. The job fetches with
+// Transport.Try, one attempt a call, so the Transport cannot tell when a
+// URL is done; the job can. The audit log skips EventDone (results.jsonl
+// has the same).
+func (j *Job) logDone(it *item, res *Result) {
+	if j.tr == nil || j.tr.Observer == nil || it.host == nil {
+		return
+	}
+	obs := j.tr.Observer
+	e := polite.Event{Kind: polite.EventDone, Time: res.Finished, Host: it.host.key, ID: uint64(it.id), Status: res.Status,
+		Attempt: res.Attempts, Latency: max(res.Finished.Sub(res.Started), 0), Method: http.MethodGet}
+	switch {
+	case res.Outcome == OK:
+	case res.Outcome == Timeout:
+		e.Outcome, e.Err = polite.Overloaded, context.DeadlineExceeded
+	case res.Outcome == NetworkError:
+		e.Outcome, e.Err = polite.NetworkError, errors.New(res.Error)
+	case res.Status == 0:
+		e.Err = errors.New(res.Error)
+	}
+	obs.Observe(e)
 }
 
 // waitReason maps why a URL waits (item.reason) to a polite.Reason, so

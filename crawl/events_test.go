@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/polite-go/polite"
@@ -16,21 +17,10 @@ import (
 // each under the id of its URL's line in results.jsonl, and a second run
 // appends to it.
 func TestEventsFile(t *testing.T) {
-	srv := testbed.NewServer(
-		testbed.HostConfig{Name: "a.test"},
-		testbed.HostConfig{Name: "b.test", Rate: 20, Burst: 2, RetryAfter: testbed.RetryAfterSeconds},
-	)
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	var list strings.Builder
-	for i := range 20 {
-		fmt.Fprintf(&list, "http://a.test/p/%d\nhttp://b.test/p/%d\n", i, i)
-	}
+	srv, list := twoHosts(t, 20)
 	dir := t.TempDir()
 	tr := &polite.Transport{Base: srv.Transport(), Limits: polite.Limits{Rate: 100, Burst: 10, Concurrency: 4}}
-	runJob(t, dir, tr, list.String(), Options{Workers: 8})
+	runJob(t, dir, tr, list, Options{Workers: 8})
 	if tr.Observer != nil {
 		t.Error("the job changed its Transport's Observer")
 	}
@@ -78,6 +68,65 @@ func TestEventsFile(t *testing.T) {
 	if got := len(readEvents(t, dir)); got <= len(recs) {
 		t.Errorf("after a rerun %d events, want more than %d", got, len(recs))
 	}
+}
+
+// TestDoneEvents: each finished URL is an EventDone to the Transport's
+// Observer (for the logical-duration metric): its id, attempts, status and
+// its time from first attempt to result, retries included.
+func TestDoneEvents(t *testing.T) {
+	srv, list := twoHosts(t, 15)
+	var mu sync.Mutex
+	done := map[uint64]polite.Event{}
+	tr := &polite.Transport{Base: srv.Transport(), Limits: polite.Limits{Rate: 100, Burst: 10, Concurrency: 4},
+		Observer: polite.ObserverFunc(func(e polite.Event) {
+			if e.Kind == polite.EventDone && e.ID != 0 {
+				mu.Lock()
+				done[e.ID] = e
+				mu.Unlock()
+			}
+		})}
+	dir := t.TempDir()
+	runJob(t, dir, tr, list, Options{Workers: 8})
+	res := readResults(t, dir)
+	mu.Lock()
+	defer mu.Unlock()
+	retried := 0
+	for _, r := range res {
+		e, ok := done[uint64(r.ID)]
+		if !ok {
+			t.Errorf("%s: no EventDone", r.URL)
+			continue
+		}
+		if e.Host != r.Host || e.Attempt != r.Attempts || e.Status != r.Status || e.Latency != r.Finished.Sub(r.Started) {
+			t.Errorf("%s: EventDone %s, %d attempts, status %d, %v; result %s, %d, %d, %v", r.URL, e.Host, e.Attempt, e.Status,
+				e.Latency, r.Host, r.Attempts, r.Status, r.Finished.Sub(r.Started))
+		}
+		if r.Attempts > 1 {
+			retried++
+		}
+	}
+	if len(done) != len(res) || len(res) != 30 || retried == 0 {
+		t.Errorf("%d EventDone for %d results (want 30, some retried: %d)", len(done), len(res), retried)
+	}
+}
+
+// twoHosts serves a.test and b.test (20 req/s, 429 with Retry-After
+// beyond) and returns a list of n pages of each.
+func twoHosts(t *testing.T, n int) (*testbed.Server, string) {
+	t.Helper()
+	srv := testbed.NewServer(
+		testbed.HostConfig{Name: "a.test"},
+		testbed.HostConfig{Name: "b.test", Rate: 20, Burst: 2, RetryAfter: testbed.RetryAfterSeconds},
+	)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	var list strings.Builder
+	for i := range n {
+		fmt.Fprintf(&list, "http://a.test/p/%d\nhttp://b.test/p/%d\n", i, i)
+	}
+	return srv, list.String()
 }
 
 func readEvents(t *testing.T, dir string) []audit.Record {

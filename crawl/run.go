@@ -507,6 +507,7 @@ func (j *Job) finishErr(it *item, outcome string, status int, msg string) {
 
 // finish hands a finished URL to the committer and the scheduler.
 func (j *Job) finish(it *item, res *Result, k *kept) {
+	j.logDone(it, res)
 	n := k.size()
 	if n > 0 {
 		j.backlog.acquire(n) // back-pressure: the committer is behind

@@ -11,9 +11,12 @@
 // http.client.request.duration (the time on the wire: polite's waits are
 // not in it) and http.client.active_requests, and polite's own:
 //
+//	polite.request.duration         histogram, s      as http.client.request.duration, of the final answer
 //	polite.throttle.wait.duration   histogram, s      polite.wait.reason, server.address
-//	polite.request.retries          counter           server.address
+//	polite.request.retries          counter           polite.retry.reason, server.address
 //	polite.request.give_ups         counter           polite.giveup.reason
+//	polite.robots.disallowed        counter           server.address
+//	polite.host.blocks              counter           server.address
 //	polite.host.pauses              counter           polite.pause.reason, server.address
 //	polite.host.pause.duration      histogram, s      polite.pause.reason, polite.pause.clamped
 //	polite.host.rate.changes        counter           polite.rate.direction, polite.rate.reason
@@ -21,6 +24,15 @@
 //	polite.host.rate.limit          gauge, {request}/s server.address (tracked hosts only)
 //	polite.host.capacity            gauge, {request}/s server.address, polite.capacity.measured (tracked hosts only)
 //	polite.host.count               updowncounter     polite.host.state (with Options.Transport)
+//	polite.retry.budget             gauge, {retry}    (the Transport's global budget, with Options.Transport)
+//	polite.host.retry.budget        gauge, {retry}    server.address (tracked hosts, with Options.Transport)
+//
+// polite.request.duration is a request's logical duration: from its first
+// attempt's admission to its final answer, polite's waits and every retry
+// included (polite.Event's EventDone); a request that ended in an error
+// carries its error.type. polite.retry.reason is the outcome of the
+// attempt before the retry (polite.Outcome's name: throttled,
+// server_error, overloaded, network_error).
 //
 // server.address is bounded: the first MaxHosts hosts to be throttled,
 // paused, cut or have their breaker move are tracked by name for good
@@ -34,7 +46,9 @@
 // instant, once per tracked host (MaxHosts times at most).
 //
 // error.type, on attempts without a response, is one of: "network",
-// "timeout" (the request's context ended), "canceled", "_OTHER".
+// "timeout" (the request's context ended), "canceled", "_OTHER"; on
+// polite.request.duration also "polite" (polite ended the request before
+// any attempt: a breaker open, robots.txt, a store's refusal).
 package otelpolite
 
 import (
@@ -85,6 +99,7 @@ var (
 // Metrics records Events as metrics. It is safe for concurrent use.
 type Metrics struct {
 	duration  metric.Float64Histogram
+	logical   metric.Float64Histogram
 	active    metric.Int64UpDownCounter
 	wait      metric.Float64Histogram
 	retries   metric.Int64Counter
@@ -93,6 +108,8 @@ type Metrics struct {
 	pauseLen  metric.Float64Histogram
 	rates     metric.Int64Counter
 	breaker   metric.Int64Counter
+	robots    metric.Int64Counter
+	blocks    metric.Int64Counter
 	reg       metric.Registration
 	transport *polite.Transport
 
@@ -120,43 +137,43 @@ func New(o Options) (*Metrics, error) {
 	meter := mp.Meter(ScopeName)
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
+	hist := func(name, desc string, bounds []float64) metric.Float64Histogram {
+		h, err := meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(bounds...))
+		add(err)
+		return h
+	}
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		add(err)
+		return c
+	}
+	m.duration = hist("http.client.request.duration", "Duration of HTTP client requests (one attempt, polite's waits excluded).", attemptBuckets)
+	m.logical = hist("polite.request.duration",
+		"Duration of requests from their first attempt to their final answer, polite's waits and retries included.", longBuckets)
+	m.wait = hist("polite.throttle.wait.duration", "Time a request was made to wait before an attempt, by reason.", longBuckets)
+	m.pauseLen = hist("polite.host.pause.duration", "Length of host pauses, by reason and whether polite applied less than asked.",
+		longBuckets)
+	m.retries = counter("polite.request.retries", "{retry}", "Attempts after a request's first, by why it was resent.")
+	m.giveUps = counter("polite.request.give_ups", "{request}", "Requests that ended without a retry they could have had, by reason.")
+	m.pauses = counter("polite.host.pauses", "{pause}", "Times a host was paused, by reason.")
+	m.rates = counter("polite.host.rate.changes", "{change}", "Changes of a host's rate, by direction and reason.")
+	m.breaker = counter("polite.breaker.transitions", "{transition}", "Circuit breaker transitions, by the new state.")
+	m.robots = counter("polite.robots.disallowed", "{request}", "Requests robots.txt disallowed.")
+	m.blocks = counter("polite.host.blocks", "{block}", "Soft blocks (a WAF or anti-bot answer) hosts gave.")
 	var err error
-	m.duration, err = meter.Float64Histogram("http.client.request.duration", metric.WithUnit("s"),
-		metric.WithDescription("Duration of HTTP client requests (one attempt, polite's waits excluded)."),
-		metric.WithExplicitBucketBoundaries(attemptBuckets...))
-	add(err)
 	m.active, err = meter.Int64UpDownCounter("http.client.active_requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Number of active HTTP requests."))
 	add(err)
-	m.wait, err = meter.Float64Histogram("polite.throttle.wait.duration", metric.WithUnit("s"),
-		metric.WithDescription("Time a request was made to wait before an attempt, by reason."),
-		metric.WithExplicitBucketBoundaries(longBuckets...))
-	add(err)
-	m.retries, err = meter.Int64Counter("polite.request.retries", metric.WithUnit("{retry}"),
-		metric.WithDescription("Attempts after a request's first."))
-	add(err)
-	m.giveUps, err = meter.Int64Counter("polite.request.give_ups", metric.WithUnit("{request}"),
-		metric.WithDescription("Requests that ended without a retry they could have had, by reason."))
-	add(err)
-	m.pauses, err = meter.Int64Counter("polite.host.pauses", metric.WithUnit("{pause}"),
-		metric.WithDescription("Times a host was paused, by reason."))
-	add(err)
-	m.pauseLen, err = meter.Float64Histogram("polite.host.pause.duration", metric.WithUnit("s"),
-		metric.WithDescription("Length of host pauses, by reason and whether polite applied less than asked."),
-		metric.WithExplicitBucketBoundaries(longBuckets...))
-	add(err)
-	m.rates, err = meter.Int64Counter("polite.host.rate.changes", metric.WithUnit("{change}"),
-		metric.WithDescription("Changes of a host's rate, by direction and reason."))
-	add(err)
-	m.breaker, err = meter.Int64Counter("polite.breaker.transitions", metric.WithUnit("{transition}"),
-		metric.WithDescription("Circuit breaker transitions, by the new state."))
-	add(err)
-	rate, err := meter.Float64ObservableGauge("polite.host.rate.limit", metric.WithUnit("{request}/s"),
-		metric.WithDescription("The rate in force for the tracked hosts."))
-	add(err)
-	capacity, err := meter.Float64ObservableGauge("polite.host.capacity", metric.WithUnit("{request}/s"),
-		metric.WithDescription("The adaptive controller's capacity estimate for the tracked hosts."))
-	add(err)
+	gauge := func(name, unit, desc string) metric.Float64ObservableGauge {
+		g, err := meter.Float64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		add(err)
+		return g
+	}
+	rate := gauge("polite.host.rate.limit", "{request}/s", "The rate in force for the tracked hosts.")
+	capacity := gauge("polite.host.capacity", "{request}/s", "The adaptive controller's capacity estimate for the tracked hosts.")
+	budget := gauge("polite.retry.budget", "{retry}", "Retries the Transport's global retry budget allows now.")
+	hostBudget := gauge("polite.host.retry.budget", "{retry}", "Retries the tracked hosts' retry budgets allow now.")
 	count, err := meter.Int64ObservableUpDownCounter("polite.host.count", metric.WithUnit("{host}"),
 		metric.WithDescription("Hosts by state (with a Transport to read)."))
 	add(err)
@@ -167,9 +184,10 @@ func New(o Options) (*Metrics, error) {
 		m.observeHosts(ob, rate, capacity)
 		if m.transport != nil {
 			m.observeStates(ob, count)
+			m.observeBudgets(ob, budget, hostBudget)
 		}
 		return nil
-	}, rate, capacity, count)
+	}, rate, capacity, count, budget, hostBudget)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +220,20 @@ func (m *Metrics) ObserveContext(ctx context.Context, e polite.Event) {
 		s := m.slotOf(e.Host, e.Status == 429 || e.Status == 503)
 		m.duration.Record(ctx, e.Latency.Seconds(), s.attempt(e.Method, e.Status, errorType(e)).rec...)
 		if e.Attempt > 1 {
-			m.retries.Add(ctx, 1, s.plain.add...)
+			m.retries.Add(ctx, 1, s.retry(e.PrevOutcome).add...)
+		}
+	case polite.EventDone:
+		if m.logical.Enabled(ctx) {
+			s := m.slotOf(e.Host, false)
+			m.logical.Record(ctx, e.Latency.Seconds(), s.attempt(e.Method, e.Status, doneErrorType(e)).rec...)
+		}
+	case polite.EventRobots:
+		if m.robots.Enabled(ctx) {
+			m.robots.Add(ctx, 1, m.slotOf(e.Host, false).plain.add...)
+		}
+	case polite.EventBlocked:
+		if m.blocks.Enabled(ctx) {
+			m.blocks.Add(ctx, 1, m.slotOf(e.Host, true).plain.add...)
 		}
 	case polite.EventWait:
 		if m.wait.Enabled(ctx) {
@@ -297,6 +328,19 @@ func (m *Metrics) observeStates(ob metric.Observer, count metric.Int64Observable
 	}
 }
 
+// observeBudgets reports the global retry budget and the tracked hosts'.
+func (m *Metrics) observeBudgets(ob metric.Observer, global, host metric.Float64Observable) {
+	ob.ObserveFloat64(global, m.transport.RetryBudget())
+	m.mu.Lock()
+	slots := m.slots
+	m.mu.Unlock()
+	for _, s := range slots {
+		if st, ok := m.transport.State(s.name); ok {
+			ob.ObserveFloat64(host, st.RetryBudget, s.plain.obs...)
+		}
+	}
+}
+
 // errorType is an attempt's error.type: "" with a response.
 func errorType(e polite.Event) string {
 	if e.Status != 0 {
@@ -312,6 +356,25 @@ func errorType(e polite.Event) string {
 		return "canceled"
 	}
 	return "_OTHER"
+}
+
+// doneErrorType is a finished request's error.type: "" with an answer,
+// "polite" when polite itself ended it (a breaker open, a retry budget
+// spent, robots.txt), else as errorType.
+func doneErrorType(e polite.Event) string {
+	if e.Status != 0 && e.Err == nil {
+		return ""
+	}
+	if e.Attempt == 0 && e.Err != nil && !errors.Is(e.Err, context.Canceled) && !errors.Is(e.Err, context.DeadlineExceeded) {
+		return "polite"
+	}
+	switch {
+	case errors.Is(e.Err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(e.Err, context.Canceled):
+		return "canceled"
+	}
+	return errorType(e)
 }
 
 // stateOf returns the index in states of a host's state.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -64,7 +65,7 @@ func series(ms map[string]metricdata.Aggregation) int {
 }
 
 // request sends the events of one request to host through m: a wait for
-// the rate, the send, the attempt.
+// the rate, the send, the attempt, the request done.
 func request(m polite.Observer, host string, status int) {
 	now := t0
 	m.Observe(polite.Event{Kind: polite.EventWait, Time: now, Host: host, Reason: polite.ReasonRate, Delay: 20 * time.Millisecond})
@@ -75,6 +76,17 @@ func request(m polite.Observer, host string, status int) {
 	}
 	m.Observe(polite.Event{Kind: polite.EventAttempt, Time: now, Host: host, Attempt: 1, Method: "GET", Status: status,
 		Outcome: out, Latency: 30 * time.Millisecond})
+	m.Observe(polite.Event{Kind: polite.EventDone, Time: now, Host: host, Attempt: 1, Method: "GET", Status: status,
+		Outcome: out, Latency: 50 * time.Millisecond})
+}
+
+// retried sends the events of a request to host whose first attempt
+// failed with out and whose second answered 200.
+func retried(m polite.Observer, host string, out polite.Outcome) {
+	now := t0
+	m.Observe(polite.Event{Kind: polite.EventAttempt, Time: now, Host: host, Attempt: 1, Method: "GET", Outcome: out, Status: 500})
+	m.Observe(polite.Event{Kind: polite.EventAttempt, Time: now, Host: host, Attempt: 2, Method: "GET", Status: 200, PrevOutcome: out})
+	m.Observe(polite.Event{Kind: polite.EventDone, Time: now, Host: host, Attempt: 2, Method: "GET", Status: 200, Latency: 3 * time.Second})
 }
 
 // throttle sends what a 429 with Retry-After does to host.
@@ -111,6 +123,12 @@ func TestCardinality(t *testing.T) {
 		}
 		if i%1000 == 0 {
 			m.Observe(polite.Event{Kind: polite.EventBreaker, Host: h, Reason: polite.ReasonBreaker, Detail: "open"})
+			m.Observe(polite.Event{Kind: polite.EventBlocked, Host: h, Reason: polite.ReasonBlock, Detail: "captcha"})
+		}
+		if i%31 == 0 {
+			retried(m, h, polite.Outcome(i%9))
+			m.Observe(polite.Event{Kind: polite.EventRobots, Host: h, Reason: polite.ReasonRobots})
+			m.Observe(polite.Event{Kind: polite.EventGiveUp, Host: h, Reason: polite.ReasonBudget})
 		}
 	}
 	ms := collect(t, r)
@@ -198,6 +216,70 @@ func TestFromTransport(t *testing.T) {
 	if paused != 1 {
 		t.Errorf("hosts paused = %d, want 1", paused)
 	}
+	// No retry was taken: the budgets are at least their full floor (10
+	// under the defaults), plus what the requests earned.
+	if g := ms["polite.retry.budget"].(metricdata.Gauge[float64]); len(g.DataPoints) != 1 || g.DataPoints[0].Value < 10 {
+		t.Errorf("polite.retry.budget = %+v, want one point, at least the full floor of 10", g.DataPoints)
+	}
+	hb := ms["polite.host.retry.budget"].(metricdata.Gauge[float64])
+	if len(hb.DataPoints) != 1 || hb.DataPoints[0].Value < 10 {
+		t.Errorf("polite.host.retry.budget = %+v, want the throttled (tracked) host's, at least 10", hb.DataPoints)
+	} else if v, _ := hb.DataPoints[0].Attributes.Value("server.address"); v.AsString() != host {
+		t.Errorf("polite.host.retry.budget is for %q, want %q", v.AsString(), host)
+	}
+}
+
+// TestRequestInstruments: the logical duration is recorded apart from the
+// attempts' (retries and waits in it), retries by why they were sent,
+// robots.txt refusals and blocks by host.
+func TestRequestInstruments(t *testing.T) {
+	mp, r := sdk(t)
+	m, err := New(Options{MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	throttle(m, "hot.example")
+	retried(m, "hot.example", polite.ServerError)
+	retried(m, "cold.example", polite.Throttled)
+	m.Observe(polite.Event{Kind: polite.EventRobots, Host: "cold.example", Reason: polite.ReasonRobots})
+	m.Observe(polite.Event{Kind: polite.EventBlocked, Host: "waf.example", Reason: polite.ReasonBlock, Detail: "captcha"})
+	m.Observe(polite.Event{Kind: polite.EventDone, Host: "gone.example", Err: fmt.Errorf("polite: breaker open")})
+	ms := collect(t, r)
+	logical := ms["polite.request.duration"].(metricdata.Histogram[float64])
+	var n uint64
+	var sum float64
+	byPolite := 0
+	for _, p := range logical.DataPoints {
+		n, sum = n+p.Count, sum+p.Sum
+		if v, _ := p.Attributes.Value("error.type"); v.AsString() == "polite" {
+			byPolite++
+		}
+	}
+	if n != 4 || sum < 6 || byPolite != 1 {
+		t.Errorf("polite.request.duration = %d requests, %.2fs, %d ended by polite; want 4, ≥ 6s (two retried requests of 3s), 1", n, sum, byPolite)
+	}
+	attempts := ms["http.client.request.duration"].(metricdata.Histogram[float64])
+	n = 0
+	for _, p := range attempts.DataPoints {
+		n += p.Count
+	}
+	if n != 5 {
+		t.Errorf("http.client.request.duration has %d attempts, want 5 (one per attempt, not per request)", n)
+	}
+	got := map[string]int64{}
+	for name, key := range map[string]string{"polite.request.retries": "polite.retry.reason", "polite.robots.disallowed": "server.address",
+		"polite.host.blocks": "server.address"} {
+		for _, p := range ms[name].(metricdata.Sum[int64]).DataPoints {
+			v, _ := p.Attributes.Value(attribute.Key(key))
+			got[name+" "+v.AsString()] += p.Value
+		}
+	}
+	want := map[string]int64{"polite.request.retries server_error": 1, "polite.request.retries throttled": 1,
+		"polite.robots.disallowed _other": 1, "polite.host.blocks waf.example": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("counters = %v, want %v", got, want)
+	}
 }
 
 // TestNoAllocs: recording a request allocates nothing, with the SDK or
@@ -211,7 +293,12 @@ func TestNoAllocs(t *testing.T) {
 		}
 		throttle(m, "hot.example") // tracked
 		request(m, "a.example", 200)
-		if n := testing.AllocsPerRun(100, func() { request(m, "hot.example", 200); request(m, "cold.example", 200) }); n != 0 {
+		retried(m, "hot.example", polite.Throttled)
+		if n := testing.AllocsPerRun(100, func() {
+			request(m, "hot.example", 200)
+			request(m, "cold.example", 200)
+			retried(m, "hot.example", polite.Throttled)
+		}); n != 0 {
 			t.Errorf("%s: %v allocations per two requests, want 0", name, n)
 		}
 		m.Close()

@@ -22,6 +22,7 @@ type slot struct {
 	attempts [len(methods)]atomic.Pointer[[600 + len(errorTypes)]atomic.Pointer[opts]]
 	reasons  [2][len(reasons) + 1]atomic.Pointer[opts] // [wait, pause][reason]
 	caps     [2]atomic.Pointer[opts]
+	retries  [numOutcomes + 1]atomic.Pointer[opts] // [outcome], _OTHER last
 
 	rate, capacity atomic.Uint64 // float64 bits; capacity's sign bit: measured
 }
@@ -54,7 +55,27 @@ func methodIndex(m string) int {
 }
 
 // errorTypes are the error.type values (see the package doc).
-var errorTypes = [...]string{"network", "timeout", "canceled", "_OTHER"}
+var errorTypes = [...]string{"network", "timeout", "canceled", "polite", "_OTHER"}
+
+// numOutcomes is how many polite.Outcome values are named (OK through
+// Canceled); others are _OTHER.
+const numOutcomes = int(polite.Canceled) + 1
+
+// retry returns the set of polite.request.retries: the host and why the
+// request was resent (the previous attempt's outcome).
+func (s *slot) retry(prev polite.Outcome) *opts {
+	i := numOutcomes
+	if prev >= 0 && int(prev) < numOutcomes {
+		i = int(prev)
+	}
+	return load(&s.retries[i], func() attribute.Set {
+		name := "_OTHER"
+		if i < numOutcomes {
+			name = prev.String()
+		}
+		return attribute.NewSet(attribute.String("server.address", s.name), attribute.String("polite.retry.reason", name))
+	})
+}
 
 // reasons are the polite.Reason values recorded by name; others are
 // _OTHER (the last index).

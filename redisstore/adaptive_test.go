@@ -27,8 +27,17 @@ func TestFleetAIMD(t *testing.T) {
 		}
 
 		// Eight workers' requests, all sent before the first 429 was heard.
+		// The first's verdict says what the rate was before its cut (an
+		// Event's Prev); the Redis store has no capacity estimate or phase.
 		for i := range 8 {
-			throttle(t0, t0.Add(time.Duration(i+1)*time.Millisecond))
+			v := throttle(t0, t0.Add(time.Duration(i+1)*time.Millisecond))
+			if i == 0 && (v.Rate != 5 || v.RateFrom != 10 || v.Capacity != 0 || v.Phase != "") {
+				t.Errorf("first throttle's verdict: rate %v from %v, capacity %v, phase %q; want 5 from 10, 0, \"\"",
+					v.Rate, v.RateFrom, v.Capacity, v.Phase)
+			}
+			if i > 0 && (v.Rate != 0 || v.RateFrom != 0) {
+				t.Errorf("throttle %d of the wave: rate %v from %v, want unchanged (0 from 0)", i+1, v.Rate, v.RateFrom)
+			}
 		}
 		if r := rate(t0.Add(10 * time.Millisecond)); r != 5 {
 			t.Fatalf("after one wave of 8 throttles the rate is %v, want 5 (one cut of 10 by half)", r)

@@ -308,6 +308,11 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 	v.QuotaRate = float(res, 6)
 	v.Rate = float(res, 7)
 	v.Retry = integer(res, 8) == 1
+	if v.QuotaRate > 0 || v.Rate > 0 {
+		v.RateFrom = rateOf(float(res, 10))
+	}
+	// Capacity, Measured and Phase stay zero: the fleet's AIMD (Adaptive)
+	// keeps no capacity estimate and has no phases.
 	return v
 }
 
@@ -360,7 +365,9 @@ func (s *Store) SetCeiling(h *polite.Host, now time.Time, why polite.Reason, rat
 	return rateOf(float(res, 0)), integer(res, 1) == 1
 }
 
-// State implements polite.Store.
+// State implements polite.Store. Capacity and Measured stay zero: the
+// fleet's AIMD (Adaptive) keeps no capacity estimate (polite's own
+// controller, which does, reads one client's answers, not a fleet's).
 func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 	if s.health.degraded.Load() {
 		return s.health.local.State(h, now)
@@ -396,7 +403,26 @@ func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 		st.BreakerUntil = at(cbu)
 	}
 	st.Blocked = str(res, 7)
+	st.RetryBudget = s.retryTokens(float(res, 11), float(res, 12), integer(res, 13), rnow)
 	return st
+}
+
+// retryTokens brings a host's retry budget (floor and earned tokens as of
+// bt, µs; floor < 0: never used, so full) up to now, as the scripts'
+// advance does, and returns what it would allow.
+func (s *Store) retryTokens(floor, earned float64, bt, now int64) float64 {
+	b := s.budget
+	full := max(b.MinPerSecond, 0) * b.Window.Seconds()
+	if floor < 0 {
+		return full
+	}
+	if sec := float64(now-bt) / 1e6; sec > 0 {
+		if b.MinPerSecond > 0 {
+			floor = min(full, floor+b.MinPerSecond*sec)
+		}
+		earned *= math.Exp(-sec / b.Window.Seconds())
+	}
+	return floor + earned
 }
 
 // common builds a script's arguments: the four every script takes (the

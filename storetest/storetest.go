@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore New) {
 		{"ReservationStandsDown", reservationStandsDown},
 		{"LeasesKeepTheCap", leasesKeepTheCap},
 		{"CostTakesItsTokens", costTakesItsTokens},
+		{"RetryBudgetInState", retryBudgetInState},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -437,5 +438,31 @@ func costTakesItsTokens(t *testing.T, newStore New) {
 	}
 	if a := s.Admit(h, polite.Query{Now: t0.Add(time.Hour), Cost: 6}); a.Granted || a.Err == nil {
 		t.Errorf("Admit of cost 6 over a burst of 5 = %+v, want refused with an error", a)
+	}
+}
+
+// retryBudgetInState: State says what the host's retry budget allows (the
+// default budget: a floor of 1 retry a second up to 10), less a retry it
+// granted, and refilled as time passes.
+func retryBudgetInState(t *testing.T, newStore New) {
+	s, reg := newStore(t, defaults())
+	h := host(t, reg, "a.test")
+	t0 := time.Now()
+	if b := s.State(h, t0).RetryBudget; b != 10 {
+		t.Errorf("a new host's retry budget = %v, want 10 (the full floor)", b)
+	}
+	s.Admit(h, polite.Query{Now: t0})
+	r := throttle(t0, t0, -1)
+	r.Retry = true
+	if v := s.Report(h, r); !v.Retry {
+		t.Fatal("a retry was refused by a full budget")
+	}
+	// 10 less the retry, plus what the first request earned (0.2) if the
+	// store has counted it yet.
+	if b := s.State(h, t0).RetryBudget; b < 9-1e-9 || b > 9.2+1e-9 {
+		t.Errorf("retry budget after one retry = %v, want 9 (or 9.2 with the request's share)", b)
+	}
+	if b := s.State(h, t0.Add(time.Second)).RetryBudget; b < 10-1e-9 || b > 10.2+1e-9 {
+		t.Errorf("retry budget a second later = %v, want the floor back at 10 (and the share, decaying)", b)
 	}
 }

@@ -9,7 +9,9 @@
 -- growth per second.
 -- Returns {pause moved (µs, -1: no), quota pause moved (0/1), blocked
 -- (0/1), breaker from, breaker to, breaker until (µs), quota rate (req/s,
--- "" unchanged), rate (req/s, "" unchanged), retry granted (0/1), now}.
+-- "" unchanged), rate (req/s, "" unchanged), retry granted (0/1), now,
+-- the rate in force before this report changed it (req/s, -1:
+-- unlimited; "" unchanged)}.
 local sent, throttle, pauseUs, why = num(ARGV[5], 0), ARGV[6] == '1', num(ARGV[7], 0), ARGV[8]
 local failure, success, block = ARGV[9] == '1', ARGV[10] == '1', ARGV[11]
 local quotaPause, ceiling, retry = num(ARGV[12], 0), num(ARGV[13], 0), ARGV[14] == '1'
@@ -18,7 +20,13 @@ local ratio, minps, window = num(ARGV[20], 0), num(ARGV[21], 0), num(ARGV[22], 1
 local adaptive = ARGV[23] == '1'
 local aMin, aMax, aCut, aGrowth = num(ARGV[24], 0.1), num(ARGV[25], 1000), num(ARGV[26], 0.5), num(ARGV[27], 0.25)
 
-local out = {-1, 0, 0, 0, 0, 0, '', '', 0, now}
+local out = {-1, 0, 0, 0, 0, 0, '', '', 0, now, ''}
+
+-- changed notes a change of the rate in force from r0, the first one this
+-- report made being the one before them all.
+local function changed(r0)
+  if out[11] == '' then out[11] = flt(r0) end
+end
 
 -- The fleet's AIMD: the host's own rate, cut once per throttle wave (the
 -- wave rule below makes eight workers' 429s of one overshoot one cut), and
@@ -30,6 +38,7 @@ local function setOwn(r)
   local r1, b1 = inforce()
   if r1 ~= r0 then
     retime(r0, b0, r1, b1)
+    changed(r0)
     out[8] = flt(r1)
   end
 end
@@ -65,6 +74,7 @@ if ceiling > 0 then
     st.c = c0 -- cuts are exact; rises under 2 % wait (as the local store's)
   elseif r1 ~= r0 then
     retime(r0, b0, r1, b1)
+    changed(r0)
     out[7] = flt(r1)
   end
 end

@@ -54,7 +54,7 @@ func TestFetchMetrics(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, want := range []string{"http_client_request_duration_seconds_bucket", "http_client_active_requests",
-		`server_address="_other"`} {
+		`server_address="_other"`, "polite_request_duration_seconds_bucket"} {
 		if !strings.Contains(scraped, want) {
 			t.Errorf("/metrics mid-run lacks %s:\n%s", want, scraped)
 		}
@@ -72,6 +72,9 @@ func TestFetchMetrics(t *testing.T) {
 	}
 	if _, err := os.Stat(report); err != nil {
 		t.Errorf("polite report wrote no page: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "hosts.csv")); err != nil || !strings.HasPrefix(string(b), "host,requests,") {
+		t.Errorf("polite report wrote no hosts.csv beside the page: %v %q", err, b)
 	}
 	if code, _, stderr := politeCmd(t, "report", t.TempDir()); code != ExitFatal || !strings.Contains(stderr, "no job here") {
 		t.Errorf("polite report of an empty folder: exit %d, stderr %q; want %d, no job here", code, stderr, ExitFatal)

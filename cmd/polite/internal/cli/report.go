@@ -26,14 +26,16 @@ func newReportCmd(e *env, runF func(context.Context, any) error) *cobra.Command 
 	o := &reportOptions{}
 	return &cobra.Command{
 		Use:   "report DIR",
-		Short: "Write DIR/report.html: a job's totals, throughput, status mix, hosts and throttling, as plots",
+		Short: "Write DIR/report.html (and DIR/hosts.csv): a job's totals, throughput, status mix, hosts and throttling, as plots",
 		Long: `Read a job's state.db, results.jsonl and events.jsonl (its audit log) in DIR
 and write DIR/report.html, one offline page: totals and what politeness cost
 (time waited by reason, time paused); throughput over time by outcome; the
 status mix with 429 and 503 called out; the hosts table (sortable); and for
 the most throttled hosts the rate polite set against the rate they served and
 their capacity estimate, with 429s, pauses and open breakers marked, and
-latency. The plots are SVG in the page: it needs no network and no
+latency; hosts by state and requests in flight over time, Retry-After asked
+for against applied, retries per URL and the errors grouped. Every host's row
+goes to DIR/hosts.csv. The plots are SVG in the page: it needs no network and no
 JavaScript to read. A running job may be reported on: the page is a
 snapshot. Open it with a browser (xdg-open DIR/report.html).`,
 		Args: args(cobra.ExactArgs(1)),
@@ -52,8 +54,9 @@ snapshot. Open it with a browser (xdg-open DIR/report.html).`,
 	}
 }
 
-// writeReport writes dir's report page and returns its path. It writes a
-// temporary file and renames it, so a reader never sees half a page.
+// writeReport writes dir's report page and, beside it, hosts.csv (every
+// host's row), and returns the page's path. Each is written to a temporary
+// file and renamed, so a reader never sees half of one.
 func writeReport(dir string) (string, error) {
 	st, err := crawl.ReadStatus(dir, 0)
 	if err != nil {
@@ -74,13 +77,23 @@ func writeReport(dir string) (string, error) {
 		return "", fmt.Errorf("report: %s: %w", dir, err)
 	}
 	d.Dir = dir
+	if err := writeAtomic(dir, report.CSVFile, func(w io.Writer) error { return report.WriteCSV(w, d) }); err != nil {
+		return "", err
+	}
 	path := filepath.Join(dir, ReportFile)
-	tmp, err := os.CreateTemp(dir, ".report-*.html")
+	return path, writeAtomic(dir, ReportFile, func(w io.Writer) error { return report.Write(w, d) })
+}
+
+// writeAtomic writes dir/name with write through a temporary file it then
+// renames, so a reader never sees half a file.
+func writeAtomic(dir, name string, write func(io.Writer) error) error {
+	path := filepath.Join(dir, name)
+	tmp, err := os.CreateTemp(dir, ".report-*")
 	if err != nil {
-		return "", fmt.Errorf("report: %w", err)
+		return fmt.Errorf("report: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	err = report.Write(tmp, d)
+	err = write(tmp)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -91,9 +104,9 @@ func writeReport(dir string) (string, error) {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
-		return "", fmt.Errorf("report: writing %s: %w", path, err)
+		return fmt.Errorf("report: writing %s: %w", path, err)
 	}
-	return path, nil
+	return nil
 }
 
 // openOptional opens path, or returns nil when it does not exist.

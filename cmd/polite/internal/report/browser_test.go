@@ -118,7 +118,7 @@ func browse(t *testing.T, bin, page, shot string) (console, urls []string) {
 		// The browser's own calls home never leave the machine: no name
 		// resolves (tests talk only to loopback).
 		"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost",
-		"--window-size=1150,2600", "--screenshot="+shot, "file://"+page)
+		"--window-size=1150,5200", "--screenshot="+shot, "file://"+page)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("chromium: %v\n%s", err, out)

@@ -80,8 +80,19 @@ type Data struct {
 	Throughput [][]int       // [class][bucket] attempts
 	Hosts      []*Host       // by throttle pain, most first
 	HostsCut   int           // hosts left out of the table
+	AllHosts   []*Host       // every host, in Hosts' order (hosts.csv)
 	Detail     []*Host       // the most throttled hosts, for their plots
 	Events     int           // lines read
+	Partial    int           // bytes of a partial last line of events.jsonl skipped
+
+	States   [len(States)][]int // [state][bucket] hosts in it (see States)
+	InFlight []int64            // [bucket] µs of attempts on the wire in it
+	Wire     int64              // µs all attempts were on the wire
+	RA       RetryAfters
+	Retries  []int       // [RetryBins] URLs by retries
+	Failed   int         // URLs not ok
+	Errors   []*ErrGroup // failed URLs by outcome and error, most first
+	ErrsCut  int         // groups left out
 }
 
 // Host is one host's figures.
@@ -107,6 +118,7 @@ type Host struct {
 	openAt       int64 // an open breaker's start, 0 when closed
 	okAt         []int64
 	latAt        []point
+	blockedAt    int64 // the first block, 0 for none
 }
 
 type point struct {
@@ -124,8 +136,12 @@ func (h *Host) Pain() float64 {
 
 // result is the part of a results.jsonl line a report reads.
 type result struct {
-	Host    string `json:"host"`
-	Outcome string `json:"outcome"`
+	URL      string `json:"url"`
+	Host     string `json:"host"`
+	Outcome  string `json:"outcome"`
+	Status   int    `json:"status"`
+	Attempts int    `json:"attempts"`
+	Error    string `json:"error"`
 }
 
 // Read reduces a job's results.jsonl and events.jsonl (either may be nil)
@@ -134,6 +150,8 @@ type result struct {
 func Read(results, events io.Reader, job Job) (*Data, error) {
 	d := &Data{Job: job, Outcomes: map[string]int{}, Statuses: map[int]int{}, WaitBy: map[string]float64{},
 		PauseBy: map[string]float64{}, GiveUps: map[string]int{}, Built: time.Now().UTC()}
+	d.Retries = make([]int, len(RetryBins))
+	errs := errGroups{}
 	hosts := map[string]*Host{}
 	host := func(name string) *Host {
 		h := hosts[name]
@@ -147,6 +165,11 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 		if err := readResults(results, func(r *result) {
 			d.URLs++
 			d.Outcomes[r.Outcome]++
+			d.Retries[retryBin(r.Attempts)]++
+			if r.Outcome != "ok" {
+				d.Failed++
+				errs.add(r)
+			}
 			if r.Host != "" {
 				h := host(r.Host)
 				h.URLs++
@@ -161,13 +184,17 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 	var first, last int64 = math.MaxInt64, math.MinInt64
 	var attempts []attemptAt
 	if events != nil {
-		err := audit.Read(events, func(r *audit.Record) error {
+		var err error
+		d.Partial, err = audit.ReadTail(events, func(r *audit.Record) error {
 			d.Events++
 			first, last = min(first, r.T), max(last, r.T)
 			h := host(r.Host)
 			switch r.Kind {
 			case "attempt":
-				attempts = append(attempts, attemptAt{t: r.T, class: uint8(classOf(r.Status)), host: h})
+				lat := int64(math.Round(r.Latency * 1e3)) // µs
+				attempts = append(attempts, attemptAt{t: r.T, lat: lat, class: uint8(classOf(r.Status)), host: h})
+				first = min(first, (r.T*1000-lat)/1000) // its start, in the plots' span
+				d.Wire += lat
 				d.Requests++
 				d.Statuses[r.Status]++
 				h.Requests++
@@ -189,12 +216,21 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 			case "wait":
 				d.WaitBy[r.Reason] += r.Delay / 1e3
 			case "pause":
+				if r.Reason == "retry-after" {
+					d.RA.add(r.Req, r.Delay, r.Clamped)
+				}
 				d.PauseBy[r.Reason] += r.Delay / 1e3
 				h.Paused += r.Delay / 1e3
 				h.pauses = append(h.pauses, span{r.T, r.T + int64(r.Delay)})
-				last = max(last, r.T+int64(r.Delay))
 			case "give-up":
 				d.GiveUps[r.Reason]++
+				if r.Reason == "retry-after" {
+					d.RA.add(r.Req, -1, r.Clamped)
+				}
+			case "blocked":
+				if h.blockedAt == 0 {
+					h.blockedAt = r.T
+				}
 			case "rate":
 				if r.Rate != nil {
 					v := *r.Rate
@@ -232,6 +268,7 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 		d.Start, d.End = time.UnixMilli(first).UTC(), time.UnixMilli(last).UTC()
 	}
 	d.bucket(attempts, first, last)
+	d.Errors, d.ErrsCut = errs.top(MaxErrGroups)
 	d.Running = job.Pending > 0
 	for _, h := range hosts {
 		if h.openAt != 0 {
@@ -261,6 +298,8 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 			d.Detail = append(d.Detail, h)
 		}
 	}
+	d.states(attempts, last)
+	d.AllHosts = d.Hosts
 	if len(d.Hosts) > MaxHosts {
 		d.HostsCut = len(d.Hosts) - MaxHosts
 		d.Hosts = d.Hosts[:MaxHosts]
@@ -269,7 +308,8 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 }
 
 type attemptAt struct {
-	t     int64
+	t     int64 // its end, ms
+	lat   int64 // µs
 	class uint8
 	host  *Host
 }
@@ -282,6 +322,7 @@ func (d *Data) bucket(attempts []attemptAt, first, last int64) {
 	}
 	if first > last {
 		d.Width = time.Second
+		d.InFlight = make([]int64, Buckets)
 		return
 	}
 	w := (last - first + Buckets) / Buckets // ms, at least 1
@@ -289,6 +330,7 @@ func (d *Data) bucket(attempts []attemptAt, first, last int64) {
 	for _, a := range attempts {
 		d.Throughput[a.class][d.index(a.t)]++
 	}
+	d.inFlight(attempts)
 }
 
 // index returns the bucket of time t (ms).

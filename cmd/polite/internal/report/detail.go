@@ -20,6 +20,7 @@ func (d *Data) writeDetail(b *strings.Builder) {
 	fmt.Fprintf(b, `<p class="legend">%s rate set %s achieved (ok/s) %s capacity estimate %s 429 %s paused %s breaker open %s latency p50 %s p95</p>`,
 		swatch("#1f77b4"), swatch("#2ca02c"), swatch("#ff7f0e"), swatch("#d62728"), swatch("#f3d9a6"), swatch("#c9b3e6"),
 		swatch("#555"), swatch("#aaa"))
+	b.WriteString(`<p class="muted">The capacity estimate is drawn as a line without an error band: polite's adaptive controller keeps how far off its estimate may be to itself (it does not export it), so there is no band to draw.</p>` + "\n")
 	for i, h := range d.Detail {
 		d.writeHost(b, i, h)
 	}

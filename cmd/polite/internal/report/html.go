@@ -22,7 +22,7 @@ table{border-collapse:collapse;font-variant-numeric:tabular-nums}td,th{padding:2
 td:first-child,th:first-child{text-align:left;max-width:28em;overflow-wrap:anywhere}th{cursor:pointer;background:#f6f6f6}
 .kv td{text-align:left}.muted{color:#777}.hot{color:#b00;font-weight:600}svg{display:block;margin:.3em 0}
 .legend span{display:inline-block;margin-right:1em}svg.sw{display:inline-block;margin:0 4px 0 0;vertical-align:middle}
-svg text{font:11px system-ui,sans-serif;fill:#555}`
+svg text{font:11px system-ui,sans-serif;fill:#555}td.err,td.ex,#errors th{text-align:left;overflow-wrap:anywhere;max-width:30em}`
 
 const script = `document.querySelectorAll('table.sort th').forEach(function(th,i){th.addEventListener('click',function(){
 var t=th.closest('table'),b=t.tBodies[0],r=Array.from(b.rows),d=th.dataset.d==='1'?-1:1;th.dataset.d=d===1?'1':'0';
@@ -56,13 +56,24 @@ func Write(w io.Writer, d *Data) error {
 	fmt.Fprintf(&b, "<h1>%s</h1>\n", esc(title))
 	d.writeTotals(&b)
 	d.writeThroughput(&b)
+	d.writeStates(&b)
+	d.writeInFlight(&b)
 	d.writeStatuses(&b)
+	d.writeRetryAfter(&b)
+	d.writeRetries(&b)
+	d.writeErrors(&b)
 	d.writeHosts(&b)
 	d.writeDetail(&b)
+	partial := ""
+	if d.Partial > 0 {
+		partial = fmt.Sprintf(" The last line of events.jsonl was cut (%d bytes: a job still writing it, or killed) and was left out.", d.Partial)
+	}
 	fmt.Fprintf(&b, `<h2>How this report was reduced</h2><p class="muted">%s events and %s results read; time buckets of %v;
-hosts table capped at %d rows (%d left out); plots for the %d most throttled hosts. Built %s.</p>
+hosts table capped at %d rows (%d left out; every host is in %s beside this page); error groups capped at %d (%d left out);
+plots for the %d most throttled hosts.%s Built %s.</p>
 <script>%s</script></body></html>
-`, fmtNum(d.Events), fmtNum(d.URLs), d.Width, MaxHosts, d.HostsCut, DetailHosts, d.Built.Format(time.RFC3339), script)
+`, fmtNum(d.Events), fmtNum(d.URLs), d.Width, MaxHosts, d.HostsCut, CSVFile, MaxErrGroups, d.ErrsCut, DetailHosts, esc(partial),
+		d.Built.Format(time.RFC3339), script)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -85,7 +96,11 @@ func (d *Data) writeTotals(b *strings.Builder) {
 		outs = append(outs, fmt.Sprintf("%s %s", esc(k), fmtNum(d.Outcomes[k])))
 	}
 	row("URLs finished", fmt.Sprintf(`<span id="urls" data-n="%d">%s</span>: %s`, d.URLs, fmtNum(d.URLs), strings.Join(outs, ", ")))
+	row("URLs failed", fmt.Sprintf(`<span id="failed" data-n="%d">%s</span>`, d.Failed, fmtNum(d.Failed)))
 	row("Requests sent", fmt.Sprintf(`<span id="requests" data-n="%d">%s</span> (attempts, retries included)`, d.Requests, fmtNum(d.Requests)))
+	row("Time on the wire", fmt.Sprintf(`<span id="wire" data-n="%d">%s</span> (summed over attempts)`, d.Wire, fmtDur(float64(d.Wire)/1e6)))
+	row("Retry-After answers", fmt.Sprintf(`<span id="ra-pauses" data-n="%d">%d</span> paused their host, <span id="ra-giveups" data-n="%d">%d</span> given up on, %d clamped`,
+		d.RA.Pauses, d.RA.Pauses, d.RA.GiveUps, d.RA.GiveUps, d.RA.Clamped))
 	row("Politeness cost: waited", secondsBy(d.WaitBy)+` <span class="muted">(summed over requests)</span>`)
 	row("Politeness cost: hosts paused", secondsBy(d.PauseBy))
 	var gs []string
@@ -241,7 +256,7 @@ func (d *Data) writeStatuses(b *strings.Builder) {
 func (d *Data) writeHosts(b *strings.Builder) {
 	fmt.Fprintf(b, "<h2>Hosts</h2>\n<p class=\"muted\">%d hosts, most throttled first (click a heading to sort)", len(d.Hosts)+d.HostsCut)
 	if d.HostsCut > 0 {
-		fmt.Fprintf(b, "; the %d least throttled are left out", d.HostsCut)
+		fmt.Fprintf(b, "; the %d least throttled are left out here (every host is in %s beside this page)", d.HostsCut, CSVFile)
 	}
 	b.WriteString(`.</p><table id="hosts" class="sort"><thead><tr><th>host</th><th>requests</th><th>ok %</th><th>429s</th><th>503s</th>
 <th>p50 ms</th><th>p95 ms</th><th>rate</th><th>min</th><th>max</th><th>capacity</th><th>paused</th><th>breaker opens</th></tr></thead><tbody>

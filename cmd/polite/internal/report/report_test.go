@@ -71,6 +71,17 @@ func synth(urls, hosts int, name func(i int) string) (results, events []byte) {
 				rates[hi] = prev * 0.7
 				l.Observe(polite.Event{Kind: polite.EventRate, Time: at, Host: h, ID: id, Reason: polite.ReasonAdaptive,
 					Rate: rates[hi], Prev: prev, Capacity: prev * 0.8, Measured: true, Phase: "settled"})
+				if rng.IntN(30) == 0 {
+					l.Observe(polite.Event{Kind: polite.EventGiveUp, Time: at, Host: h, ID: id, Reason: polite.ReasonRetryAfter,
+						RetryAfter: "7200", Requested: 2 * time.Hour, Clamped: true})
+				}
+				if rng.IntN(60) == 0 {
+					l.Observe(polite.Event{Kind: polite.EventPause, Time: at, Host: h, ID: id, Reason: polite.ReasonRetryAfter,
+						Delay: 10 * time.Minute, RetryAfter: "3600", Requested: time.Hour, Clamped: true})
+				}
+				if hi%50 == 0 && rng.IntN(100) == 0 {
+					l.Observe(polite.Event{Kind: polite.EventBlocked, Time: at, Host: h, ID: id, Reason: polite.ReasonBlock, Detail: "captcha"})
+				}
 				if rng.IntN(40) == 0 {
 					l.Observe(polite.Event{Kind: polite.EventBreaker, Time: at, Host: h, Reason: polite.ReasonBreaker, Detail: "open"})
 					l.Observe(polite.Event{Kind: polite.EventBreaker, Time: at.Add(time.Second), Host: h, Reason: polite.ReasonBreaker, Detail: "half-open"})
@@ -84,12 +95,15 @@ func synth(urls, hosts int, name func(i int) string) (results, events []byte) {
 			status = st
 			at = at.Add(2 * time.Second)
 		}
-		outcome := "ok"
-		if status == 0 || status >= 400 {
+		outcome, errText := "ok", ""
+		switch {
+		case status == 0:
+			outcome, errText = "network_error", fmt.Sprintf(`Get "http://%s/p/%d": dial tcp 127.0.0.1:%d: connection refused`, h, u, 1000+u)
+		case status >= 400:
 			outcome = "http_error"
 		}
 		line, _ := json.Marshal(map[string]any{"url": "http://" + h + "/p/" + strconv.Itoa(u), "host": h, "outcome": outcome,
-			"status": status, "attempts": attempts, "id": id})
+			"status": status, "attempts": attempts, "id": id, "error": errText})
 		rb.Write(line)
 		rb.WriteByte('\n')
 	}
@@ -125,16 +139,60 @@ func TestSeriesSumToTotals(t *testing.T) {
 		t.Fatalf("synthetic job: %d requests, %d 429s", d.Requests, d.Statuses[429])
 	}
 	sums := map[string]int{}
-	throughput := page[strings.Index(page, `id="throughput"`):strings.Index(page, `id="statuses"`)]
-	for _, m := range seriesRe.FindAllStringSubmatch(throughput, -1) {
+	for _, m := range seriesRe.FindAllStringSubmatch(section(t, page, "throughput"), -1) {
 		n, _ := strconv.Atoi(m[2])
 		sums["throughput"] += n
 		sums["class "+m[1]] += n
 	}
-	statuses := page[strings.Index(page, `id="statuses"`):strings.Index(page, `id="hosts"`)]
-	for _, m := range seriesRe.FindAllStringSubmatch(statuses, -1) {
+	for _, m := range seriesRe.FindAllStringSubmatch(section(t, page, "statuses"), -1) {
 		n, _ := strconv.Atoi(m[2])
 		sums["statuses"] += n
+	}
+	// The sections that plot one series each (the per-host plots are
+	// checked below): their counts against the totals.
+	for _, id := range []string{"states", "inflight", "retry-after", "retries", "errors"} {
+		for _, m := range seriesRe.FindAllStringSubmatch(section(t, page, id), -1) {
+			n, _ := strconv.Atoi(m[2])
+			sums[m[1]] += n
+		}
+	}
+	if urls := atoiAttr(t, page, `id="urls" data-n="`); sums["retries"] != urls || urls != 20000 {
+		t.Errorf("retries histogram sums to %d URLs, the totals say %d (of 20,000)", sums["retries"], urls)
+	}
+	if failed := atoiAttr(t, page, `id="failed" data-n="`); sums["errors"] != failed || failed == 0 || d.ErrsCut != 0 {
+		t.Errorf("error groups sum to %d URLs, the totals say %d failed (%d groups cut)", sums["errors"], failed, d.ErrsCut)
+	}
+	pauses, giveUps := atoiAttr(t, page, `id="ra-pauses" data-n="`), atoiAttr(t, page, `id="ra-giveups" data-n="`)
+	if sums["ra-requested"] != pauses+giveUps || sums["ra-applied"] != pauses || giveUps == 0 || d.RA.Clamped == 0 {
+		t.Errorf("Retry-After histogram: %d asked, %d applied; totals: %d pauses, %d give-ups (%d clamped)",
+			sums["ra-requested"], sums["ra-applied"], pauses, giveUps, d.RA.Clamped)
+	}
+	wire := int64(atoiAttr(t, page, `id="wire" data-n="`))
+	var perBucket int64
+	for _, v := range strings.Split(regexp.MustCompile(`data-series="inflight-us" data-n="\d+" data-v="([0-9,]+)"`).FindStringSubmatch(page)[1], ",") {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		perBucket += n
+	}
+	if int64(sums["inflight-us"]) != wire || perBucket != wire || wire != d.Wire || wire == 0 {
+		t.Errorf("in-flight line sums to %d µs (its buckets %d), the totals' time on the wire is %d (data %d)", sums["inflight-us"], perBucket, wire, d.Wire)
+	}
+	for s, name := range States {
+		want := 0
+		for k := range Buckets {
+			want += d.States[s][k]
+		}
+		if sums["state:"+name] != want || want == 0 {
+			t.Errorf("hosts-by-state %s plotted %d host-buckets, data %d (want some)", name, sums["state:"+name], want)
+		}
+	}
+	for k := range Buckets {
+		n := 0
+		for s := range States {
+			n += d.States[s][k]
+		}
+		if n > len(d.AllHosts) {
+			t.Errorf("bucket %d stacks %d hosts, more than the %d there are", k, n, len(d.AllHosts))
+		}
 	}
 	requests := atoiAttr(t, page, `id="requests" data-n="`)
 	if sums["throughput"] != requests || sums["statuses"] != requests || requests != d.Requests {
@@ -170,6 +228,21 @@ func TestSeriesSumToTotals(t *testing.T) {
 			t.Errorf("%s: table row %v, want requests %d, 429s %d", h.Name, row, h.Requests, h.S429)
 		}
 	}
+}
+
+// section returns the part of page from the element with id to the next
+// <h2>.
+func section(t *testing.T, page, id string) string {
+	t.Helper()
+	i := strings.Index(page, `id="`+id+`"`)
+	if i < 0 {
+		t.Fatalf("page has no %s", id)
+	}
+	end := strings.Index(page[i:], "<h2>")
+	if end < 0 {
+		end = len(page) - i
+	}
+	return page[i : i+end]
 }
 
 func atoiAttr(t *testing.T, page, prefix string) int {
