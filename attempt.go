@@ -135,7 +135,7 @@ func (t *Transport) emitVerdict(ctx context.Context, a *attempt) {
 			prev = v.QuotaRate
 		}
 		t.emit(ctx, a.obs, Event{Kind: EventRate, Time: now, Host: key, ID: a.id, Reason: ReasonAdaptive, Rate: v.Rate, Outcome: a.out,
-			Prev: prev, Capacity: v.Capacity, Measured: v.Measured, Phase: v.Phase, Status: a.status})
+			Prev: prev, Capacity: v.Capacity, CapacityErr: v.CapacityErr, Measured: v.Measured, Phase: v.Phase, Status: a.status})
 	}
 }
 

@@ -118,8 +118,11 @@ type Event struct {
 	// set the rate (EventRate with ReasonAdaptive).
 	Prev     float64
 	Capacity float64
-	Measured bool
-	Phase    string
+	// CapacityErr is how far off Capacity may be, either way, in req/s
+	// (0: unknown).
+	CapacityErr float64
+	Measured    bool
+	Phase       string
 	// RetryAfter is the raw Retry-After field behind an EventPause or
 	// EventGiveUp for ReasonRetryAfter. Requested is what the host asked
 	// for (a Retry-After, a robots.txt delay) and Clamped says polite

@@ -394,7 +394,7 @@ func (s *localStore) Report(h *Host, rep Report) Verdict {
 			if v.QuotaRate == 0 {
 				v.RateFrom = from
 			}
-			v.Capacity, v.Measured, v.Phase = estimate(p.rater)
+			v.Capacity, v.CapacityErr, v.Measured, v.Phase = estimate(p.rater)
 		}
 	}
 	if rd.Retry {
@@ -439,16 +439,19 @@ func (s *localStore) adapt(h *Host, p *hostPolicy, r *Report, advertised time.Du
 }
 
 // estimate returns what a Rater knows of its host: the capacity estimate,
-// whether it was measured under congestion, and its phase, as far as it
-// says (adaptive.Controller says all three).
-func estimate(r adaptive.Rater) (capacity float64, measured bool, phase string) {
+// how far off it may be, whether it was measured under congestion, and its
+// phase, as far as it says (adaptive.Controller says all four).
+func estimate(r adaptive.Rater) (capacity, capErr float64, measured bool, phase string) {
 	if c, ok := r.(interface{ Capacity() (float64, bool) }); ok {
 		capacity, measured = c.Capacity()
+	}
+	if c, ok := r.(interface{ CapacityError() float64 }); ok {
+		capErr = c.CapacityError()
 	}
 	if ph, ok := r.(interface{ Phase() string }); ok {
 		phase = ph.Phase()
 	}
-	return capacity, measured, phase
+	return capacity, capErr, measured, phase
 }
 
 // followCeiling keeps the host's rate under its ceilings (robots.txt's
@@ -531,9 +534,7 @@ func (s *localStore) State(h *Host, now time.Time) HostState {
 	if b := p.blocked.Load(); b != nil {
 		st.Blocked = *b
 	}
-	if c, ok := p.rater.(interface{ Capacity() (float64, bool) }); ok {
-		st.Capacity, st.Measured = c.Capacity()
-	}
+	st.Capacity, st.CapacityErr, st.Measured, _ = estimate(p.rater)
 	p.flushDeposits(now) // the grants it has earned, as a retry would count them
 	st.RetryBudget = p.budget.Tokens(now)
 	return st

@@ -173,8 +173,10 @@ type Verdict struct {
 	// store can tell.
 	RateFrom float64
 	Capacity float64
-	Measured bool
-	Phase    string
+	// CapacityErr is how far off Capacity may be, either way (0: unknown).
+	CapacityErr float64
+	Measured    bool
+	Phase       string
 }
 
 // HostState is a snapshot of one host, for schedulers, metrics and reports.
@@ -188,9 +190,11 @@ type HostState struct {
 	NextToken time.Time
 	// Capacity is the adaptive controller's estimate of what the host
 	// admits (0 before any, or without a controller), and Measured whether
-	// it was read under congestion rather than only seen served.
-	Capacity float64
-	Measured bool
+	// it was read under congestion rather than only seen served;
+	// CapacityErr how far off it may be, either way (0: unknown).
+	Capacity    float64
+	CapacityErr float64
+	Measured    bool
 	// Ceiling is the lowest rate ceiling (robots.txt, RateLimit), 0 for
 	// none.
 	Ceiling float64

@@ -285,6 +285,20 @@ func (c *Controller) Capacity() (rate float64, measured bool) {
 	return c.capEst, c.capEst > 0 && !c.capLow
 }
 
+// CapacityError returns how far off the capacity estimate may be, in
+// requests per second either way (a count's ±1.5 answers over the span it
+// was counted in, or a bracket's), for an error band beside the estimate.
+// It is 0 before any estimate, and while the estimate is only a lower
+// bound (Capacity's measured is false).
+func (c *Controller) CapacityError() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.capEst <= 0 || c.capLow {
+		return 0
+	}
+	return c.capErr
+}
+
 // Phase returns the controller's phase: "starting" (slow start until the
 // first congestion signal), "settled", "probing" (reaching above the
 // capacity to see whether it grew) or "ramping" (the probe found room).

@@ -108,6 +108,9 @@ func TestThrottleAfterWindowOfWaveOnlyCountsPostCut(t *testing.T) {
 	// say it was not enough: first a quick cut to the share served, then
 	// a window that measures the capacity from what was served in it.
 	c := New(Config{Initial: 40}, t0)
+	if e := c.CapacityError(); e != 0 {
+		t.Fatalf("CapacityError() before any estimate = %.2f, want 0", e)
+	}
 	c.Observe(t0.Add(time.Second), throttle(0)) // 40 -> 20
 	at := time.Second
 	served := 0
@@ -126,6 +129,10 @@ func TestThrottleAfterWindowOfWaveOnlyCountsPostCut(t *testing.T) {
 	}
 	if cap, measured := c.Capacity(); !measured || cap < 8.5 || cap > 11.5 {
 		t.Fatalf("Capacity() = %.2f, %v; want about 10, true", cap, measured)
+	}
+	// Counted over about 3 s: ±1.5 answers over that span, about 0.5 req/s.
+	if e := c.CapacityError(); e < 0.3 || e > 1.5 {
+		t.Fatalf("CapacityError() = %.2f, want about 0.5", e)
 	}
 }
 

@@ -269,6 +269,9 @@ func appendEvent(b []byte, e *polite.Event) []byte {
 	}
 	if e.Capacity != 0 {
 		b = appendFloat(b, "cap", e.Capacity)
+		if e.CapacityErr != 0 {
+			b = appendFloat(b, "cap_err", e.CapacityErr)
+		}
 		if e.Measured {
 			b = append(b, `,"meas":true`...)
 		}

@@ -25,6 +25,7 @@ type Record struct {
 	Rate    *float64 `json:"rate"`
 	Prev    float64  `json:"prev"`
 	Cap     float64  `json:"cap"`
+	CapErr  float64  `json:"cap_err"`
 	Meas    bool     `json:"meas"`
 	Phase   string   `json:"ph"`
 	RA      string   `json:"ra"`  // the raw Retry-After

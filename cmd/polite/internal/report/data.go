@@ -110,9 +110,10 @@ type Host struct {
 	Paused       float64 // seconds
 	BreakerOpens int
 	lat          []float64
-	steps        []point // rate set over time
-	caps         []point // capacity estimate over time
-	ticks        []int64 // 429s, ms
+	steps        []point   // rate set over time
+	caps         []point   // capacity estimate over time
+	capErrs      []float64 // how far off each of caps may be, either way (0: unknown)
+	ticks        []int64   // 429s, ms
 	pauses       []span
 	breaker      []span
 	openAt       int64 // an open breaker's start, 0 when closed
@@ -240,6 +241,7 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 				if r.Cap > 0 {
 					h.Capacity, h.Measured = r.Cap, r.Meas
 					h.caps = append(h.caps, point{r.T, r.Cap})
+					h.capErrs = append(h.capErrs, r.CapErr)
 				}
 			case "breaker":
 				switch r.Detail {

@@ -20,7 +20,7 @@ func (d *Data) writeDetail(b *strings.Builder) {
 	fmt.Fprintf(b, `<p class="legend">%s rate set %s achieved (ok/s) %s capacity estimate %s 429 %s paused %s breaker open %s latency p50 %s p95</p>`,
 		swatch("#1f77b4"), swatch("#2ca02c"), swatch("#ff7f0e"), swatch("#d62728"), swatch("#f3d9a6"), swatch("#c9b3e6"),
 		swatch("#555"), swatch("#aaa"))
-	b.WriteString(`<p class="muted">The capacity estimate is drawn as a line without an error band: polite's adaptive controller keeps how far off its estimate may be to itself (it does not export it), so there is no band to draw.</p>` + "\n")
+	b.WriteString(`<p class="muted">The capacity estimate is the dashed line; the band around it is how far off the controller says it may be (a count of answers is ±1.5 over the time it was counted in). None while it is only a lower bound.</p>` + "\n")
 	for i, h := range d.Detail {
 		d.writeHost(b, i, h)
 	}
@@ -47,8 +47,8 @@ func (d *Data) writeHost(b *strings.Builder, i int, h *Host) {
 			ymax = max(ymax, p.v)
 		}
 	}
-	for _, p := range h.caps {
-		ymax = max(ymax, p.v)
+	for k, p := range h.caps {
+		ymax = max(ymax, p.v+h.capErrs[k])
 	}
 	ymax = niceMax(ymax)
 	y := func(v float64) float64 { return top + ht - math.Min(v, ymax)/ymax*ht }
@@ -62,6 +62,7 @@ func (d *Data) writeHost(b *strings.Builder, i int, h *Host) {
 		x0, x1 := d.tx(s.from), d.tx(min(s.to, end))
 		fmt.Fprintf(b, `<rect class="breaker" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#c9b3e6" opacity=".7"/>`, x0, top, math.Max(x1-x0, 1), ht)
 	}
+	capBand(b, d, h, y, end)
 	// Achieved: ok answers per second in each bucket.
 	var pts []string
 	for k, n := range ok {
@@ -136,6 +137,25 @@ func stepLine(b *strings.Builder, d *Data, pts []point, y func(float64) float64,
 		s = append(s, fmt.Sprintf("%.1f,%.1f %.1f,%.1f", d.tx(p.t), y(v), d.tx(to), y(v)))
 	}
 	fmt.Fprintf(b, `<polyline class="%s" points="%s" fill="none" stroke="%s" stroke-width="%s"/>`, name, strings.Join(s, " "), color, width)
+}
+
+// capBand shades the capacity estimate's error band: from each estimate to
+// the next, capacity ± its error, where the controller gave one.
+func capBand(b *strings.Builder, d *Data, h *Host, y func(float64) float64, end int64) {
+	for k, p := range h.caps {
+		e := h.capErrs[k]
+		if e <= 0 {
+			continue
+		}
+		to := end
+		if k+1 < len(h.caps) {
+			to = h.caps[k+1].t
+		}
+		x0, x1 := d.tx(p.t), d.tx(min(to, end))
+		y0, y1 := y(p.v+e), y(max(p.v-e, 0))
+		fmt.Fprintf(b, `<rect class="capband" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#ff7f0e" opacity=".18"><title>capacity %.1f ± %.1f req/s</title></rect>`,
+			x0, y0, math.Max(x1-x0, 1), math.Max(y1-y0, 1), p.v, e)
+	}
 }
 
 // niceMax rounds v up to 1, 2 or 5 times a power of ten (1 for 0).

@@ -71,3 +71,36 @@ func TestStates(t *testing.T) {
 		t.Error("the page does not draw the blocked host")
 	}
 }
+
+// The capacity estimate's error band (issue 15): a rate event that carries
+// the controller's error is drawn as capacity ± error, through the audit
+// log; one without an error (a lower bound) gets no band.
+func TestCapacityBand(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	var buf bytes.Buffer
+	l := audit.New(&buf, audit.Options{FlushInterval: -1})
+	l.Observe(polite.Event{Kind: polite.EventAttempt, Time: t0, Host: "a.test", Attempt: 1, Status: 429, Outcome: polite.Throttled})
+	l.Observe(polite.Event{Kind: polite.EventRate, Time: t0.Add(time.Second), Host: "a.test", Reason: polite.ReasonAdaptive,
+		Rate: 9.7, Prev: 20, Capacity: 10, CapacityErr: 1.5, Measured: true, Phase: "settled"})
+	l.Observe(polite.Event{Kind: polite.EventRate, Time: t0.Add(2 * time.Second), Host: "a.test", Reason: polite.ReasonAdaptive,
+		Rate: 12, Prev: 9.7, Capacity: 12, Phase: "ramping"})
+	l.Observe(polite.Event{Kind: polite.EventAttempt, Time: t0.Add(3 * time.Second), Host: "a.test", Attempt: 1, Status: 200, Outcome: polite.OK})
+	l.Close()
+	if !strings.Contains(buf.String(), `"cap_err":1.5`) {
+		t.Fatalf("events.jsonl does not carry the error:\n%s", buf.String())
+	}
+	d, err := Read(nil, &buf, Job{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page strings.Builder
+	if err := Write(&page, d); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(page.String(), `class="capband"`); n != 1 {
+		t.Errorf("%d capacity bands drawn, want 1 (the lower bound has none)", n)
+	}
+	if !strings.Contains(page.String(), "capacity 10.0 ± 1.5 req/s") {
+		t.Error("the band does not say capacity 10.0 ± 1.5 req/s")
+	}
+}
