@@ -143,14 +143,7 @@ type HostStatus struct {
 // ReadStatus reads a job's state.db in dir without taking the job's lock
 // (a running job may be read), listing up to deadLimit dead letters.
 func ReadStatus(dir string, deadLimit int) (*Status, error) {
-	path := filepath.Join(dir, StateFile)
-	if _, err := os.Stat(path); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("crawl: %s: no job here (no %s)", dir, StateFile)
-		}
-		return nil, fmt.Errorf("crawl: %w", err)
-	}
-	st, err := openStore(path)
+	st, path, err := openExisting(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +206,40 @@ func ReadStatus(dir string, deadLimit int) (*Status, error) {
 }
 
 // each runs query and calls fn for every row.
+// ReadCounts returns how many URLs the job in dir holds and how many of
+// them are not finished: what a report needs of state.db, in two index
+// reads where ReadStatus scans every row (a 100,000-URL job's report spent
+// 0.4 s of CPU there).
+func ReadCounts(dir string) (total, pending int, err error) {
+	st, path, err := openExisting(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer st.Close()
+	err = st.db.QueryRow(`SELECT count(*) FROM urls`).Scan(&total)
+	if err == nil {
+		err = st.db.QueryRow(`SELECT count(*) FROM urls WHERE state = 'pending'`).Scan(&pending)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("crawl: reading %s: %w", path, err)
+	}
+	return total, pending, nil
+}
+
+// openExisting opens dir's state.db, which must exist: reading a job never
+// creates one.
+func openExisting(dir string) (*store, string, error) {
+	path := filepath.Join(dir, StateFile)
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, path, fmt.Errorf("crawl: %s: no job here (no %s)", dir, StateFile)
+		}
+		return nil, path, fmt.Errorf("crawl: %w", err)
+	}
+	st, err := openStore(path)
+	return st, path, err
+}
+
 func each(db *sql.DB, query string, fn func(*sql.Rows) error, args ...any) error {
 	rows, err := db.Query(query, args...)
 	if err != nil {

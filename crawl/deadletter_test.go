@@ -2,10 +2,13 @@ package crawl
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -69,4 +72,45 @@ func TestRequeueSurvivesACrash(t *testing.T) {
 	if len(got) != 3 || got[srv.URL+"/b"].Outcome != OK {
 		t.Errorf("after the retry: %d URLs, /b %q; want 3 and ok", len(got), got[srv.URL+"/b"].Outcome)
 	}
+}
+
+// ReadCounts reads what ReadStatus reads of the totals, without its scan:
+// a job of 5 URLs, 3 of them finished by a first run cut short.
+func TestReadCounts(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := ReadCounts(dir); err == nil || !strings.Contains(err.Error(), "no job here") {
+		t.Fatalf("ReadCounts of an empty directory: %v, want no job here", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, StateFile)); !os.IsNotExist(err) {
+		t.Fatalf("ReadCounts created %s", StateFile)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	defer srv.Close()
+	j := loadJob(t, dir, urlsOf(srv.URL, 5), Options{Transport: &polite.Transport{IgnoreRobots: true}, MaxURLs: 3})
+	if _, err := j.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	j = loadJob(t, dir, urlsOf(srv.URL, 5), Options{Transport: &polite.Transport{IgnoreRobots: true}})
+	j.Close() // loaded, not run: 2 pending
+	total, pending, err := ReadCounts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadStatus(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 5 || pending != 2 || total != s.Total || pending != s.Pending {
+		t.Errorf("ReadCounts = %d, %d; want 5, 2 (ReadStatus: %d, %d)", total, pending, s.Total, s.Pending)
+	}
+}
+
+// urlsOf lists n pages of base, one a line.
+func urlsOf(base string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "%s/p/%d\n", base, i)
+	}
+	return b.String()
 }

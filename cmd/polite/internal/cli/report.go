@@ -58,7 +58,7 @@ snapshot. Open it with a browser (xdg-open DIR/report.html).`,
 // host's row), and returns the page's path. Each is written to a temporary
 // file and renamed, so a reader never sees half of one.
 func writeReport(dir string) (string, error) {
-	st, err := crawl.ReadStatus(dir, 0)
+	total, pending, err := crawl.ReadCounts(dir)
 	if err != nil {
 		return "", err
 	}
@@ -72,7 +72,7 @@ func writeReport(dir string) (string, error) {
 		return "", err
 	}
 	defer closeOptional(events)
-	d, err := report.Read(reader(results), reader(events), report.Job{Total: st.Total, Pending: st.Pending})
+	d, err := report.Read(reader(results), reader(events), report.Job{Total: total, Pending: pending})
 	if err != nil {
 		return "", fmt.Errorf("report: %s: %w", dir, err)
 	}
