@@ -270,6 +270,28 @@ func (k *Keyer) Key(ctx context.Context, u *url.URL) (string, error) {
 	return hk, nil
 }
 
+// cached returns the key of a canonical host key hk when it is known
+// without a lookup: always for KeyHost and KeyDomain, and for KeyIP when hk
+// is an address or its name resolved within the TTL.
+func (k *Keyer) cached(hk string) (string, bool) {
+	switch k.By {
+	case KeyDomain:
+		return DomainKey(hk), true
+	case KeyIP:
+		host, _ := splitHostPort(hk)
+		if ip, err := netip.ParseAddr(host); err == nil {
+			return ip.String(), true
+		}
+		if v, ok := k.ips.Load(host); ok {
+			if e := v.(ipEntry); time.Now().Before(e.expires) {
+				return e.ip, true
+			}
+		}
+		return "", false
+	}
+	return hk, true
+}
+
 func (k *Keyer) ipKey(ctx context.Context, hk string) (string, error) {
 	host, _ := splitHostPort(hk)
 	if ip, err := netip.ParseAddr(host); err == nil {

@@ -515,6 +515,9 @@ func (s *localStore) SetCeiling(h *Host, now time.Time, why Reason, rate float64
 func (s *localStore) State(h *Host, now time.Time) HostState {
 	st := HostState{Key: h.key, Rate: h.bucket.Rate(), Tokens: h.bucket.Tokens(now),
 		InFlight: h.gate.InFlight(), Concurrency: h.gate.Limit()}
+	if h.rule >= 0 {
+		st.Rule = s.reg.pats[h.rule]
+	}
 	if st.Tokens < 1 && st.Rate > 0 {
 		st.NextToken = now.Add(time.Duration((1 - st.Tokens) / st.Rate * float64(time.Second)))
 	}
@@ -524,7 +527,10 @@ func (s *localStore) State(h *Host, now time.Time) HostState {
 		return st
 	}
 	if c := p.maxRate(); !math.IsInf(c, 1) {
-		st.Ceiling = c
+		st.Ceiling, st.CeilingWhy = c, ReasonRateLimit
+		if math.Float64frombits(p.robotsCeil.Load()) == c {
+			st.CeilingWhy = ReasonCrawlDelay
+		}
 	}
 	if d, why := p.paused(now); d > 0 {
 		st.PausedUntil, st.PauseWhy = now.Add(d), why

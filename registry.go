@@ -293,6 +293,16 @@ func (r *Registry) LimitsFor(key string) Limits {
 	return r.rule(r.ruleFor(key)).limits
 }
 
+// RuleFor returns the pattern of the rule a host with this key gets its
+// limits from, "" for the defaults.
+func (r *Registry) RuleFor(key string) string {
+	r.init()
+	if i := r.ruleFor(key); i >= 0 {
+		return r.pats[i]
+	}
+	return ""
+}
+
 func (r *Registry) clock() time.Time {
 	if r.now != nil {
 		return r.now()

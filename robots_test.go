@@ -80,6 +80,9 @@ func TestRobotsCrawlDelaySpacesRequests(t *testing.T) {
 				t.Errorf("requests %d and %d were %v apart, want ≥ 2s (Crawl-delay)", i-1, i, d)
 			}
 		}
+		if st, _ := c.Transport.(*Transport).State("a.test"); st.Ceiling != 0.5 || st.CeilingWhy != ReasonCrawlDelay {
+			t.Errorf("State: ceiling %v (%q), want 0.5 (crawl-delay)", st.Ceiling, st.CeilingWhy)
+		}
 	})
 }
 

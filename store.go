@@ -196,8 +196,13 @@ type HostState struct {
 	CapacityErr float64
 	Measured    bool
 	// Ceiling is the lowest rate ceiling (robots.txt, RateLimit), 0 for
-	// none.
-	Ceiling float64
+	// none, and CeilingWhy which one it is (ReasonCrawlDelay or
+	// ReasonRateLimit; "" when the Store cannot tell).
+	Ceiling    float64
+	CeilingWhy Reason
+	// Rule is the pattern of the Rule the host's limits come from, "" for
+	// the Transport's defaults.
+	Rule string
 	// InFlight and Concurrency are the requests in flight and their cap.
 	InFlight, Concurrency int
 	// PausedUntil is the end of the host's pause (zero when not paused),

@@ -305,8 +305,11 @@ func TestNoHeadOfLineAcrossHosts(t *testing.T) {
 				t.Errorf("slow.test requests %d and %d came %v apart, want its rate's 2 s", i-1, i, gap)
 			}
 		}
-		if st, ok := tr.State("slow.test"); !ok || st.InFlight != 0 || st.Rate != 0.5 {
-			t.Errorf("State(slow.test) = %+v, %v; want rate 0.5, nothing in flight", st, ok)
+		if st, ok := tr.State("slow.test"); !ok || st.InFlight != 0 || st.Rate != 0.5 || st.Rule != "slow.test" {
+			t.Errorf("State(slow.test) = %+v, %v; want rate 0.5 from rule slow.test, nothing in flight", st, ok)
+		}
+		if st, _ := tr.State("fast.test"); st.Rule != "" {
+			t.Errorf("State(fast.test).Rule = %q, want none", st.Rule)
 		}
 	})
 }
@@ -389,6 +392,9 @@ func TestRateLimitCeiling(t *testing.T) {
 				defer tr.Registry().Put(h)
 				if got := h.bucket.Rate(); math.Abs(got-tt.want) > 1e-9 {
 					t.Errorf("rate %v, want %v", got, tt.want)
+				}
+				if st, _ := tr.State("a.test"); tt.want < 50 && st.CeilingWhy != ReasonRateLimit {
+					t.Errorf("State: ceiling %v (%q), want the RateLimit fields'", st.Ceiling, st.CeilingWhy)
 				}
 			})
 		})

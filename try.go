@@ -65,6 +65,18 @@ func (t *Transport) KeyOf(req *http.Request) (string, error) {
 	return t.keyer.Key(req.Context(), req.URL)
 }
 
+// BudgetKey returns the key of the budget a host is under (see
+// Transport.Key), given the host's canonical key (HostKey), without
+// resolving anything: ok is false when only a DNS lookup could tell (KeyIP,
+// a name not resolved in the last TTL). A scheduler that groups URLs by
+// host asks Ready and State with it, so that with KeyDomain or KeyIP it
+// reads the budget its requests draw on, not a fresh entry of the host's
+// own.
+func (t *Transport) BudgetKey(host string) (key string, ok bool) {
+	t.init()
+	return t.keyer.cached(host)
+}
+
 // State returns a snapshot of the host with this key, and false when the
 // Transport holds no state for it (never used, or evicted when idle).
 func (t *Transport) State(key string) (HostState, bool) {

@@ -25,7 +25,11 @@ func (j *Job) ready(h *host, now time.Time) (time.Duration, polite.Reason) {
 	if h.pausedUntil.After(now) {
 		return h.pausedUntil.Sub(now), h.pauseWhy
 	}
-	d, why := j.tr.Ready(h.key, now)
+	key, ok := j.budgetKey(h)
+	if !ok {
+		return 0, "" // a name KeyIP has not resolved yet: the first Try will
+	}
+	d, why := j.tr.Ready(key, now)
 	if why == polite.ReasonBlock {
 		return j.blockReady(h, now)
 	}
@@ -60,7 +64,7 @@ func (j *Job) blockReady(h *host, now time.Time) (time.Duration, polite.Reason) 
 	if d := at.Sub(now); d > 0 {
 		return d, polite.ReasonBlock
 	}
-	if !j.tr.Unblock(h.key) { // the Store cannot lift it: final
+	if !j.tr.Unblock(j.budgetOf(h)) { // the Store cannot lift it: final
 		h.recheck.Store(recheckDone)
 		return 0, polite.ReasonBlock
 	}
@@ -178,7 +182,7 @@ func (j *Job) health(h *host, tr polite.Tried, err error, resp *http.Response) {
 	if h.failing.Load() != 0 {
 		return
 	}
-	if st, ok := j.tr.State(h.key); ok && st.Breaker != breaker.Closed {
+	if st, ok := j.tr.State(j.budgetOf(h)); ok && st.Breaker != breaker.Closed {
 		h.failing.CompareAndSwap(0, time.Now().UnixNano())
 	}
 }
@@ -205,4 +209,26 @@ func (j *Job) maxDelay() time.Duration {
 		return c
 	}
 	return retry.DefaultCap
+}
+
+// budgetKey returns the key of the Transport budget h's requests draw on
+// (Transport.BudgetKey), false while it is not known without a lookup. It
+// is kept once it cannot change (by host or domain).
+func (j *Job) budgetKey(h *host) (string, bool) {
+	if k := h.budget.Load(); k != nil {
+		return *k, true
+	}
+	k, ok := j.tr.BudgetKey(h.key)
+	if ok && j.tr.Key != polite.KeyIP {
+		h.budget.Store(&k)
+	}
+	return k, ok
+}
+
+// budgetOf is budgetKey, falling back on the host's own key.
+func (j *Job) budgetOf(h *host) string {
+	if k, ok := j.budgetKey(h); ok {
+		return k
+	}
+	return h.key
 }

@@ -76,7 +76,9 @@ type Progress struct {
 	// Outcomes counts finished URLs by outcome, over every run.
 	Outcomes map[string]int
 	// InFlight, Queued and Delayed count URLs being fetched, ready to go as
-	// soon as their host is, and put off (backoff) until a later time.
+	// soon as their host's rate or in-flight cap lets them, and waiting:
+	// put off by a backoff, or held with their host by a pause (Retry-After,
+	// RateLimit reset, a block) or an open breaker.
 	InFlight, Queued, Delayed int
 	// Elapsed is the time since Run started.
 	Elapsed time.Duration
@@ -89,7 +91,11 @@ type Progress struct {
 
 // HostProgress is one host's line in a Progress.
 type HostProgress struct {
-	Host      string
+	Host string
+	// Budget is the key of the Transport budget the host draws on when it
+	// is not the host's own (--key domain or ip): Rate, Paused and Why are
+	// the budget's.
+	Budget    string
 	Rate      float64       // the host's current rate limit, requests per second (0: no limit)
 	InFlight  int           // requests in flight now
 	Left      int           // URLs not finished
@@ -170,7 +176,11 @@ func (j *Job) Progress(topHosts int) Progress {
 			Requests: h.stats.requests.Load(), Throttled: h.stats.throttled.Load(), Blocked: h.stats.blocked.Load(),
 			Errors: h.stats.errors.Load(), Done: h.stats.done.Load(), Failed: h.stats.failed.Load(), P95: h.stats.p95(),
 		}
-		if st, ok := j.tr.State(h.key); ok {
+		bk := j.budgetOf(h)
+		if bk != h.key {
+			hp.Budget = bk
+		}
+		if st, ok := j.tr.State(bk); ok {
 			if st.PausedUntil.After(now) {
 				hp.Paused = st.PausedUntil.Sub(now)
 			}
@@ -192,17 +202,91 @@ func slowBecause(st polite.HostState, now time.Time) string {
 	case st.Blocked != "":
 		return "blocked: " + st.Blocked
 	case st.PausedUntil.After(now):
-		return fmt.Sprintf("paused %v (%s)", st.PausedUntil.Sub(now).Round(100*time.Millisecond), st.PauseWhy)
+		return fmt.Sprintf("paused %v (%s)", st.PausedUntil.Sub(now).Round(100*time.Millisecond), pauseName(st.PauseWhy))
 	case st.Breaker == breaker.Open:
 		return "breaker open"
 	case st.Breaker == breaker.HalfOpen:
 		return "breaker probing"
 	case st.Concurrency > 0 && st.InFlight >= st.Concurrency:
-		return fmt.Sprintf("at its in-flight cap (%d)", st.Concurrency)
+		return fmt.Sprintf("in-flight cap (%d)", st.Concurrency)
 	case st.NextToken.After(now) && st.Ceiling > 0 && st.Rate >= st.Ceiling*0.999:
-		return fmt.Sprintf("at its crawl-delay/RateLimit ceiling (%.3g/s)", st.Ceiling)
+		switch st.CeilingWhy {
+		case polite.ReasonCrawlDelay:
+			return fmt.Sprintf("robots.txt Crawl-delay (%.3g/s)", st.Ceiling)
+		case polite.ReasonRateLimit:
+			return fmt.Sprintf("server's RateLimit header (%.3g/s)", st.Ceiling)
+		}
+		return fmt.Sprintf("crawl-delay/RateLimit ceiling (%.3g/s)", st.Ceiling)
+	case st.NextToken.After(now) && st.Rule != "":
+		return fmt.Sprintf("rate %.3g/s (rule %s)", st.Rate, st.Rule)
 	case st.NextToken.After(now):
-		return fmt.Sprintf("waiting on its rate (%.3g/s)", st.Rate)
+		return fmt.Sprintf("rate %.3g/s", st.Rate)
 	}
 	return ""
+}
+
+// Slowest is the host a job waits for longest: the one whose URLs left,
+// at the rate its budget holds it to, after its pause, take the longest.
+type Slowest struct {
+	Host string  // the host, or with --key domain|ip the budget's key
+	Left int     // URLs not finished (of every host under the budget)
+	Rate float64 // the rate its budget holds it to, requests per second
+	ETA  time.Duration
+}
+
+// Slowest returns the host expected to finish last at the rate each is held
+// to (Left ÷ Rate, plus what is left of its pause or open breaker), and
+// false when no host with URLs left has a finite rate: the job's own
+// throughput is then the better estimate. It reads every host in memory:
+// call it every second or so, not per URL.
+func (j *Job) Slowest() (Slowest, bool) {
+	j.mu.Lock()
+	loaded := j.loaded
+	j.mu.Unlock()
+	if !loaded {
+		return Slowest{}, false
+	}
+	left := map[string]int{}
+	j.sched.mu.Lock()
+	for _, h := range j.sched.hosts {
+		if n := h.loaded + h.unloaded; n > 0 && h.gaveUp.Load() == nil {
+			left[j.budgetOf(h)] += n
+		}
+	}
+	j.sched.mu.Unlock()
+	now := time.Now()
+	var worst Slowest
+	for key, n := range left {
+		st, ok := j.tr.State(key)
+		if !ok || st.Rate <= 0 || st.Rate >= bucket.Inf {
+			continue
+		}
+		eta := time.Duration(float64(n) / st.Rate * float64(time.Second))
+		held := st.PausedUntil
+		if st.BreakerUntil.After(held) {
+			held = st.BreakerUntil
+		}
+		if held.After(now) {
+			eta += held.Sub(now)
+		}
+		if eta > worst.ETA || eta == worst.ETA && key < worst.Host {
+			worst = Slowest{Host: key, Left: n, Rate: st.Rate, ETA: eta}
+		}
+	}
+	return worst, worst.Host != ""
+}
+
+// pauseName says what paused a host, as a user reads it.
+func pauseName(why polite.Reason) string {
+	switch why {
+	case polite.ReasonRetryAfter:
+		return "server's Retry-After"
+	case polite.ReasonRateLimit:
+		return "server's RateLimit reset"
+	case polite.ReasonBackoff:
+		return "backoff after failures"
+	case polite.ReasonStore:
+		return "shared store unreachable"
+	}
+	return string(why)
 }

@@ -294,7 +294,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		if tr.Reason == polite.ReasonRetryAfter {
 			// The host named a pause beyond MaxRetryAfter: say until
 			// when, and keep it for the next run.
-			if st, ok := j.tr.State(h.key); ok && st.PausedUntil.After(now) {
+			if st, ok := j.tr.State(j.budgetOf(h)); ok && st.PausedUntil.After(now) {
 				res.Error += fmt.Sprintf("; host paused until %s (%s), beyond --max-retry-after",
 					st.PausedUntil.UTC().Format(time.RFC3339), st.PauseWhy)
 				j.persistPause(h, st.PausedUntil, st.PauseWhy)

@@ -50,6 +50,10 @@ const (
 // scheduler's; the rest are safe for concurrent use.
 type host struct {
 	key string
+	// budget is the key of the Transport's budget the host is under (its
+	// key, or with --key domain|ip the domain's or address's), once known
+	// and stable (see Job.budgetKey).
+	budget atomic.Pointer[string]
 
 	// guarded by sched.mu
 	queue    []*item // FIFO: URLs ready to send as soon as the host is
@@ -58,6 +62,7 @@ type host struct {
 	inflight int
 	state    hostState
 	wakeAt   time.Time
+	asleep   bool // in the timer heap for a pause or breaker, not its rate
 	// Streaming from state.db (issue 17, defect 3): loaded counts the URLs
 	// of the host in memory and not done (queued, delayed, in flight),
 	// unloaded those still only in the database, cursor the id of the
@@ -313,13 +318,13 @@ func (s *sched) next() *item {
 			}
 		}
 		if d > 0 {
-			s.sleep(h, now.Add(d))
+			s.sleep(h, now.Add(d), pauses(why))
 			continue
 		}
 		if why == polite.ReasonSlot {
 			// Slots held by others (a robots.txt fetch, another
 			// client of the Transport): look again shortly.
-			s.sleep(h, now.Add(slotPoll))
+			s.sleep(h, now.Add(slotPoll), false)
 			continue
 		}
 		return s.handOut(h)
@@ -362,10 +367,12 @@ func (s *sched) abandon(h *host, g *givenUp) {
 // requests the job did not send sleeps before it is asked again.
 const slotPoll = 50 * time.Millisecond
 
-// sleep parks h in the timer heap until t. Called with mu held.
-func (s *sched) sleep(h *host, t time.Time) {
+// sleep parks h in the timer heap until t; paused says a pause or an open
+// breaker holds it, not its rate. Called with mu held.
+func (s *sched) sleep(h *host, t time.Time, paused bool) {
 	h.state = hostWaiting
 	h.wakeAt = t
+	h.asleep = paused
 	s.pushTimer(timer{at: t, h: h})
 }
 
@@ -457,6 +464,7 @@ func (s *sched) clock() {
 			case t.h.state == hostWaiting && t.h.wakeAt.Equal(t.at):
 				t.h.state = hostIdle
 				t.h.wakeAt = time.Time{}
+				t.h.asleep = false
 				s.kick(t.h)
 			}
 		}
@@ -479,11 +487,30 @@ func (s *sched) clock() {
 	}
 }
 
-// counts returns URLs in flight, queued and put off.
-func (s *sched) counts() (inflight, queued, delayed int) {
+// counts returns URLs in flight, queued (ready to go as soon as their
+// host's rate or in-flight cap lets them) and waiting: put off by backoff,
+// or queued for a host that a pause or an open breaker holds back.
+func (s *sched) counts() (inflight, queued, waiting int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.inflight, s.queued, s.delayed
+	held := 0
+	for _, t := range s.timers {
+		if h := t.h; h != nil && h.asleep && h.state == hostWaiting && h.wakeAt.Equal(t.at) {
+			held += h.queued()
+		}
+	}
+	return s.inflight, s.queued - held, s.delayed + held
+}
+
+// pauses reports whether a host not ready for why is paused (by the server,
+// a backoff, a block or its breaker) rather than spacing its requests.
+func pauses(why polite.Reason) bool {
+	switch why {
+	case polite.ReasonRetryAfter, polite.ReasonRateLimit, polite.ReasonBackoff, polite.ReasonBreaker,
+		polite.ReasonStore, polite.ReasonBlock:
+		return true
+	}
+	return false
 }
 
 // timer is a host to wake or a URL to queue at a time.

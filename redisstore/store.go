@@ -373,7 +373,7 @@ func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 		return s.health.local.State(h, now)
 	}
 	key := h.Key()
-	st := polite.HostState{Key: key}
+	st := polite.HostState{Key: key, Rule: s.reg.RuleFor(key)}
 	st.InFlight, st.Concurrency = h.InFlight()
 	l := s.reg.LimitsFor(key)
 	res, err := s.run(stateScript, key, s.common(now, l))
