@@ -16,11 +16,12 @@ test: deps fmt-check vet unit
 
 # Tests start their own redis-server on loopback; under CI=true a missing one
 # fails them, so install it when it is missing (Debian/Ubuntu, as root).
+# The display tests run the CLI in a real terminal: tmux, likewise.
 deps:
-	@command -v redis-server >/dev/null 2>&1 || { \
-	  echo "installing redis-server"; \
-	  apt-get install -y -qq redis-server >/dev/null 2>&1 || \
-	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq redis-server >/dev/null; }; }
+	@for p in redis-server tmux; do command -v $$p >/dev/null 2>&1 || { \
+	  echo "installing $$p"; \
+	  apt-get install -y -qq $$p >/dev/null 2>&1 || \
+	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq $$p >/dev/null; }; }; done
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -36,8 +36,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "polite")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
+	if b := os.Getenv("POLITE_E2E_BIN"); b != "" {
+		bin = b // another build (an older one, to see a test fail without a fix)
+	} else if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.Exit(1)
 	}

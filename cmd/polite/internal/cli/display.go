@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +13,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/polite-go/polite/bucket"
+
 	"github.com/polite-go/polite/crawl"
 )
 
@@ -21,12 +22,17 @@ import (
 // every few seconds elsewhere, or nothing.
 type display struct {
 	stop func()
+	// say shows a notice (such as Ctrl-C's) without breaking the view: on
+	// the terminal it becomes a line of the view, elsewhere a line of its
+	// own.
+	say func(string)
 }
 
 const (
-	barEvery  = 250 * time.Millisecond
-	logEvery  = 5 * time.Second
-	tableRows = 8
+	barEvery     = 250 * time.Millisecond
+	logEvery     = 5 * time.Second
+	slowestEvery = time.Second
+	tableRows    = 8
 )
 
 func startDisplay(mode string, job *crawl.Job, w io.Writer) *display {
@@ -36,40 +42,66 @@ func startDisplay(mode string, job *crawl.Job, w io.Writer) *display {
 	case "log":
 		return startLog(job, w)
 	}
-	return &display{stop: func() {}}
+	return &display{stop: func() {}, say: func(s string) { fmt.Fprintln(w, s) }}
 }
 
-// rateMeter turns successive done counts into a rate over the last few
-// seconds.
+// rateMeter turns successive counts into a rate over the last few seconds.
 type rateMeter struct {
-	at   []time.Time
-	done []int
+	at []time.Time
+	n  []int64
 }
 
-func (m *rateMeter) add(t time.Time, done int) float64 {
+func (m *rateMeter) add(t time.Time, n int64) float64 {
 	m.at = append(m.at, t)
-	m.done = append(m.done, done)
+	m.n = append(m.n, n)
 	for len(m.at) > 2 && t.Sub(m.at[0]) > 10*time.Second {
-		m.at, m.done = m.at[1:], m.done[1:]
+		m.at, m.n = m.at[1:], m.n[1:]
 	}
 	if d := t.Sub(m.at[0]).Seconds(); d > 0 {
-		return float64(done-m.done[0]) / d
+		return float64(n-m.n[0]) / d
 	}
 	return 0
 }
 
-func eta(left int, rate float64) string {
+// estimate is the time left: the URLs left at the job's recent throughput,
+// or the slowest host's own estimate when that is longer (its URLs left at
+// the rate it is held to, after its pause), and which one it is.
+type estimate struct {
+	eta     time.Duration // -1: unknown
+	slowest *crawl.Slowest
+}
+
+func estimateLeft(left int, rate float64, slow crawl.Slowest, haveSlow bool) estimate {
+	e := estimate{eta: -1}
 	if left == 0 {
-		return "0s"
+		return estimate{}
 	}
-	if rate <= 0 {
+	if rate > 0 {
+		e.eta = time.Duration(float64(left) / rate * float64(time.Second))
+	}
+	if haveSlow && slow.ETA > e.eta {
+		e.eta, e.slowest = slow.ETA, &slow
+	}
+	return e
+}
+
+func (e estimate) String() string {
+	if e.eta < 0 {
 		return "?"
 	}
-	return time.Duration(float64(left) / rate * float64(time.Second)).Round(time.Second).String()
+	s := e.eta.Round(time.Second).String()
+	if e.eta > 0 && e.eta < time.Second {
+		s = "<1s"
+	}
+	if e.slowest != nil {
+		s += fmt.Sprintf(" (slowest: %s, %d left at %s/s)", e.slowest.Host, e.slowest.Left, fmtRate(e.slowest.Rate))
+	}
+	return s
 }
 
 // startLog writes one structured line every logEvery.
 func startLog(job *crawl.Job, w io.Writer) *display {
+	var mu sync.Mutex // one line at a time
 	lg := slog.New(slog.NewTextHandler(w, nil))
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -77,16 +109,17 @@ func startLog(job *crawl.Job, w io.Writer) *display {
 		t := time.NewTicker(logEvery)
 		defer t.Stop()
 		var m rateMeter
-		m.add(time.Now(), job.Progress(0).Done)
+		m.add(time.Now(), int64(job.Progress(0).DoneNow))
 		for {
 			select {
 			case <-done:
 				return
 			case now := <-t.C:
 				p := job.Progress(3)
-				r := m.add(now, p.Done)
+				r := m.add(now, int64(p.DoneNow))
+				slow, ok := job.Slowest()
 				attrs := []any{"done", p.Done, "total", p.Total, "rate", fmt.Sprintf("%.1f/s", r),
-					"eta", eta(p.Total-p.Done, r), "in_flight", p.InFlight, "queued", p.Queued, "waiting", p.Delayed}
+					"eta", estimateLeft(p.Total-p.Done, r, slow, ok).String(), "in_flight", p.InFlight, "queued", p.Queued, "waiting", p.Delayed}
 				for _, o := range crawl.Outcomes {
 					if n := p.Outcomes[o]; n > 0 && o != crawl.OK {
 						attrs = append(attrs, o, n)
@@ -98,28 +131,60 @@ func startLog(job *crawl.Job, w io.Writer) *display {
 					if h.Why != "" {
 						why = ", " + h.Why
 					}
-					busy = append(busy, fmt.Sprintf("%s(%d in flight, %d left%s)", h.Host, h.InFlight, h.Left, why))
+					busy = append(busy, fmt.Sprintf("%s(%d in flight, %d left%s)", hostLabel(h), h.InFlight, h.Left, why))
 				}
 				if len(busy) > 0 {
 					attrs = append(attrs, "busiest", strings.Join(busy, " "))
 				}
+				mu.Lock()
 				lg.Info("progress", attrs...)
+				mu.Unlock()
 			}
 		}
 	})
-	return &display{stop: func() { close(done); wg.Wait() }}
+	say := func(s string) {
+		mu.Lock()
+		fmt.Fprintln(w, s)
+		mu.Unlock()
+	}
+	return &display{stop: func() { close(done); wg.Wait() }, say: say}
+}
+
+// hostLabel is a host row's name: the host, and the budget it draws on when
+// that is not its own (--key domain|ip).
+func hostLabel(h crawl.HostProgress) string {
+	if h.Budget != "" {
+		return h.Host + " [" + h.Budget + "]"
+	}
+	return h.Host
 }
 
 // barModel is the bubbletea model of the terminal display.
 type barModel struct {
-	job   *crawl.Job
-	p     crawl.Progress
-	rate  float64
-	meter rateMeter
-	width int
+	job      *crawl.Job
+	p        crawl.Progress
+	rate     float64
+	meter    rateMeter
+	hostRate map[string]*hostMeter // the rate each shown host gets
+	slow     crawl.Slowest
+	haveSlow bool
+	slowAt   time.Time
+	notice   string
+	width    int
+	height   int
 }
 
-type tickMsg time.Time
+// hostMeter is one host row's sending rate.
+type hostMeter struct {
+	m    rateMeter
+	rate float64
+	seen time.Time
+}
+
+type (
+	tickMsg   time.Time
+	noticeMsg string
+)
 
 func tick() tea.Cmd { return tea.Tick(barEvery, func(t time.Time) tea.Msg { return tickMsg(t) }) }
 
@@ -128,13 +193,41 @@ func (m *barModel) Init() tea.Cmd { return tick() }
 func (m *barModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
-		m.width = msg.Width
+		m.width, m.height = msg.Width, msg.Height
+	case noticeMsg:
+		m.notice = string(msg)
 	case tickMsg:
-		m.p = m.job.Progress(tableRows)
-		m.rate = m.meter.add(time.Time(msg), m.p.Done)
+		m.sample(time.Time(msg))
 		return m, tick()
 	}
 	return m, nil
+}
+
+// sample reads the job's progress at now.
+func (m *barModel) sample(now time.Time) {
+	m.p = m.job.Progress(tableRows)
+	m.rate = m.meter.add(now, int64(m.p.DoneNow))
+	if now.Sub(m.slowAt) >= slowestEvery {
+		m.slow, m.haveSlow = m.job.Slowest()
+		m.slowAt = now
+	}
+	if m.hostRate == nil {
+		m.hostRate = map[string]*hostMeter{}
+	}
+	for _, h := range m.p.Hosts {
+		hm := m.hostRate[h.Host]
+		if hm == nil {
+			hm = &hostMeter{}
+			m.hostRate[h.Host] = hm
+		}
+		hm.rate = hm.m.add(now, h.Requests)
+		hm.seen = now
+	}
+	for k, hm := range m.hostRate {
+		if now.Sub(hm.seen) > 30*time.Second {
+			delete(m.hostRate, k)
+		}
+	}
 }
 
 var (
@@ -149,50 +242,120 @@ func (m *barModel) View() tea.View {
 	return tea.NewView(m.render())
 }
 
+// The table's layouts, widest first: a terminal narrower than a layout's
+// width gets the next one, and one narrower than the last none.
+var layouts = []struct {
+	width, host int
+	full        bool // in flight, blocked and p95 columns too
+}{
+	{100, 28, true},
+	{60, 20, false},
+}
+
+// render draws the view to fit the terminal: every line cut to its width,
+// the host table narrowed or left out, and as many rows as its height has
+// room for.
 func (m *barModel) render() string {
 	p := m.p
-	width := m.width
+	width, height := m.width, m.height
 	if width <= 0 {
 		width = 80
 	}
-	var b strings.Builder
-	barW := max(10, min(50, width-40))
-	frac := 0.0
-	if p.Total > 0 {
-		frac = float64(p.Done) / float64(p.Total)
+	if height <= 0 {
+		height = 24
 	}
-	full := int(frac * float64(barW))
-	b.WriteString(styleBar.Render(strings.Repeat("█", full)) + styleDim.Render(strings.Repeat("░", barW-full)))
-	fmt.Fprintf(&b, " %d/%d  %.0f/s  ETA %s\n", p.Done, p.Total, m.rate, eta(p.Total-p.Done, m.rate))
-	fmt.Fprintf(&b, "in flight %d  queued %d  waiting %d", p.InFlight, p.Queued, p.Delayed)
+	var b strings.Builder
+	line := func(style *lipgloss.Style, s string) {
+		s = fit(s, width)
+		if style != nil {
+			s = style.Render(s)
+		}
+		b.WriteString(s)
+		b.WriteByte('\n')
+	}
+	if p.Total == 0 && p.Done == 0 {
+		line(nil, "loading the URL list…")
+	} else {
+		frac := 0.0
+		if p.Total > 0 {
+			frac = float64(p.Done) / float64(p.Total)
+		}
+		est := estimateLeft(p.Total-p.Done, m.rate, m.slow, m.haveSlow)
+		text := fmt.Sprintf(" %d/%d  %.0f/s  ETA %s", p.Done, p.Total, m.rate, est)
+		if barW := min(50, width-len([]rune(text))); barW >= 5 {
+			full := min(barW, int(frac*float64(barW)))
+			b.WriteString(styleBar.Render(strings.Repeat("█", full)) + styleDim.Render(strings.Repeat("░", barW-full)))
+			line(nil, text)
+		} else {
+			line(nil, strings.TrimPrefix(text, " "))
+		}
+	}
+	counts := fmt.Sprintf("in flight %d  queued %d  waiting %d", p.InFlight, p.Queued, p.Delayed)
 	for _, o := range crawl.Outcomes {
 		if n := p.Outcomes[o]; n > 0 {
-			s := fmt.Sprintf("  %s %d", o, n)
-			if o != crawl.OK {
-				s = styleWarn.Render(s)
-			}
-			b.WriteString(s)
+			counts += fmt.Sprintf("  %s %d", o, n)
 		}
 	}
-	b.WriteString("\n\n")
-	if len(p.Hosts) > 0 {
-		b.WriteString(styleTitle.Render(fmt.Sprintf("%-28s %8s %9s %6s %6s %7s %8s  %s", "busiest hosts", "rate/s", "in flight", "left", "429s", "blocked", "p95", "held back by")))
-		b.WriteString("\n")
-		for _, h := range p.Hosts {
-			note := ""
-			switch {
-			case h.Blocked > 0:
-				note = styleBad.Render(cmp.Or(h.Why, "blocked"))
-			case h.Paused > 0 || strings.HasPrefix(h.Why, "breaker"):
-				note = styleWarn.Render(h.Why)
-			case h.Why != "":
-				note = styleDim.Render(h.Why)
-			}
-			fmt.Fprintf(&b, "%-28s %8s %9d %6d %6d %7d %8s  %s\n", trunc(h.Host, 28), fmtRate(h.Rate), h.InFlight, h.Left,
-				h.Throttled, h.Blocked, fmtDur(h.P95), note)
+	line(nil, counts)
+	used := 2
+	if m.notice != "" {
+		line(&styleWarn, m.notice)
+		used++
+	}
+	rows := min(len(p.Hosts), height-used-3) // a blank line, the header, and the cursor's line
+	lay := -1
+	for i, l := range layouts {
+		if width >= l.width {
+			lay = i
+			break
 		}
+	}
+	if rows <= 0 || lay < 0 {
+		return b.String()
+	}
+	l := layouts[lay]
+	b.WriteByte('\n')
+	if l.full {
+		line(&styleTitle, fmt.Sprintf("%-*s %13s %9s %6s %6s %7s %8s  %s", l.host, "busiest hosts", "got/limit", "in flight", "left", "429s", "blocked", "p95", "held back by"))
+	} else {
+		line(&styleTitle, fmt.Sprintf("%-*s %13s %6s %6s  %s", l.host, "busiest hosts", "got/limit", "left", "429s", "held back by"))
+	}
+	for _, h := range p.Hosts[:rows] {
+		got := 0.0
+		if hm := m.hostRate[h.Host]; hm != nil {
+			got = hm.rate
+		}
+		rate := fmt.Sprintf("%.1f/%s", got, fmtRate(h.Rate))
+		var s string
+		if l.full {
+			s = fmt.Sprintf("%-*s %13s %9d %6d %6d %7d %8s  %s", l.host, trunc(hostLabel(h), l.host), rate, h.InFlight, h.Left,
+				h.Throttled, h.Blocked, fmtDur(h.P95), h.Why)
+		} else {
+			s = fmt.Sprintf("%-*s %13s %6d %6d  %s", l.host, trunc(hostLabel(h), l.host), rate, h.Left, h.Throttled, h.Why)
+		}
+		var style *lipgloss.Style
+		switch {
+		case h.Blocked > 0:
+			style = &styleBad
+		case h.Paused > 0 || strings.HasPrefix(h.Why, "breaker"):
+			style = &styleWarn
+		}
+		line(style, s)
 	}
 	return b.String()
+}
+
+// fit cuts s to n terminal cells (one per rune: host names and the view's
+// own text), marking the cut.
+func fit(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 func trunc(s string, n int) string {
@@ -203,7 +366,7 @@ func trunc(s string, n int) string {
 }
 
 func fmtRate(r float64) string {
-	if r == 0 {
+	if r == 0 || r >= bucket.Inf {
 		return "∞"
 	}
 	return fmt.Sprintf("%.1f", r)
@@ -219,18 +382,20 @@ func fmtDur(d time.Duration) string {
 // startBar runs the bubbletea display on w until stop.
 func startBar(job *crawl.Job, w io.Writer) *display {
 	m := &barModel{job: job}
-	m.p = job.Progress(tableRows)
-	m.meter.add(time.Now(), m.p.Done)
+	m.sample(time.Now())
 	prog := tea.NewProgram(m, tea.WithOutput(w), tea.WithInput(nil), tea.WithoutSignalHandler())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		prog.Run()
 	}()
-	return &display{stop: func() {
-		prog.Quit()
-		<-done
-	}}
+	return &display{
+		stop: func() {
+			prog.Quit()
+			<-done
+		},
+		say: func(s string) { prog.Send(noticeMsg(s)) },
+	}
 }
 
 // writeSummary writes the end-of-job report: counts by outcome and a line

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -482,6 +483,16 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	defer stopSoft()
 	hard, stopHard := context.WithCancel(context.Background())
 	defer stopHard()
+	// Notices go through the display once it runs, so that they never
+	// break its view (issue 18, item 4).
+	var say atomic.Pointer[func(string)]
+	notice := func(s string) {
+		if f := say.Load(); f != nil {
+			(*f)(s)
+			return
+		}
+		fmt.Fprintln(e.stderr, s)
+	}
 	sigs := make(chan os.Signal, 2)
 	if !o.noSignals {
 		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -494,7 +505,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 			return
 		}
 		stopSoft()
-		fmt.Fprintln(e.stderr, "polite: stopping: letting requests in flight finish (Ctrl-C again to stop now)")
+		notice("polite: stopping: letting requests in flight finish (Ctrl-C again to stop now)")
 		select {
 		case <-sigs:
 			stopHard()
@@ -575,8 +586,10 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		defer cancel()
 	}
 	d := startDisplay(mode, job, e.stderr)
+	say.Store(&d.say)
 	sum, err := job.Run(run, hard)
 	d.stop()
+	say.Store(nil)
 	n := o.summaryN
 	if n == 0 {
 		n = 20
