@@ -156,7 +156,9 @@
 //	                                                              served is a lower bound of it
 //	probing   served more than the host's savings       ramping   the capacity becomes a lower bound
 //	          explain
-//	probing   latency high at the knee                  reacting  probe failed; capacity ≥ served;
+//	probing   latency high at the knee                  reacting  probe failed; capacity ≥ served
+//	                                                              (the last second's, or the newest
+//	                                                              half second's, or the probe's own);
 //	                                                              10 % under Target × capacity
 //	probing   throttle, a host without savings (two     reacting  capacity := midway to the rate the
 //	          probes running refused far above it)                probe met, as a lower bound

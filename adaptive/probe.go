@@ -52,6 +52,12 @@ func (c *Controller) probeKnee(t int64) {
 		// capacity, and would never raise a low estimate.
 		ok = max(ok, float64(c.probeOK-1)*1e9/float64(span)) // less an answer: one more counted at tens per second is a few percent over
 	}
+	// What the host served over the newest half second is a lower bound of
+	// its capacity too, and unlike the last second's count it does not lag
+	// the climb: live, on a one-server FIFO queue of about 95 req/s, the
+	// probes read 84-87 from the second and settled at 76-82; with the
+	// half second they read 88-89 (issue 16).
+	ok = max(ok, min(c.meter.okRateOver(t, 4), c.rate))
 	if ok > c.capEst && !c.capLow {
 		c.capEst = ok
 	}
