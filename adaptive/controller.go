@@ -236,6 +236,7 @@ type Controller struct {
 	// Probing.
 	settleAt   int64   // when the rate last settled
 	probeWait  int64   // settled time before the next probe
+	waitCap    float64 // the capacity probeWait was set against by a failed probe
 	probeAt    int64   // when the current probe began
 	probeBase  float64 // the capacity it started from
 	probeOK    int     // OK answers to requests sent since probeAt

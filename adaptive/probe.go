@@ -90,7 +90,7 @@ func (c *Controller) probeFailed() {
 	if c.capEst > 0 {
 		w = max(w, int64(probeCost/c.capEst*1e9))
 	}
-	c.probeWait = w
+	c.probeWait, c.waitCap = w, c.capEst
 }
 
 // probeRate is the rate the current probe had at sent. On a host that never

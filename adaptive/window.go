@@ -260,6 +260,15 @@ func (c *Controller) settle(t int64) {
 			// bracket that pins it down.
 			c.refine = false
 			c.probeWait = min(c.probeWait, int64(c.cfg.ProbeInterval)/4)
+			break
+		}
+		// A failed probe costs a throttled request: probeCost requests at
+		// the capacity between probes. The wait was set when the probe
+		// failed, against the capacity then; after a fall (40 → 10 req/s,
+		// live) the same wait would spend four times the share.
+		if c.capEst < c.waitCap {
+			c.probeWait = max(c.probeWait, min(int64(probeCost/c.capEst*1e9), int64(c.cfg.MaxProbeInterval)))
+			c.waitCap = c.capEst
 		}
 	}
 }
