@@ -205,7 +205,7 @@ type resolved struct {
 
 func resolve(l Limits) resolved {
 	burst := l.Burst
-	return resolved{limits: l, settings: bucket.NewSettings(l.Rate, burst, l.Smooth)}
+	return resolved{limits: l, settings: bucket.NewSettings(l.Rate, burst, l.Smooth).Pacing()}
 }
 
 func (r *Registry) init() {

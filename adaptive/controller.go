@@ -239,10 +239,10 @@ type Controller struct {
 	waitCap    float64 // the capacity probeWait was set against by a failed probe
 	probeAt    int64   // when the current probe began
 	probeBase  float64 // the capacity it started from
-	probeOK    int     // OK answers to requests sent since probeAt
 	stored     float64 // tokens the host may have saved for the probe
 	saved      float64 // most a probe was served beyond the capacity: a lower bound of the host's burst
-	bareProbes int     // failed probes in a row served far above the estimate without savings
+	probeOK    int32   // OK answers to requests sent since probeAt
+	bareProbes int32   // failed probes in a row served far above the estimate without savings
 
 	// pressedAt is when the latest OK answer to a request the rate held
 	// back (not Spare) came; a rise needs one since the last rise.

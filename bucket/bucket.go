@@ -48,23 +48,25 @@ type params struct {
 	rate   float64 // tokens per second as set; Inf admits all, 0 admits none
 	burst  int     // capacity in tokens; 1 in smooth mode
 	smooth bool    // evenly spaced: a request is admitted only when no debt remains
+	pacing bool    // a client paces itself by it: lateness forgiven (see lateSlack)
 	cost   int64   // ns per token (ceil of 1e9/rate); 0 when rate is Inf
 	tau    int64   // burst*cost: the span a full bucket covers
-	slack  int64   // lateness forgiven a taker (see lateSlack); 0 in smooth mode
 }
 
-// A taker that comes for its token a little after the bucket filled (a
-// timer fired late, a goroutine waited for a CPU) keeps its place: the
-// bucket counts the take from the instant it filled, so the lateness is
-// not lost. Without that a caller pacing itself at rate r with burst 1
-// gets r/(1 + r×lateness): 95 req/s for 100 under a 0.5 ms hiccup, live.
+// In a pacing bucket (Settings.Pacing), a taker that comes for its token a
+// little after the bucket filled (a timer fired late, a goroutine waited
+// for a CPU) keeps its place: the bucket counts the take from the instant
+// it filled, so the lateness is not lost. Without that a caller pacing
+// itself at rate r with burst 1 gets r/(1 + r×lateness): 95 req/s for 100 under a 0.5 ms hiccup, live.
 // What is forgiven is at most lateSlack and a tenth of a token, so no two
 // requests come closer than 0.9/r, and no span sees more than burst plus a
 // tenth of a token beyond r × its length. Smooth mode (Crawl-delay,
-// --smooth) forgives nothing: its spacing is a promise.
+// --smooth) forgives nothing: its spacing is a promise. Nor does a bucket
+// that is not pacing: one that judges others' requests (the guard's
+// arithmetic is this bucket's) cannot tell lateness from eagerness.
 const lateSlack = 2 * time.Millisecond
 
-func newParams(rate float64, burst int, smooth bool) *params {
+func newParams(rate float64, burst int, smooth, pacing bool) *params {
 	if math.IsNaN(rate) || rate < 0 {
 		rate = 0
 	}
@@ -74,7 +76,7 @@ func newParams(rate float64, burst int, smooth bool) *params {
 	if smooth {
 		burst = 1
 	}
-	p := &params{rate: rate, burst: burst, smooth: smooth}
+	p := &params{rate: rate, burst: burst, smooth: smooth, pacing: pacing}
 	switch {
 	case rate >= Inf:
 		p.rate = Inf
@@ -90,9 +92,6 @@ func newParams(rate float64, burst int, smooth bool) *params {
 			p.cost = 1
 		}
 		p.tau = mulSat(int64(burst), p.cost)
-		if !smooth {
-			p.slack = min(int64(lateSlack), p.cost/10)
-		}
 	}
 	return p
 }
@@ -142,7 +141,7 @@ type Bucket struct {
 func New(rate float64, burst int) *Bucket {
 	b := &Bucket{}
 	b.full.Store(longAgo)
-	b.p.Store(newParams(rate, burst, false))
+	b.p.Store(newParams(rate, burst, false, false))
 	return b
 }
 
@@ -152,7 +151,7 @@ func New(rate float64, burst int) *Bucket {
 func NewSmooth(rate float64) *Bucket {
 	b := &Bucket{}
 	b.full.Store(longAgo)
-	b.p.Store(newParams(rate, 1, true))
+	b.p.Store(newParams(rate, 1, true, false))
 	return b
 }
 
@@ -163,7 +162,19 @@ type Settings struct{ p *params }
 
 // NewSettings prepares settings for Init. Smooth forces burst 1.
 func NewSettings(rate float64, burst int, smooth bool) Settings {
-	return Settings{newParams(rate, burst, smooth)}
+	return Settings{newParams(rate, burst, smooth, false)}
+}
+
+// Pacing returns s for a bucket a client paces its own requests by (the
+// Transport's per-host buckets): a take that comes up to 2 ms, and a tenth
+// of a token, after its token was due keeps its place, so that the
+// lateness of timers and goroutines does not lower the rate. It never lets
+// more than a tenth of a token past the burst over any span.
+func (s Settings) Pacing() Settings {
+	if s.p == nil {
+		return s
+	}
+	return Settings{newParams(s.p.rate, s.p.burst, s.p.smooth, true)}
 }
 
 // Init makes b a full bucket with settings s, for buckets embedded by value.
@@ -290,7 +301,7 @@ func (b *Bucket) takeN(now int64, n int, maxWait int64) (act int64, ok bool, err
 			limit = c // admitted once the previous debt is paid
 		}
 		start := max(f, now)
-		if !p.smooth && f < now && now-f <= p.slack {
+		if p.pacing && !p.smooth && f < now && now-f <= min(int64(lateSlack), p.cost/10) {
 			start = f // a taker late by a scheduler's hiccup keeps its place
 		}
 		next := start + c
@@ -466,12 +477,12 @@ func (b *Bucket) Drain(now time.Time) {
 func (b *Bucket) SetRate(now time.Time, rate float64) {
 	b.update(now, func(old *params) *params {
 		if old == nil {
-			return newParams(rate, 0, false)
+			return newParams(rate, 0, false, false)
 		}
 		if old.rate == rate {
 			return nil
 		}
-		return newParams(rate, old.burst, old.smooth)
+		return newParams(rate, old.burst, old.smooth, old.pacing)
 	})
 }
 
@@ -480,12 +491,12 @@ func (b *Bucket) SetRate(now time.Time, rate float64) {
 func (b *Bucket) SetBurst(now time.Time, burst int) {
 	b.update(now, func(old *params) *params {
 		if old == nil {
-			return newParams(0, burst, false)
+			return newParams(0, burst, false, false)
 		}
 		if old.burst == burst && !old.smooth {
 			return nil
 		}
-		return newParams(old.rate, burst, false)
+		return newParams(old.rate, burst, false, old.pacing)
 	})
 }
 
@@ -493,11 +504,11 @@ func (b *Bucket) SetBurst(now time.Time, burst int) {
 // the given burst, at now.
 func (b *Bucket) SetSmooth(now time.Time, smooth bool, burst int) {
 	b.update(now, func(old *params) *params {
-		rate := 0.0
+		rate, pacing := 0.0, false
 		if old != nil {
-			rate = old.rate
+			rate, pacing = old.rate, old.pacing
 		}
-		return newParams(rate, burst, smooth)
+		return newParams(rate, burst, smooth, pacing)
 	})
 }
 

@@ -166,12 +166,20 @@ func TestSmoothSpacing(t *testing.T) {
 	}
 }
 
-// A taker that comes a little after its token was due keeps its place, so a
-// caller woken late by a timer or the scheduler does not lose the rate
-// (live, --rate 100 with burst 1 got 95 req/s); a longer lateness is idle
-// time, and smooth mode forgives nothing.
+// pacing returns a pacing bucket (Settings.Pacing), full.
+func pacing(rate float64, burst int, smooth bool) *Bucket {
+	b := &Bucket{}
+	b.Init(NewSettings(rate, burst, smooth).Pacing())
+	return b
+}
+
+// In a pacing bucket a taker that comes a little after its token was due
+// keeps its place, so a caller woken late by a timer or the scheduler does
+// not lose the rate (live, --rate 100 with burst 1 got 95 req/s); a longer
+// lateness is idle time, and smooth mode forgives nothing, nor does a
+// bucket that judges others' requests.
 func TestLateTakerKeepsPlace(t *testing.T) {
-	run(t, New(10, 1), []step{
+	late := []step{
 		{t: 0, n: 1, ok: true},
 		{t: 101500 * time.Microsecond, n: 1, ok: true}, // 1.5 ms late
 		{t: 199 * ms, n: 1, ok: false},
@@ -179,16 +187,23 @@ func TestLateTakerKeepsPlace(t *testing.T) {
 		{t: 305 * ms, n: 1, ok: true}, // 5 ms late: past the slack
 		{t: 400 * ms, n: 1, ok: false},
 		{t: 405 * ms, n: 1, ok: true},
-	})
-	run(t, NewSmooth(10), []step{
+	}
+	run(t, pacing(10, 1, false), late)
+	b := pacing(10, 1, false)
+	b.SetRate(at(0), 10.5)
+	b.SetRate(at(0), 10) // setters keep it pacing
+	run(t, b, late)
+	strict := []step{
 		{t: 0, n: 1, ok: true},
 		{t: 101500 * time.Microsecond, n: 1, ok: true},
 		{t: 200 * ms, n: 1, ok: false},
 		{t: 201500 * time.Microsecond, n: 1, ok: true},
-	})
+	}
+	run(t, pacing(10, 1, true), strict)
+	run(t, New(10, 1), strict)
 	// Polling every millisecond with burst 1 loses nothing over an hour,
 	// and gains nothing: 7/s admits 7 × 3600 + 1.
-	b := New(7, 1)
+	b = pacing(7, 1, false)
 	got := 0
 	for d := time.Duration(0); d <= time.Hour; d += time.Millisecond {
 		for b.AllowN(at(d), 1) {
