@@ -16,12 +16,20 @@ test: deps fmt-check vet unit
 
 # Tests start their own redis-server on loopback; under CI=true a missing one
 # fails them, so install it when it is missing (Debian/Ubuntu, as root).
-# The display tests run the CLI in a real terminal: tmux, likewise.
+# The display tests run the CLI in a real terminal: tmux, likewise. The WARC
+# test reads the job's files with webrecorder's warcio (npm), a reader no one
+# here wrote, installed into .tools/ (git-ignored) at a pinned version.
+WARCIO ?= 2.4.11
 deps:
 	@for p in redis-server tmux; do command -v $$p >/dev/null 2>&1 || { \
 	  echo "installing $$p"; \
 	  apt-get install -y -qq $$p >/dev/null 2>&1 || \
 	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq $$p >/dev/null; }; }; done
+	@test -f .tools/node_modules/warcio/package.json && grep -q '"version": "$(WARCIO)"' .tools/node_modules/warcio/package.json || { \
+	  command -v npm >/dev/null 2>&1 || { echo "installing npm"; apt-get install -y -qq nodejs npm >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq nodejs npm >/dev/null; }; }; \
+	  echo "installing warcio $(WARCIO) into .tools"; \
+	  npm install --prefix .tools --no-audit --no-fund --silent warcio@$(WARCIO) >/dev/null 2>&1; }
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -17,6 +18,7 @@ import (
 type kept struct {
 	reqHead, respHead   []byte
 	body                []byte
+	ip                  netip.Addr // the server's, when known (WARC-IP-Address)
 	truncated           bool
 	payload             [32]byte // sha256 of body
 	respBlock, reqBlock [32]byte // sha256 of respHead+body, of reqHead
@@ -24,8 +26,8 @@ type kept struct {
 }
 
 // keep formats what bodies.warc keeps of resp; payload is body's sha256.
-func keep(resp *http.Response, body []byte, truncated bool, payload [32]byte) *kept {
-	k := &kept{respHead: responseHead(resp), body: body, truncated: truncated, payload: payload, respID: newUUID()}
+func keep(resp *http.Response, body []byte, truncated bool, payload [32]byte, ip netip.Addr) *kept {
+	k := &kept{respHead: responseHead(resp), body: body, truncated: truncated, payload: payload, respID: newUUID(), ip: ip}
 	h := sha256.New()
 	h.Write(k.respHead)
 	h.Write(body)
@@ -41,12 +43,13 @@ func keep(resp *http.Response, body []byte, truncated bool, payload [32]byte) *k
 // commitMsg is a finished URL (it, res, kept), a put-off one (later), or a
 // host's long pause (pause).
 type commitMsg struct {
-	it    *item
-	res   *Result
-	kept  *kept
-	later *later
-	pause *hostPause
-	size  int64 // kept's bytes, held in the job's backlog until written
+	it     *item
+	res    *Result
+	kept   *kept
+	later  *later
+	pause  *hostPause
+	robots *robotsFetch
+	size   int64 // kept's bytes, held in the job's backlog until written
 }
 
 const maxBatch = 2048
@@ -112,8 +115,16 @@ func (j *Job) flush(batch []commitMsg) error {
 	var finished []done
 	var deferred []later
 	var paused []hostPause
+	robots := false
 	seq := j.res.seq
 	for _, m := range batch {
+		if m.robots != nil {
+			if j.warc != nil {
+				j.warc.response(m.robots.url, m.robots.at, m.robots.kept)
+				robots = true
+			}
+			continue
+		}
 		if m.pause != nil {
 			paused = append(paused, *m.pause)
 			continue
@@ -125,8 +136,8 @@ func (j *Job) flush(batch []commitMsg) error {
 		redactResult(m.res)
 		m.res.ID = m.it.id
 		if m.kept != nil && j.warc != nil {
-			off := j.warc.response(m.res.URL, m.res.Finished, m.kept)
-			m.res.WARC = &off
+			name, off := j.warc.response(m.res.URL, m.res.Finished, m.kept)
+			m.res.WARCFile, m.res.WARC = name, &off
 		}
 		line, err := json.Marshal(m.res)
 		if err != nil {
@@ -139,12 +150,12 @@ func (j *Job) flush(batch []commitMsg) error {
 	if len(finished) > 0 {
 		marks[metaSeq] = seq
 	}
-	if j.warc != nil && len(finished) > 0 {
-		off, err := j.warc.sync()
+	if j.warc != nil && (len(finished) > 0 || robots) {
+		mark, err := j.warc.sync()
 		if err != nil {
 			return err
 		}
-		marks[metaWARCOff] = off
+		marks[metaWARCOff], marks[metaWARCFile] = mark.off, int64(mark.index)
 	}
 	if err := j.st.commit(finished, deferred, marks, paused...); err != nil {
 		return fmt.Errorf("crawl: committing to %s: %w", StateFile, err)
@@ -224,7 +235,8 @@ func (j *Job) reconcile() error {
 		}
 		return v
 	}
-	rseq, roff, woff, seq := get(metaResultsSeq), get(metaResultsOff), get(metaWARCOff), get(metaSeq)
+	rseq, roff, seq := get(metaResultsSeq), get(metaResultsOff), get(metaSeq)
+	wmark := warcMark{index: int(get(metaWARCFile)), off: get(metaWARCOff)}
 	f, err := os.OpenFile(filepath.Join(j.dir, ResultsFile), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("crawl: %w", err)
@@ -263,9 +275,45 @@ func (j *Job) reconcile() error {
 	}
 	if j.opts.Bodies == BodiesWARC {
 		const info = "software: polite\r\nformat: WARC File Format 1.1\r\nconformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n"
-		if j.warc, err = openWARC(filepath.Join(j.dir, WARCFile), woff, info); err != nil {
+		gz, err := j.warcGzip()
+		if err != nil {
+			return err
+		}
+		max := j.opts.WARCMaxSize
+		if max == 0 {
+			max = DefaultWARCMaxSize
+		}
+		if j.warc, err = openWARC(j.dir, wmark, gz, max, info); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// warcGzip says whether the job's WARC files are gzipped: as the job was
+// first run (a job from before gzip, with a bodies.warc, stays
+// uncompressed), else as Options.WARCPlain says, recorded for the reruns.
+func (j *Job) warcGzip() (bool, error) {
+	v, err := j.st.meta(metaWARCGzip)
+	if err != nil {
+		return false, fmt.Errorf("crawl: reading %s: %w", StateFile, err)
+	}
+	switch v {
+	case 1:
+		return true, nil
+	case 2:
+		return false, nil
+	}
+	gz := !j.opts.WARCPlain
+	if _, err := os.Stat(filepath.Join(j.dir, WARCName(0, false))); err == nil {
+		gz = false
+	}
+	v = 2
+	if gz {
+		v = 1
+	}
+	if err := j.st.commit(nil, nil, map[string]int64{metaWARCGzip: v}); err != nil {
+		return false, fmt.Errorf("crawl: %w", err)
+	}
+	return gz, nil
 }

@@ -3,6 +3,7 @@ module github.com/polite-go/polite/crawl
 go 1.26.0
 
 require (
+	github.com/klauspost/compress v1.20.4
 	github.com/polite-go/polite v0.0.0
 	modernc.org/sqlite v1.60.1
 )

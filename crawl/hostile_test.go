@@ -2,8 +2,10 @@ package crawl
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -102,6 +104,15 @@ func TestUserinfoRedacted(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if strings.HasSuffix(f, ".gz") {
+			zr, err := gzip.NewReader(bytes.NewReader(b)) // every member
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, err = io.ReadAll(zr); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if bytes.Contains(b, []byte("secret")) {
 			t.Errorf("%s holds the password", f)

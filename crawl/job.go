@@ -42,6 +42,7 @@ const (
 	DefaultRetries        = 5
 	DefaultTimeout        = 30 * time.Second
 	DefaultMaxBody        = 10 << 20
+	DefaultWARCMaxSize    = 1 << 30 // as Heritrix's and most archives' files
 	DefaultMaxRetryAfter  = 10 * time.Minute
 	DefaultCommitInterval = 50 * time.Millisecond
 	DefaultGrace          = 10 * time.Second
@@ -54,7 +55,7 @@ const (
 const (
 	StateFile   = "state.db"
 	ResultsFile = "results.jsonl"
-	WARCFile    = "bodies.warc"
+	WARCFile    = "bodies.warc.gz" // the first WARC file; see WARCName
 	BodiesDir   = "bodies"
 	lockFile    = "lock"
 )
@@ -120,6 +121,14 @@ type Options struct {
 	// MaxBody caps the bytes of a body kept (and read); the rest is not
 	// downloaded and the result says Truncated. If zero, DefaultMaxBody.
 	MaxBody int64
+	// WARCPlain writes the WARC files uncompressed (bodies.warc) instead
+	// of a gzip member per record (bodies.warc.gz). A job keeps what it
+	// was first run with.
+	WARCPlain bool
+	// WARCMaxSize starts a new WARC file once the current one passes this
+	// many bytes: bodies-00001.warc.gz and on. If zero,
+	// DefaultWARCMaxSize; if negative, never.
+	WARCMaxSize int64
 	// MaxBacklog bounds the bytes of finished responses (bodies and heads)
 	// waiting to be written to bodies.warc: a worker whose response would
 	// go over waits for the committer. If zero, DefaultMaxBacklog; never
@@ -211,11 +220,14 @@ type Job struct {
 	backoff   retry.Backoff // the Transport's
 
 	commits chan commitMsg
-	backlog *byteSem // bounds the bytes in commits
-	fatal   func()   // stops the fetchers after a fatal commit error
-	res     *resultsFile
-	warc    *warcWriter
-	events  *audit.Log // events.jsonl
+	// robotsMu guards robotsOpen: KeepRobots may send to commits.
+	robotsMu   sync.RWMutex
+	robotsOpen bool
+	backlog    *byteSem // bounds the bytes in commits
+	fatal      func()   // stops the fetchers after a fatal commit error
+	res        *resultsFile
+	warc       *warcWriter
+	events     *audit.Log // events.jsonl
 
 	mu         sync.Mutex // guards the fields below
 	total      int

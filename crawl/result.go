@@ -45,9 +45,11 @@ type Result struct {
 	// RedirectNotFollowed is the target of a redirect the job did not
 	// follow because it left the URL's host (Options.SameHost).
 	RedirectNotFollowed string `json:"redirect_not_followed,omitempty"`
-	// WARC is the byte offset of the response record in bodies.warc
-	// (--bodies warc); nil, and left out, when none was written.
-	WARC *int64 `json:"warc_offset,omitempty"`
+	// WARCFile is the WARC file the response record is in, and WARC its
+	// offset there (--bodies warc): in a .warc.gz, the offset of its gzip
+	// member, as CDX indexes give it. Left out when none was written.
+	WARCFile string `json:"warc_file,omitempty"`
+	WARC     *int64 `json:"warc_offset,omitempty"`
 	// File is the body's path relative to the job's directory (--bodies
 	// files).
 	File string `json:"file,omitempty"`

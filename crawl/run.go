@@ -59,10 +59,12 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.backlog = newByteSem(max(j.opts.MaxBacklog, j.opts.MaxBody))
 	commitErr := make(chan error, 1)
 	go func() { commitErr <- j.committer() }()
+	j.openRobots(true)
 
 	// Lines that are not URLs finish at once, never requested.
 	if err := j.finishInvalid(fetchCtx); err != nil {
 		j.sched.Stop()
+		j.openRobots(false)
 		close(j.commits)
 		return Summary{}, errors.Join(err, <-commitErr)
 	}
@@ -107,6 +109,7 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	}
 	j.sched.Stop() // ends the clock and the feeder
 	err = <-feedErr
+	j.openRobots(false)
 	close(j.commits)
 	err = errors.Join(err, <-commitErr)
 	if !j.sched.finished() {
@@ -208,6 +211,10 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	}
 	// The Transport's decisions go to events.jsonl, under the URL's id.
 	ctx = polite.WithObserver(polite.WithRequestID(ctx, uint64(it.id)), j.events)
+	ip := &remoteAddr{}
+	if j.warc != nil {
+		ctx, ip = withRemoteIP(ctx)
+	}
 	req, err := j.newRequest(ctx, it, target)
 	if err != nil { // CheckURL let it through; be safe
 		j.finishErr(it, InvalidURL, 0, "invalid URL: "+err.Error())
@@ -315,7 +322,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	}
 	var k *kept
 	if j.warc != nil {
-		k = keep(resp, body, truncated, sum)
+		k = keep(resp, body, truncated, sum, ip.get())
 	}
 	j.finish(it, res, k)
 }

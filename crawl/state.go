@@ -49,7 +49,9 @@ CREATE TABLE IF NOT EXISTS hosts (
 const (
 	metaResultsSeq = "results_seq" // the last seq whose line results.jsonl holds
 	metaResultsOff = "results_off" // results.jsonl's size after that line
-	metaWARCOff    = "warc_off"    // bodies.warc's size after the last committed record
+	metaWARCOff    = "warc_off"    // the current WARC file's size after the last committed record
+	metaWARCFile   = "warc_file"   // the current WARC file's number (WARCName)
+	metaWARCGzip   = "warc_gzip"   // 1: the job's WARC files are gzipped, 2: not; 0: a job from before either
 	metaSeq        = "seq"         // the last seq given out
 )
 

@@ -96,6 +96,13 @@ type Cache struct {
 	// Logger receives a Debug record per fetch and a Warn record per failed
 	// one. If nil, nothing is logged.
 	Logger *slog.Logger
+	// Record, if set, is called with every robots.txt answer (the last of
+	// its redirects) and the bytes of its body read (a 2xx's, up to
+	// MaxBytes; none otherwise), before the Cache uses them: an archive
+	// keeps robots.txt next to the pages it let through (crawl writes it to
+	// its WARC files). It runs on the fetch's goroutine and must not keep
+	// resp.Body.
+	Record func(resp *http.Response, body []byte)
 
 	now func() time.Time // for tests outside a synctest bubble; nil = time.Now
 
@@ -372,12 +379,18 @@ func (c *Cache) fetch(ctx context.Context, key string) *Robots {
 	defer resp.Body.Close()
 	code := resp.StatusCode
 	c.log(ctx, slog.LevelDebug, "robots.txt fetched", key, code)
+	if c.Record != nil && (code < 200 || code > 299) {
+		c.Record(resp, nil)
+	}
 	switch {
 	case code >= 200 && code <= 299:
 		limit := c.maxBytes()
 		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 		if err != nil {
 			return disallowAll(code, fmt.Errorf("robots: reading body: %w", err))
+		}
+		if c.Record != nil {
+			c.Record(resp, data)
 		}
 		r := parse(data, limit)
 		if r.groups == nil && r.star == nil && r.sitemaps == nil {

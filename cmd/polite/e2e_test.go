@@ -321,8 +321,9 @@ func TestKillAndResume(t *testing.T) {
 	const perSite = 800
 	list := urls(t, "", perSite, sites...)
 	out := t.TempDir()
+	// Small WARC files, so that kills land around rotations too.
 	args := []string{"fetch", "--out", out, "--rate", "100", "--burst", "5", "--concurrency", "4",
-		"--adaptive=false", "--robots=false", "--progress", "none", list}
+		"--adaptive=false", "--robots=false", "--warc-max-size", "64KB", "--progress", "none", list}
 	// URLs in results.jsonl after some kill, with how often the host had
 	// served them by then: they must never be fetched again.
 	finished := map[string]int{}
@@ -389,6 +390,26 @@ func TestKillAndResume(t *testing.T) {
 		}
 	}
 	t.Logf("%d URLs fetched again: in flight at a kill", refetched)
+	// The WARC files, cut back at each resume and rotated meanwhile, hold
+	// each URL's response exactly once, where results.jsonl says.
+	idx := polite(t, "cdxj", out)
+	if idx.code != 0 {
+		t.Fatalf("polite cdxj: exit %d: %s", idx.code, idx.stderr)
+	}
+	inWARC := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(idx.stdout), "\n") {
+		var e struct{ URL string }
+		json.Unmarshal([]byte(l[strings.IndexByte(l, '{'):]), &e)
+		inWARC[e.URL]++
+	}
+	for u := range seen {
+		if inWARC[u] != 1 {
+			t.Errorf("%s: %d response records in the WARC files", u, inWARC[u])
+		}
+	}
+	if len(inWARC) != len(seen) {
+		t.Errorf("%d URLs in the WARC files, %d in results.jsonl", len(inWARC), len(seen))
+	}
 }
 
 // TestInterruptAndExitCodes: SIGTERM stops the job (exit 1) and a rerun

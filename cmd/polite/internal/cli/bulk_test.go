@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"compress/gzip"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -75,10 +77,7 @@ func TestHeaderFlag(t *testing.T) {
 	if r := res[srv.URL+"/away"]; r.FinalURL != other.URL+"/there" {
 		t.Errorf("/away: final_url %q, want %s/there", r.FinalURL, other.URL)
 	}
-	warc, err := os.ReadFile(filepath.Join(out, crawl.WARCFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	warc := readWARC(t, filepath.Join(out, crawl.WARCFile))
 	if bytes.Contains(warc, []byte("s3cret")) || !bytes.Contains(warc, []byte("Authorization: xxxxx")) {
 		t.Errorf("bodies.warc holds the credentials, or no redacted Authorization field")
 	}
@@ -239,4 +238,23 @@ func TestClosingStatsPausedTime(t *testing.T) {
 	if d < 900*time.Millisecond || d > 1500*time.Millisecond {
 		t.Errorf("time paused %v, want about 1s:\n%s", d, stdout)
 	}
+}
+
+// readWARC returns the records of a .warc.gz, every member uncompressed.
+func readWARC(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

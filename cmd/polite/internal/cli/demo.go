@@ -83,6 +83,8 @@ job resume.`,
 	fo.Timeout = 10e9
 	fo.Grace = 5e9
 	fo.MaxURLLen = 8 << 10
+	fo.WARCGzip = true
+	fo.WARCMaxSize = 1 << 30 // crawl.DefaultWARCMaxSize
 	return c
 }
 

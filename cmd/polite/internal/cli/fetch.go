@@ -58,6 +58,8 @@ type fetchOptions struct {
 	Metrics       string
 	Bodies        crawl.Bodies
 	MaxBody       int64
+	WARCGzip      bool  // a gzip member per record (bodies.warc.gz)
+	WARCMaxSize   int64 // start a new WARC file past this; negative: never
 	MaxURLLen     int
 	Progress      string      // auto, bar, log or none
 	Headers       []string    // -H as given
@@ -168,7 +170,7 @@ examples/rules.toml in polite's repository is a commented example.
 
 func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	o := &fetchOptions{}
-	var rate, maxBody, key, bodies string
+	var rate, maxBody, key, bodies, warcMax string
 	c := &cobra.Command{
 		Use:   "fetch [flags] URLFILE",
 		Short: "Fetch a list of URLs politely, durably and resumably",
@@ -180,6 +182,9 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 		RunE: func(c *cobra.Command, a []string) error {
 			o.List = a[0]
 			if err := o.parse(rate, maxBody, key, bodies); err != nil {
+				return err
+			}
+			if err := o.parseWARCMax(warcMax); err != nil {
 				return err
 			}
 			// A rate the user names is a ceiling for the adaptive rate
@@ -212,7 +217,9 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&o.Fleet, "fleet", "default", "the fleet's `NAME` in Redis: workers with the same --redis and --fleet share budgets")
 	f.StringVar(&o.Outage, "outage", "local", "while Redis does not answer: local (each host's rate divided by the live workers, for 5 minutes, then closed), closed (send nothing) or open (full rate per worker)")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR`'s /metrics while the job runs (\":9464\")")
-	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc), files (DIR/bodies/) or none")
+	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc.gz, WARC/1.1 with robots.txt fetches; index with polite cdxj DIR), files (DIR/bodies/) or none")
+	f.BoolVar(&o.WARCGzip, "warc-gzip", true, "gzip each WARC record on its own (bodies.warc.gz), as archives and replay tools expect; false writes bodies.warc (a job keeps what it was first run with)")
+	f.StringVar(&warcMax, "warc-max-size", "1GiB", "start a new WARC file (bodies-00001.warc.gz, …) once the current one passes this `SIZE`; 0 for one file")
 	f.StringVar(&maxBody, "max-body", "10MiB", "bytes of a body kept; the rest is not downloaded and the result says truncated")
 	f.IntVar(&o.MaxURLLen, "max-url-len", crawl.DefaultMaxURLLen, "longest line taken as a URL, in bytes")
 	f.StringArrayVarP(&o.Headers, "header", "H", nil, "add `\"Name: value\"` to every request (repeatable); Authorization, Cookie and Proxy-Authorization go only to the hosts the list names (not on a redirect elsewhere) and are never written to bodies.warc")
@@ -241,6 +248,19 @@ func addPolicyFlags(f *pflag.FlagSet, o *fetchOptions, rate, key *string) {
 }
 
 // parse checks the flags' values and reads the config file.
+// parseWARCMax reads --warc-max-size.
+func (o *fetchOptions) parseWARCMax(s string) error {
+	n, err := parseSize(s)
+	if err != nil || n < 0 {
+		return usageErr("--warc-max-size %q: want a size such as 1GiB or 500MB, or 0 for one file", s)
+	}
+	o.WARCMaxSize = n
+	if n == 0 {
+		o.WARCMaxSize = -1
+	}
+	return nil
+}
+
 func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 	var err error
 	if o.Rate, err = parseRate(rate); err != nil {
@@ -537,6 +557,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	opts := crawl.Options{
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
 		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
+		WARCPlain: !o.WARCGzip, WARCMaxSize: o.WARCMaxSize,
 		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp,
 		Header: o.Header, MaxURLs: o.MaxURLs, RetryOn: o.RetryOn, SameHost: o.SameHost,
 		Method: o.Method, Body: o.Body,
@@ -552,6 +573,9 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		return &exitError{code: ExitFatal, err: err}
 	}
 	defer job.Close()
+	if rc := tr.RobotsCache; rc != nil {
+		rc.Record = job.KeepRobots // robots.txt fetches go to the WARC files too
+	}
 	before, err := job.Len()
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}

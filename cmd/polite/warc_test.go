@@ -1,0 +1,170 @@
+package main_test
+
+// The WARC files as archivists meet them (issue 18, item 6): read by
+// webrecorder's warcio, a reader no one here wrote, and indexed by it and
+// by polite cdxj alike.
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/polite-go/polite/testbed"
+)
+
+// warcio returns the path of webrecorder's warcio package, installed by
+// make deps; without it the test is skipped, except under CI, where it
+// fails.
+func warcio(t *testing.T) string {
+	t.Helper()
+	dir, _ := filepath.Abs("../../.tools/node_modules/warcio")
+	_, err := os.Stat(filepath.Join(dir, "dist", "cli.js"))
+	_, nerr := exec.LookPath("node")
+	if err != nil || nerr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("warcio or node missing (make deps installs them): %v %v", err, nerr)
+		}
+		t.Skip("warcio not installed: run make deps")
+	}
+	return dir
+}
+
+// checkScript reads every record of the files it is given with warcio's
+// WARCParser and prints, per file, the records by type, the response and
+// request records without WARC-IP-Address, and the records whose digest
+// (a response's payload, a warcinfo's block) is not what the header says.
+const checkScript = `
+const { WARCParser } = await import(process.argv[2]);
+import fs from 'node:fs';
+import crypto from 'node:crypto';
+const b32 = (buf) => { const a = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'; let bits = 0, v = 0, out = '';
+  for (const x of buf) { v = (v << 8) | x; bits += 8; while (bits >= 5) { out += a[(v >>> (bits - 5)) & 31]; bits -= 5; } }
+  if (bits > 0) out += a[(v << (5 - bits)) & 31]; while (out.length % 8) out += '='; return out; };
+const sha = (b) => 'sha256:' + b32(crypto.createHash('sha256').update(b).digest());
+const out = {};
+for (const file of process.argv.slice(3)) {
+  const s = { types: {}, noIP: 0, badDigest: 0, targets: [] };
+  for await (const r of new WARCParser(fs.createReadStream(file))) {
+    s.types[r.warcType] = (s.types[r.warcType] || 0) + 1;
+    const data = await r.readFully();
+    if ((r.warcType === 'response' || r.warcType === 'request') && !r.warcHeader('WARC-IP-Address')) s.noIP++;
+    if (r.warcType === 'response') { if (sha(data) !== r.warcPayloadDigest) s.badDigest++; s.targets.push(r.warcTargetURI); }
+    if (r.warcType === 'warcinfo' && sha(data) !== r.warcHeader('WARC-Block-Digest')) s.badDigest++;
+  }
+  out[file.split('/').pop()] = s;
+}
+console.log(JSON.stringify(out));
+`
+
+func TestWARCReadByWarcio(t *testing.T) {
+	t.Parallel()
+	lib := warcio(t)
+	a := startSite(t, testbed.HostConfig{Name: "a", Robots: "User-agent: *\nDisallow: /private/\n"})
+	b := startSite(t, testbed.HostConfig{Name: "b"})
+	list := urls(t, a.url+"/private/x\n", 20, a, b)
+	out := t.TempDir()
+	r := polite(t, "fetch", "--out", out, "--rate", "inf", "--adaptive=false", "--warc-max-size", "16KB", "--progress", "none", list)
+	if r.code != 4 { // the disallowed URL ends robots_disallowed
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	var files []string
+	for _, e := range must(os.ReadDir(out)) {
+		if strings.HasSuffix(e.Name(), ".warc.gz") {
+			files = append(files, filepath.Join(out, e.Name()))
+		}
+	}
+	if len(files) < 3 || filepath.Base(files[0]) != "bodies-00001.warc.gz" && filepath.Base(files[0]) != "bodies.warc.gz" {
+		t.Fatalf("WARC files %v: want bodies.warc.gz and more past --warc-max-size 16KB", files)
+	}
+
+	// Every record read by warcio: digests right, addresses there.
+	script := filepath.Join(t.TempDir(), "check.mjs")
+	os.WriteFile(script, []byte(checkScript), 0o644)
+	cmd := exec.Command("node", append([]string{script, filepath.Join(lib, "dist", "index.js")}, files...)...)
+	b2, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("warcio: %v\n%s", err, b2)
+	}
+	var per map[string]struct {
+		Types           map[string]int
+		NoIP, BadDigest int
+		Targets         []string
+	}
+	if err := json.Unmarshal(b2, &per); err != nil {
+		t.Fatalf("warcio's output %q: %v", b2, err)
+	}
+	responses, infos := map[string]bool{}, 0
+	for name, s := range per {
+		if s.BadDigest > 0 || s.NoIP > 0 || s.Types["warcinfo"] < 1 || s.Types["response"] != s.Types["request"] {
+			t.Errorf("%s: %+v", name, s)
+		}
+		infos += s.Types["warcinfo"]
+		for _, u := range s.Targets {
+			responses[u] = true
+		}
+	}
+	if !responses[a.url+"/robots.txt"] || !responses[b.url+"/robots.txt"] || !responses[a.url+"/page/19"] || responses[a.url+"/private/x"] {
+		t.Errorf("responses recorded: %d, robots.txt of both hosts and every page wanted, the disallowed URL not", len(responses))
+	}
+	if len(responses) != 42 || infos != len(files) {
+		t.Errorf("%d responses (want 40 pages and 2 robots.txt), %d warcinfo records in %d files", len(responses), infos, len(files))
+	}
+
+	// warcio's own index and polite cdxj agree line for line.
+	theirs := sortedLines(t, exec.Command("node", append([]string{filepath.Join(lib, "dist", "cli.js"), "cdx-index"}, files...)...))
+	ours := sortedLines(t, exec.Command(bin, "cdxj", out))
+	if !slices.Equal(theirs, ours) {
+		t.Errorf("warcio cdx-index and polite cdxj differ:\nwarcio: %q\npolite: %q", head(theirs), head(ours))
+	}
+	// And results.jsonl points at each page's response record.
+	at := map[string]string{}
+	for _, l := range ours {
+		var e struct{ URL, Offset, Filename string }
+		json.Unmarshal([]byte(l[strings.IndexByte(l, '{'):]), &e)
+		at[e.URL] = e.Filename + "@" + e.Offset
+	}
+	f := must(os.Open(filepath.Join(out, "results.jsonl")))
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var res struct {
+			URL, Outcome string
+			File         string `json:"warc_file"`
+			Off          *int64 `json:"warc_offset"`
+		}
+		json.Unmarshal(sc.Bytes(), &res)
+		if res.Outcome != "ok" {
+			continue
+		}
+		if res.Off == nil || at[res.URL] != res.File+"@"+itoa(*res.Off) {
+			t.Errorf("%s: results.jsonl says %s@%v, the index %s", res.URL, res.File, res.Off, at[res.URL])
+		}
+	}
+}
+
+func sortedLines(t *testing.T, cmd *exec.Cmd) []string {
+	t.Helper()
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	slices.Sort(lines)
+	return lines
+}
+
+func head(l []string) []string { return l[:min(len(l), 2)] }
+
+func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
