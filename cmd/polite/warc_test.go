@@ -121,6 +121,18 @@ func TestWARCReadByWarcio(t *testing.T) {
 	if !slices.Equal(theirs, ours) {
 		t.Errorf("warcio cdx-index and polite cdxj differ:\nwarcio: %q\npolite: %q", head(theirs), head(ours))
 	}
+	// -w writes the same index to out/index.cdxj.
+	if r := polite(t, "cdxj", "-w", out); r.code != 0 {
+		t.Fatalf("polite cdxj -w: exit %d: %s", r.code, r.stderr)
+	}
+	written := strings.Split(strings.TrimSpace(string(must(os.ReadFile(filepath.Join(out, "index.cdxj"))))), "\n")
+	slices.Sort(written)
+	if !slices.Equal(written, ours) {
+		t.Errorf("index.cdxj differs from polite cdxj's output")
+	}
+	if r := polite(t, "cdxj", t.TempDir()); r.code != 1 || !strings.Contains(r.stderr, "no WARC files") {
+		t.Errorf("polite cdxj on a folder without WARC files: exit %d, %q", r.code, r.stderr)
+	}
 	// And results.jsonl points at each page's response record.
 	at := map[string]string{}
 	for _, l := range ours {

@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -42,25 +42,23 @@ polite cdxj DIR > collections/col/indexes/index.cdxj; wayback.`,
 }
 
 func runCDXJ(e *env, o *cdxjOptions) error {
-	w := e.stdout
-	var f *os.File
-	if o.Write {
-		var err error
-		if f, err = os.Create(filepath.Join(o.Out, "index.cdxj")); err != nil {
+	if !o.Write {
+		if _, err := crawl.WriteCDXJ(o.Out, e.stdout); err != nil {
 			return &exitError{code: ExitFatal, err: err}
 		}
-		defer f.Close()
-		w = f
+		return nil
 	}
-	n, err := crawl.WriteCDXJ(o.Out, w)
+	// Written aside and renamed, as the report is: a reader (pywb) never
+	// sees half an index.
+	n := 0
+	err := writeAtomic(o.Out, "index.cdxj", func(w io.Writer) error {
+		var err error
+		n, err = crawl.WriteCDXJ(o.Out, w)
+		return err
+	})
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
 	}
-	if f != nil {
-		if err := f.Close(); err != nil {
-			return &exitError{code: ExitFatal, err: err}
-		}
-		fmt.Fprintf(e.stderr, "polite: %d records indexed in %s\n", n, f.Name())
-	}
+	fmt.Fprintf(e.stderr, "polite: %d records indexed in %s\n", n, filepath.Join(o.Out, "index.cdxj"))
 	return nil
 }
