@@ -101,3 +101,21 @@ func ExampleCache() {
 	// parsed 200
 	// true robots: /search disallowed by line 9 "Disallow: /search"
 }
+
+// Record sees each robots.txt answer and the body read, before the Cache
+// uses them: an archive keeps them next to the pages (crawl writes them to
+// its WARC files). Answers other than a 2xx are recorded without a body.
+func ExampleCache_record() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
+	}))
+	defer srv.Close()
+	cache := &robots.Cache{Record: func(resp *http.Response, body []byte) {
+		fmt.Printf("%s %d, %d bytes\n", resp.Request.URL.Path, resp.StatusCode, len(body))
+	}}
+	u, _ := url.Parse(srv.URL + "/private/x")
+	cache.Get(context.Background(), u)
+	cache.Get(context.Background(), u) // cached: fetched once
+	// Output:
+	// /robots.txt 200, 34 bytes
+}
