@@ -61,6 +61,9 @@ type warcWriter struct {
 	hdr     []byte         // scratch for a record's header lines
 	extra   []byte
 	synced  []*os.File // files rotated away from, to fsync and close at the next sync
+	// bare says the current file holds nothing but its warcinfo: it takes
+	// the next URL whatever its size, so that no file is only a warcinfo.
+	bare bool
 }
 
 // countingWriter counts the bytes written through it into *n.
@@ -115,6 +118,7 @@ func openWARC(dir string, mark warcMark, gzipped bool, maxSize int64, info strin
 	if err := ww.open(mark.off); err != nil {
 		return nil, err
 	}
+	ww.bare = mark.off == 0
 	ww.record(newUUID(), "warcinfo", "", time.Now(), "application/warc-fields", nil, []byte(info), nil, nil)
 	return ww, nil
 }
@@ -151,7 +155,7 @@ func (ww *warcWriter) open(size int64) error {
 // old file is flushed now and fsynced at the next sync, before the database
 // records that records went to the new one.
 func (ww *warcWriter) rotate() {
-	if ww.maxSize <= 0 || *ww.cw.n < ww.maxSize {
+	if ww.maxSize <= 0 || *ww.cw.n < ww.maxSize || ww.bare {
 		return
 	}
 	if err := ww.w.Flush(); err != nil {
@@ -165,6 +169,7 @@ func (ww *warcWriter) rotate() {
 		ww.synced = ww.synced[:len(ww.synced)-1]
 		return
 	}
+	ww.bare = true
 	ww.record(newUUID(), "warcinfo", "", time.Now(), "application/warc-fields", nil, []byte(ww.info), nil, nil)
 }
 
@@ -179,6 +184,7 @@ func (ww *warcWriter) name() string { return WARCName(ww.index, ww.gz != nil) }
 // defect 3: per-URL cost).
 func (ww *warcWriter) response(target string, at time.Time, k *kept) (string, int64) {
 	ww.rotate()
+	ww.bare = false
 	off := *ww.cw.n
 	var respID [uuidURNLen]byte
 	uuidURN(respID[:], k.respID)
