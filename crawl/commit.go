@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// kept is what a finished fetch leaves for bodies.warc: the heads are
+// kept is what a finished fetch leaves for the WARC files: the heads are
 // formatted, the digests worked out and the record ids drawn by the worker,
 // in parallel with the others, and nothing holds on to the response (whose
 // body wrappers may pin buffers).
@@ -25,7 +25,7 @@ type kept struct {
 	respID, reqID       [16]byte
 }
 
-// keep formats what bodies.warc keeps of resp; payload is body's sha256.
+// keep formats what the WARC files keep of resp; payload is body's sha256.
 func keep(resp *http.Response, body []byte, truncated bool, payload [32]byte, ip netip.Addr) *kept {
 	k := &kept{respHead: responseHead(resp), body: body, truncated: truncated, payload: payload, respID: newUUID(), ip: ip}
 	h := sha256.New()
@@ -57,7 +57,7 @@ const maxBatch = 2048
 // committer writes finished URLs in batches (group commit), in this order,
 // each step only after the one before it is durable:
 //
-//  1. their bodies to bodies.warc, fsynced;
+//  1. their bodies to the WARC files, fsynced;
 //  2. one transaction: each URL done, with its seq and results line, and
 //     the WARC size after step 1 (plus the marks of the previous batch's
 //     step 3);
@@ -224,7 +224,7 @@ func (r *resultsFile) Close() error {
 	return err
 }
 
-// reconcile brings results.jsonl and bodies.warc in line with the database
+// reconcile brings results.jsonl and the WARC files in line with the database
 // after whatever ended the last run: each file is cut back to the size the
 // database recorded, and the results of URLs committed since are written.
 func (j *Job) reconcile() error {

@@ -9,8 +9,8 @@ import (
 	"github.com/polite-go/polite"
 )
 
-// secret are the request fields that carry credentials: bodies.warc
-// records their values as "xxxxx", and a redirect to another host does not
+// secret are the request fields that carry credentials: the WARC files
+// record their values as "xxxxx", and a redirect to another host does not
 // carry them (net/http's Client drops them too).
 var secret = map[string]bool{"Authorization": true, "Proxy-Authorization": true, "Cookie": true}
 

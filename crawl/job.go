@@ -22,7 +22,7 @@ type Bodies string
 
 // Ways to keep bodies.
 const (
-	BodiesWARC  Bodies = "warc"  // request and response records in DIR/bodies.warc (WARC/1.1)
+	BodiesWARC  Bodies = "warc"  // WARC/1.1 records in DIR/bodies.warc.gz (see WARCName)
 	BodiesFiles Bodies = "files" // DIR/bodies/ab/abcdef…, named by their sha256
 	BodiesNone  Bodies = "none"  // not kept; results.jsonl still has their size and sha256
 )
@@ -130,7 +130,7 @@ type Options struct {
 	// DefaultWARCMaxSize; if negative, never.
 	WARCMaxSize int64
 	// MaxBacklog bounds the bytes of finished responses (bodies and heads)
-	// waiting to be written to bodies.warc: a worker whose response would
+	// waiting to be written to the WARC files: a worker whose response would
 	// go over waits for the committer. If zero, DefaultMaxBacklog; never
 	// less than MaxBody. With WARC on, the bodies then hold at most about
 	// Workers × 1.6 × MaxBody (being read: a body without a
@@ -161,7 +161,7 @@ type Options struct {
 	// Header is added to every request the job sends (robots.txt's
 	// excepted). Authorization, Proxy-Authorization, Cookie and Host are
 	// not sent on a redirect to another host than the URL's, as net/http's
-	// Client does not, and bodies.warc records the values of the first
+	// Client does not, and the WARC files record the values of the first
 	// three as "xxxxx".
 	Header http.Header
 	// RetryOn, if not nil, names the statuses retried (while attempts
@@ -193,7 +193,7 @@ type Options struct {
 //
 // Durability: a URL is finished when the transaction that records its
 // result commits. Lines are appended to results.jsonl (and records to
-// bodies.warc) only in commit order, and the database keeps the offset each
+// the WARC files) only in commit order, and the database keeps the offset each
 // file had reached: opening a job cuts the files back to those offsets and
 // writes the lines of any committed URL missing from results.jsonl. So a
 // job killed at any instant, even by SIGKILL, resumes with every finished
@@ -259,7 +259,7 @@ type Stats struct {
 }
 
 // Open opens (creating it if need be) the job in dir, takes its lock, and
-// repairs results.jsonl and bodies.warc after a crash. Only one process may
+// repairs results.jsonl and the WARC files after a crash. Only one process may
 // have a job open.
 func Open(dir string, opts Options) (*Job, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

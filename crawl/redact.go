@@ -6,7 +6,7 @@ import "strings"
 // as url.URL.Redacted does, keeping the user name; it works on text that
 // does not parse as a URL too (an invalid_url line, an error message).
 // Every output of a job goes through it: a list line or a redirect may
-// carry credentials, and results.jsonl, state.db and bodies.warc must not
+// carry credentials, and results.jsonl, state.db and the WARC files must not
 // (issue 17, defect 5).
 func redact(s string) string {
 	if !strings.Contains(s, "@") {

@@ -110,10 +110,10 @@ Output, in --out:
                   (below), status, attempts, bytes, sha256, error (why it
                   failed; empty when ok), started, finished, latency_ms
                   (the last request's, to its response headers); and
-                  content_type, truncated, final_url, warc_offset or file
-                  when they apply
+                  content_type, truncated, final_url, warc_file and
+                  warc_offset, or file, when they apply
   state.db        the job's state (SQLite; open it with sqlite3)
-  bodies.warc     request and response records (--bodies warc), or bodies/
+  bodies.warc.gz  WARC records (--bodies warc; bodies-00001.warc.gz… past --warc-max-size), or bodies/
                   (--bodies files)
 
 Outcomes (what to do about each in brackets):
@@ -222,7 +222,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&warcMax, "warc-max-size", "1GiB", "start a new WARC file (bodies-00001.warc.gz, …) once the current one passes this `SIZE`; 0 for one file")
 	f.StringVar(&maxBody, "max-body", "10MiB", "bytes of a body kept; the rest is not downloaded and the result says truncated")
 	f.IntVar(&o.MaxURLLen, "max-url-len", crawl.DefaultMaxURLLen, "longest line taken as a URL, in bytes")
-	f.StringArrayVarP(&o.Headers, "header", "H", nil, "add `\"Name: value\"` to every request (repeatable); Authorization, Cookie and Proxy-Authorization go only to the hosts the list names (not on a redirect elsewhere) and are never written to bodies.warc")
+	f.StringArrayVarP(&o.Headers, "header", "H", nil, "add `\"Name: value\"` to every request (repeatable); Authorization, Cookie and Proxy-Authorization go only to the hosts the list names (not on a redirect elsewhere) and are never written to the WARC files")
 	f.StringVarP(&o.Method, "method", "X", "", "request `METHOD` of every URL (GET; POST when --data is given)")
 	f.VarP(dataFlag{&o.Body}, "data", "d", "request `BODY` of every URL, exactly as given, or read from @FILE; Content-Type application/x-www-form-urlencoded unless -H names one")
 	f.BoolVar(&o.RetryPost, "retry-non-idempotent", false, "retry POST and PATCH requests too (429/503, 5xx, no response): only when the API makes a repeat harmless")
