@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -118,4 +119,28 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// BenchmarkLoad is Load of a 10,000-URL list into a new job over 100 hosts:
+// the SQLite inserts that come before any fetch (make throughput counts
+// them in its wall time).
+func BenchmarkLoad(b *testing.B) {
+	var list strings.Builder
+	for i := range 10_000 {
+		fmt.Fprintf(&list, "http://h%d.test/page/%d\n", i%100, i)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		j, err := Open(b.TempDir(), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if n, err := j.Load(strings.NewReader(list.String())); err != nil || n != 10_000 {
+			b.Fatalf("Load: %d, %v", n, err)
+		}
+		b.StopTimer()
+		j.Close()
+		b.StartTimer()
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
@@ -153,25 +154,55 @@ func (s *store) add(lines []Line) (int, error) {
 		return 0, err
 	}
 	defer tx.Rollback()
-	st, err := tx.Prepare(`INSERT OR IGNORE INTO urls(url, host, invalid) VALUES(?, ?, ?)`)
-	if err != nil {
-		return 0, err
-	}
+	// Many rows per statement: one Exec through database/sql and the
+	// driver costs more than SQLite's own work for a row (Load of 100,000
+	// URLs: 1.2 s of CPU one row at a time).
+	var full *sql.Stmt
 	n := 0
-	for _, l := range lines {
-		var inv any
-		if l.Problem != "" {
-			inv = l.Problem
+	args := make([]any, 0, 3*addRows)
+	for len(lines) > 0 {
+		k := min(len(lines), addRows)
+		args = args[:0]
+		for _, l := range lines[:k] {
+			var inv any
+			if l.Problem != "" {
+				inv = l.Problem
+			}
+			args = append(args, l.Text, l.Host, inv)
 		}
-		r, err := st.Exec(l.Text, l.Host, inv)
+		lines = lines[k:]
+		var r sql.Result
+		if k == addRows {
+			if full == nil {
+				if full, err = tx.Prepare(insertRows(addRows)); err != nil {
+					return 0, err
+				}
+			}
+			r, err = full.Exec(args...)
+		} else {
+			r, err = tx.Exec(insertRows(k), args...)
+		}
 		if err != nil {
 			return 0, err
 		}
-		if k, _ := r.RowsAffected(); k > 0 {
-			n++
-		}
+		m, _ := r.RowsAffected()
+		n += int(m)
 	}
 	return n, tx.Commit()
+}
+
+// addRows is how many URLs one INSERT statement of add takes.
+const addRows = 128
+
+// insertRows is the statement inserting k URLs, those already in the job
+// left alone.
+func insertRows(k int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT OR IGNORE INTO urls(url, host, invalid) VALUES (?, ?, ?)`)
+	for range k - 1 {
+		b.WriteString(`, (?, ?, ?)`)
+	}
+	return b.String()
 }
 
 // row is a pending URL as stored.
