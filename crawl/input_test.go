@@ -144,3 +144,38 @@ func BenchmarkLoad(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkCommit is the committer's transaction for 10,000 finished URLs
+// in batches of 2,048 (maxBatch): their rows marked done with their results
+// lines.
+func BenchmarkCommit(b *testing.B) {
+	var list strings.Builder
+	for i := range 10_000 {
+		fmt.Fprintf(&list, "http://h%d.test/page/%d\n", i%100, i)
+	}
+	line := []byte(`{"url":"http://h1.test/page/1","host":"h1.test","outcome":"ok","status":200,"attempts":1,"bytes":1024,"sha256":"e6265187e6265187e6265187e6265187e6265187e6265187e6265187e6265187","error":"","started":"2026-11-21T14:06:14.785754018Z","finished":"2026-11-21T14:06:15.30813798Z"}` + "\n")
+	for b.Loop() {
+		b.StopTimer()
+		j, err := Open(b.TempDir(), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := j.Load(strings.NewReader(list.String())); err != nil {
+			b.Fatal(err)
+		}
+		var batch []done
+		b.StartTimer()
+		for id := int64(1); id <= 10_000; id++ {
+			batch = append(batch, done{id: id, seq: id, outcome: OK, line: line})
+			if len(batch) == maxBatch || id == 10_000 {
+				if err := j.st.commit(batch, nil, map[string]int64{metaSeq: id}); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+		b.StopTimer()
+		j.Close()
+		b.StartTimer()
+	}
+}

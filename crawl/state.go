@@ -361,16 +361,8 @@ func (s *store) commit(finished []done, deferred []later, marks map[string]int64
 		return err
 	}
 	defer tx.Rollback()
-	if len(finished) > 0 {
-		st, err := tx.Prepare(`UPDATE urls SET state = 'done', seq = ?, outcome = ?, result = ? WHERE id = ?`)
-		if err != nil {
-			return err
-		}
-		for _, d := range finished {
-			if _, err := st.Exec(d.seq, d.outcome, string(d.line), d.id); err != nil {
-				return err
-			}
-		}
+	if err := markDone(tx, finished); err != nil {
+		return err
 	}
 	if len(deferred) > 0 {
 		st, err := tx.Prepare(`UPDATE urls SET attempts = ?, not_before = ?, reason = ?, started = ? WHERE id = ? AND state = 'pending'`)
@@ -397,6 +389,53 @@ func (s *store) commit(finished []done, deferred []later, marks map[string]int64
 		}
 	}
 	return tx.Commit()
+}
+
+// markDone records finished URLs done, with their seq, outcome and results
+// line: doneRows of them per statement (UPDATE … FROM VALUES), as add
+// inserts, since one Exec per row through database/sql cost more than
+// SQLite's work for it.
+func markDone(tx *sql.Tx, finished []done) error {
+	var full *sql.Stmt
+	args := make([]any, 0, 4*min(len(finished), doneRows))
+	for len(finished) > 0 {
+		k := min(len(finished), doneRows)
+		args = args[:0]
+		for _, d := range finished[:k] {
+			args = append(args, d.id, d.seq, d.outcome, string(d.line))
+		}
+		finished = finished[k:]
+		var err error
+		if k == doneRows {
+			if full == nil {
+				if full, err = tx.Prepare(updateDone(doneRows)); err != nil {
+					return err
+				}
+			}
+			_, err = full.Exec(args...)
+		} else {
+			_, err = tx.Exec(updateDone(k), args...)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// doneRows is how many finished URLs one statement of markDone records.
+const doneRows = 128
+
+// updateDone is the statement recording k finished URLs.
+func updateDone(k int) string {
+	var b strings.Builder
+	b.WriteString(`UPDATE urls SET state = 'done', seq = v.column2, outcome = v.column3, result = v.column4
+		FROM (VALUES (?, ?, ?, ?)`)
+	for range k - 1 {
+		b.WriteString(`, (?, ?, ?, ?)`)
+	}
+	b.WriteString(`) AS v WHERE urls.id = v.column1`)
+	return b.String()
 }
 
 func millis(t time.Time) int64 {
