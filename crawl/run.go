@@ -211,7 +211,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	}
 	// The Transport's decisions go to events.jsonl, under the URL's id.
 	ctx = polite.WithObserver(polite.WithRequestID(ctx, uint64(it.id)), j.events)
-	ip := &remoteAddr{}
+	var ip *remoteAddr // nil without WARC: nothing to note
 	if j.warc != nil {
 		ctx, ip = withRemoteIP(ctx)
 	}

@@ -53,6 +53,9 @@ type ipKey struct{}
 type remoteAddr struct{ p atomic.Pointer[netip.Addr] }
 
 func (r *remoteAddr) get() netip.Addr {
+	if r == nil {
+		return netip.Addr{}
+	}
 	if a := r.p.Load(); a != nil {
 		return *a
 	}

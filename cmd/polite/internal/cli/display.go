@@ -328,10 +328,10 @@ func (m *barModel) render() string {
 		rate := fmt.Sprintf("%.1f/%s", got, fmtRate(h.Rate))
 		var s string
 		if l.full {
-			s = fmt.Sprintf("%-*s %13s %9d %6d %6d %7d %8s  %s", l.host, trunc(hostLabel(h), l.host), rate, h.InFlight, h.Left,
+			s = fmt.Sprintf("%-*s %13s %9d %6d %6d %7d %8s  %s", l.host, fit(hostLabel(h), l.host), rate, h.InFlight, h.Left,
 				h.Throttled, h.Blocked, fmtDur(h.P95), h.Why)
 		} else {
-			s = fmt.Sprintf("%-*s %13s %6d %6d  %s", l.host, trunc(hostLabel(h), l.host), rate, h.Left, h.Throttled, h.Why)
+			s = fmt.Sprintf("%-*s %13s %6d %6d  %s", l.host, fit(hostLabel(h), l.host), rate, h.Left, h.Throttled, h.Why)
 		}
 		var style *lipgloss.Style
 		switch {
@@ -356,13 +356,6 @@ func fit(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-func trunc(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
 }
 
 func fmtRate(r float64) string {
