@@ -73,8 +73,10 @@ type Config struct {
 	// capacity resets it. Zero means DefaultProbeInterval (2 s).
 	ProbeInterval time.Duration
 	// MaxProbeInterval bounds the wait between probes, and so the time a
-	// rise of capacity goes unseen. Zero means DefaultMaxProbeInterval
-	// (10 s).
+	// rise of capacity goes unseen, except where probing more often would
+	// spend more than 2 % of the requests on throttles (a slow host, or
+	// the first probe after a fall). Zero means DefaultMaxProbeInterval
+	// (7 s).
 	MaxProbeInterval time.Duration
 
 	// MaxConcurrency bounds Concurrency. Zero means DefaultMaxConcurrency
@@ -159,6 +161,7 @@ const (
 	coarse         = 0.1                           // a capacity this uncertain (relative) is re-measured soon
 	winAnswers     = 8                             // answers a reaction window should see, at least
 	probeCost      = 50                            // requests per failed probe (one throttled), at least
+	maxDebt        = 3                             // a fall's throttles charged to the next probe, at most
 	shallowSaved   = 0.1                           // savings under 100 ms of the capacity: a host with no burst to speak of
 	shallowFirst   = 0.1                           // a probe met this far above the estimate shows a host without burst...
 	shallowGap     = 0.05                          // ... whose bounds this close stop narrowing its capacity
@@ -205,14 +208,15 @@ type Controller struct {
 	winEnd    int64 // no other decrease before winEnd
 	reacting  bool  // a reaction window is open: its end has not been judged yet
 	byLatency bool  // the window follows a latency decrease
-	okPost    int   // OK answers to post-cut requests
-	thrPost   int   // throttles and overloads among post-cut requests
-	failPost  int   // failures among post-cut requests
-	nPost     int   // answers to post-cut requests
+	blind     bool  // the window follows a cut by an unknown amount (the capacity fell)
+	okPost    int32 // OK answers to post-cut requests
+	thrPost   int32 // throttles and overloads among post-cut requests
+	failPost  int32 // failures among post-cut requests
+	nPost     int32 // answers to post-cut requests
 	firstThr  int64 // send time of the first post-cut throttle
 	lastThr   int64 // send time of the latest post-cut throttle
-	okAfter   int   // OK answers to requests sent after firstThr
-	decreases int   // decreases so far
+	okAfter   int32 // OK answers to requests sent after firstThr
+	decreases int32 // decreases so far
 
 	// Brackets: the host's bucket is empty whenever it throttles, so what it
 	// served between two throttles, over the time between them, bounds its
@@ -243,6 +247,8 @@ type Controller struct {
 	saved      float64 // most a probe was served beyond the capacity: a lower bound of the host's burst
 	probeOK    int32   // OK answers to requests sent since probeAt
 	bareProbes int32   // failed probes in a row served far above the estimate without savings
+	debt       int32   // throttles since a blind cut (at most maxDebt), until the rate settles; 0 = none
+	falling    bool    // the capacity fell: the next settle charges debt to the probes
 
 	// pressedAt is when the latest OK answer to a request the rate held
 	// back (not Spare) came; a rise needs one since the last rise.
@@ -390,9 +396,15 @@ func (c *Controller) Observe(now time.Time, s Signal) float64 {
 			c.lastThr = max(c.lastThr, sent)
 			c.thrPost++
 		}
+		if c.debt > 0 && c.debt < maxDebt {
+			c.debt++
+		}
 		c.empty(sent)
-		if t >= c.winEnd {
+		switch {
+		case t >= c.winEnd:
 			c.congested(t, sent, s.Wait)
+		case c.blind && post && sent >= c.cutAt+min(straggle, int64(1e9/c.want)):
+			c.recut(t)
 		}
 	case Failure:
 		if post {

@@ -50,6 +50,15 @@
 // have used up the host's savings (as earlier probes measured them) means the
 // capacity fell, and is handled as one.
 //
+// Falls. A throttle while settled cuts blind (Config.Backoff): the capacity
+// fell by an unknown amount. The host's bucket was empty when it refused,
+// so a request sent one interval of the new rate later is refused only if
+// that rate is still over the capacity: such a refusal cuts again at once,
+// once, instead of at the window's end. The throttles a fall cost (the
+// refusals it met, and the probe that pins the new capacity down) are
+// charged to the probes' 2 %: the next probe waits until they and its own are
+// one in 50 requests at the new capacity, however long MaxProbeInterval.
+//
 // Hosts without savings. Some hosts keep no bucket to save in: a pool of
 // workers without a queue refuses the moment one more request arrives
 // (Vector's "drops at high concurrency"). There, the estimate only ever

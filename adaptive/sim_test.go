@@ -136,6 +136,32 @@ func TestSimCapacitySteps(t *testing.T) {
 	}
 }
 
+// After a fall the budget for throttles, 2 % of the requests, holds over the
+// time that follows it, the fall's own throttles included: a blind cut
+// that a request sent at the new pace still met is cut again at once, and
+// the probes after the fall wait until its throttles are paid for. Live,
+// 40 -> 10 req/s (testbed, 20 ms), before both: 3.2 % of the 15 s after the
+// step (issue 16).
+func TestSimFallWithinBudget(t *testing.T) {
+	for _, lat := range []time.Duration{20 * ms, 50 * ms} {
+		h := &simHost{rate: 40, burst: 20, lat: lat, stepAt: 15 * time.Second, stepRate: 10}
+		c := New(Config{}, t0)
+		res := simulate(c, h, 33*time.Second)
+		var sent, thr int
+		for s := 15; s < 33; s++ {
+			sent += res.perSec[s]
+			thr += res.thrPerSec[s]
+		}
+		t.Logf("%v: %d of %d throttled after the step; sent per second %v; throttled %v", lat, thr, sent, res.perSec[14:33], res.thrPerSec[14:33])
+		if share := float64(thr) / float64(sent); share > 0.02 {
+			t.Errorf("latency %v, 40 -> 10 req/s: %d of %d requests in the 18 s after the step throttled (%.1f%%), want ≤ 2%%", lat, thr, sent, 100*share)
+		}
+		if cap, _ := c.Capacity(); cap < 9 || cap > 10.5 {
+			t.Errorf("latency %v: capacity %.2f at the end, want 10 within 10%%", lat, cap)
+		}
+	}
+}
+
 // A host of 5 servers without a queue (50 req/s at 100 ms) refuses the
 // moment a sixth request arrives: it keeps no savings, so a probe meets its
 // capacity at once, and the rate that met it bounds the capacity from above.

@@ -28,7 +28,7 @@ func (c *Controller) congested(t, sent int64, wait time.Duration) {
 			c.phase = probing
 		}
 	}
-	surprise, shallow := false, false
+	surprise, shallow, blind := false, false, false
 	if c.phase == probing && !c.capLow {
 		// A probe is first served from what the host saved while the rate
 		// sat under its capacity. Throttled well before those savings (as
@@ -88,6 +88,7 @@ func (c *Controller) congested(t, sent int64, wait time.Duration) {
 		c.want = c.cfg.Target * min(c.capEst, r)
 	case c.phase == settled || surprise:
 		c.noBurst = false
+		blind = true
 		// Throttled while settled: the capacity is below the rate (it fell,
 		// or was overrated), by an unknown amount.
 		c.want = c.cfg.Backoff * r
@@ -124,6 +125,33 @@ func (c *Controller) congested(t, sent int64, wait time.Duration) {
 		c.probeWait = max(c.probeWait, min(20*int64(wait), int64(c.cfg.MaxProbeInterval)))
 	}
 	c.decrease(t, t+int64(max(wait, 0)), false)
+	c.blind = blind
+	if blind {
+		c.debt = max(c.debt, 1) // counted until the rate settles; charged if the capacity fell
+	}
+}
+
+// recut answers a throttle to a request sent, at the new pace, after a
+// blind cut: the host's bucket was empty when the cut was made (it had just
+// refused), so a request spaced one interval of the new rate after it is
+// refused only if that rate is still over the capacity. Cut again at once,
+// by the same factor; waiting for the window's end would spend a throttle
+// every other request meanwhile (live, 40 -> 10 req/s: two more). Once per
+// fall: the next window measures, and judges any further cut.
+func (c *Controller) recut(t int64) {
+	if tracing {
+		c.trace(t, "recut")
+	}
+	c.want = c.cfg.Backoff * c.want
+	if c.capEst > c.want {
+		// Or the window's end, finding the host quiet, would settle back
+		// at the old estimate.
+		c.capEst, c.capErr, c.capLow = c.want, c.rate-c.want, false
+		c.mark.valid = false // no bracket across the fall
+		c.refine = true      // a guess: one probe soon pins it down
+	}
+	c.falling = true
+	c.decrease(t, t, false)
 }
 
 // decrease opens a reaction window for requests sent from at on.
@@ -135,6 +163,7 @@ func (c *Controller) decrease(t, at int64, byLatency bool) {
 	c.winEnd = at + c.window()
 	c.reacting = true
 	c.byLatency = byLatency
+	c.blind = false
 	c.okPost, c.thrPost, c.failPost, c.nPost, c.okAfter = 0, 0, 0, 0, 0
 	c.lastThr = math.MinInt64
 	c.decreases++
@@ -165,6 +194,7 @@ func (c *Controller) react(t int64) {
 			// settle back at the old one (issue 16: 40 → 10 req/s).
 			c.capEst, c.capErr, c.capLow = c.want, 1.5e9/float64(span), false
 			c.mark.valid = false // no bracket across the fall
+			c.falling = c.debt > 0
 		}
 		c.decrease(t, t, false)
 	}
@@ -218,6 +248,9 @@ func (c *Controller) endWindow(t int64) {
 		// the bucket stayed empty: the count is only a lower bound then,
 		// and a bracket's finer estimate nearby stands.
 		bracketed := c.thrPost == 1 && c.capEst > 0 && c.capErr <= coarse*c.capEst && m < c.capEst && m > nearBracket*c.capEst
+		if c.debt > 0 && m < nearBracket*c.capEst {
+			c.falling = true // measured far under the estimate a blind cut started from
+		}
 		if tol := 1.5e9 / float64(span); !bracketed && (c.capLow || m < c.capEst-tol || m > c.capEst+tol) {
 			c.capEst, c.capErr = m, tol
 			c.refine = tol > coarse*m
@@ -260,7 +293,7 @@ func (c *Controller) settle(t int64) {
 			// bracket that pins it down.
 			c.refine = false
 			c.probeWait = min(c.probeWait, int64(c.cfg.ProbeInterval)/4)
-			break
+			return // a fall's debt waits for the bracket: the next settle charges it
 		}
 		// A failed probe costs a throttled request: probeCost requests at
 		// the capacity between probes. The wait was set when the probe
@@ -271,4 +304,16 @@ func (c *Controller) settle(t int64) {
 			c.waitCap = c.capEst
 		}
 	}
+	if c.falling {
+		// The fall cost throttles of its own (the blind cut's, a recut's,
+		// the probe that pinned the new capacity down), and the probes'
+		// share pays for them first: the next probe waits until they and
+		// its own are one in probeCost requests at the new capacity. Live,
+		// 40 -> 10 req/s: the fall cost two, and two probes in the next
+		// 15 s made 2.2 % of that span's requests throttled.
+		if c.capEst > 0 && !c.capLow {
+			c.probeWait = max(c.probeWait, int64(float64(1+c.debt)*probeCost/c.capEst*1e9))
+		}
+	}
+	c.falling, c.debt = false, 0
 }
