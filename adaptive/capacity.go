@@ -7,8 +7,8 @@ import "time"
 // are back, a median latency later.
 func (c *Controller) empty(sent int64) {
 	c.emptyAt = max(c.emptyAt, sent)
-	if !c.pend.active {
-		c.pend.at, c.pend.due, c.pend.active = sent, sent+c.lat.med, true
+	if !c.pendOn {
+		c.pend.at, c.pend.due, c.pendOn = sent, sent+c.lat.med.ns(), true
 	}
 }
 
@@ -16,10 +16,10 @@ func (c *Controller) empty(sent int64) {
 // the previous one.
 func (c *Controller) bracket() {
 	at, ok := c.pend.at, c.okCum
-	c.pend.active = false
+	c.pendOn = false
 	c.markAt, c.markOK = at, ok
-	if !c.mark.valid || at-c.mark.at > maxSpan {
-		c.mark.at, c.mark.ok, c.mark.valid = at, ok, true
+	if !c.markOn || at-c.mark.at > maxSpan {
+		c.mark.at, c.mark.ok, c.markOn = at, ok, true
 		return
 	}
 	span := at - c.mark.at
@@ -72,7 +72,7 @@ func (c *Controller) latencyHigh(t int64, share float64) bool {
 	}
 	rise := max(float64(b)*c.cfg.LatencyTolerance*share+noiseSpreads*float64(spread), float64(minRise))
 	limit := float64(b) + rise
-	return float64(c.lat.med) > limit || float64(c.lat.newest) > limit
+	return float64(c.lat.med.ns()) > limit || float64(c.lat.newest.ns()) > limit
 }
 
 // latencyCheck reads a queue from the latency. When the median climbs past
@@ -94,13 +94,13 @@ func (c *Controller) latencyCheck(t int64) {
 	// cut from 1,000 req/s to 15 (issue 16: the spread between two 100k-URL
 	// crawls). Behind nginx's limit_req queue at 10 r/s, one request of
 	// ours waiting is 10 × 0.1 s = 1.
-	if okRate >= serverLimit*c.rate || t < int64(time.Second) || okRate*float64(max(c.lat.med, c.lat.newest))/1e9 < minQueued {
+	if okRate >= serverLimit*c.rate || t < int64(time.Second) || okRate*float64(max(c.lat.med.ns(), c.lat.newest.ns()))/1e9 < minQueued {
 		c.latHold = true
 		return
 	}
 	c.latHold = false
 	if tracing {
-		c.trace(t, "latency med=%v newest=%v okRate=%.2f", c.lat.med, c.lat.newest, okRate)
+		c.trace(t, "latency med=%v newest=%v okRate=%.2f", c.lat.med.ns(), c.lat.newest.ns(), okRate)
 	}
 	if c.phase == probing {
 		// Past the full tolerance before the probe's own check (at half

@@ -3,6 +3,7 @@ package adaptive
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -125,6 +126,32 @@ func (c Config) withDefaults() Config {
 // documentation's Phases section tables the transitions. A decrease always
 // lands in settled with a reaction window open, the sub-state called
 // reacting (see the reacting field).
+// configs holds the configurations Controllers were made with, so that the
+// controllers of a crawl's million hosts share one copy (issue 12: 88 bytes
+// each) instead of holding their own. Up to maxShared of them; a program
+// that makes controllers of ever new configurations gets copies past that.
+var (
+	configs  sync.Map // Config -> *Config
+	nConfigs atomic.Int32
+)
+
+const maxShared = 256
+
+// shared returns a read-only copy of cfg that Controllers may share.
+func shared(cfg Config) *Config {
+	if p, ok := configs.Load(cfg); ok {
+		return p.(*Config)
+	}
+	if nConfigs.Load() >= maxShared {
+		return &cfg
+	}
+	p, loaded := configs.LoadOrStore(cfg, &cfg)
+	if !loaded {
+		nConfigs.Add(1)
+	}
+	return p.(*Config)
+}
+
 type phase uint8
 
 const (
@@ -177,7 +204,7 @@ const (
 // goroutine and sets no timer. It is safe for concurrent use (one mutex), and
 // Observe does not allocate. The zero Controller is not usable; call New.
 type Controller struct {
-	cfg    Config // defaults applied; read-only
+	cfg    *Config // defaults applied; read-only, shared (see shared)
 	origin time.Time
 
 	// mu guards every field below.
@@ -188,13 +215,8 @@ type Controller struct {
 	want  float64 // rate the policy wants; published when worth it
 	pubAt int64   // when rate was last raised
 
-	phase   phase
-	capEst  float64 // learned capacity in req/s; 0 when none yet
-	capErr  float64 // how far off capEst may be, in req/s (a count's ±1.5 over its span)
-	refine  bool    // capEst is coarse and wants an early probe
-	capLow  bool    // capEst is only a lower bound (served without congestion)
-	latHold bool    // latency is high without a queue growing: hold, no growth
-	noBurst bool    // the host keeps no savings: a failed probe's rate bounds its capacity
+	capEst float64 // learned capacity in req/s; 0 when none yet
+	capErr float64 // how far off capEst may be, in req/s (a count's ±1.5 over its span)
 
 	// The reaction window after a decrease. While it is open, the
 	// controller is reacting: the phase is settled, the rate stays at the
@@ -204,18 +226,16 @@ type Controller struct {
 	// ProbeInterval under 4 ns (probeWait = ProbeInterval/4 = 0), a probe
 	// starts in the very tick whose latency check opened a window, and
 	// runs inside it.
-	cutAt     int64 // requests sent at or after cutAt are "post-cut"
-	winEnd    int64 // no other decrease before winEnd
-	reacting  bool  // a reaction window is open: its end has not been judged yet
-	byLatency bool  // the window follows a latency decrease
-	blind     bool  // the window follows a cut by an unknown amount (the capacity fell)
-	okPost    int32 // OK answers to post-cut requests
-	thrPost   int32 // throttles and overloads among post-cut requests
-	failPost  int32 // failures among post-cut requests
-	nPost     int32 // answers to post-cut requests
-	firstThr  int64 // send time of the first post-cut throttle
-	lastThr   int64 // send time of the latest post-cut throttle
-	okAfter   int32 // OK answers to requests sent after firstThr
+	cutAt    int64 // requests sent at or after cutAt are "post-cut"
+	winEnd   int64 // no other decrease before winEnd
+	firstThr int64 // send time of the first post-cut throttle
+	lastThr  int64 // send time of the latest post-cut throttle
+	okPost   int32 // OK answers to post-cut requests
+	thrPost  int32 // throttles and overloads among post-cut requests
+	failPost int32 // failures among post-cut requests
+	nPost    int32 // answers to post-cut requests
+	okAfter  int32 // OK answers to requests sent after firstThr
+
 	decreases int32 // decreases so far
 
 	// Brackets: the host's bucket is empty whenever it throttles, so what it
@@ -229,30 +249,41 @@ type Controller struct {
 	// what it served.
 	markAt, markOK int64
 	pend           struct {
-		at, due int64 // a throttle's send time; when its peers' answers are back
-		active  bool
+		at, due int64 // a throttle's send time; when its peers' answers are back (while pendOn)
 	}
 	mark struct {
-		at, ok int64 // a throttle's send time and the OKs sent before it
-		valid  bool
+		at, ok int64 // a throttle's send time and the OKs sent before it (while markOn)
 	}
 
 	// Probing.
-	settleAt   int64   // when the rate last settled
-	probeWait  int64   // settled time before the next probe
-	waitCap    float64 // the capacity probeWait was set against by a failed probe
-	probeAt    int64   // when the current probe began
-	probeBase  float64 // the capacity it started from
-	stored     float64 // tokens the host may have saved for the probe
-	saved      float64 // most a probe was served beyond the capacity: a lower bound of the host's burst
-	probeOK    int32   // OK answers to requests sent since probeAt
-	bareProbes int32   // failed probes in a row served far above the estimate without savings
-	debt       int32   // throttles since a blind cut (at most maxDebt), until the rate settles; 0 = none
-	falling    bool    // the capacity fell: the next settle charges debt to the probes
+	settleAt  int64   // when the rate last settled
+	probeWait int64   // settled time before the next probe
+	waitCap   float64 // the capacity probeWait was set against by a failed probe
+	probeAt   int64   // when the current probe began
+	probeBase float64 // the capacity it started from
+	stored    float64 // tokens the host may have saved for the probe
+	saved     float64 // most a probe was served beyond the capacity: a lower bound of the host's burst
 
 	// pressedAt is when the latest OK answer to a request the rate held
 	// back (not Spare) came; a rise needs one since the last rise.
 	pressedAt int64
+
+	probeOK    int32 // OK answers to requests sent since probeAt
+	bareProbes int32 // failed probes in a row served far above the estimate without savings
+	debt       int32 // throttles since a blind cut (at most maxDebt), until the rate settles; 0 = none
+
+	// Flags, together: a Controller per host, a million hosts (issue 12).
+	phase     phase
+	refine    bool // capEst is coarse and wants an early probe
+	capLow    bool // capEst is only a lower bound (served without congestion)
+	latHold   bool // latency is high without a queue growing: hold, no growth
+	noBurst   bool // the host keeps no savings: a failed probe's rate bounds its capacity
+	reacting  bool // a reaction window is open: its end has not been judged yet
+	byLatency bool // the window follows a latency decrease
+	blind     bool // the window follows a cut by an unknown amount (the capacity fell)
+	falling   bool // the capacity fell: the next settle charges debt to the probes
+	pendOn    bool // pend holds a throttle whose bracket is due
+	markOn    bool // mark holds a throttle a bracket may start from
 
 	meter rateMeter
 	lat   latencies
@@ -263,7 +294,7 @@ type Controller struct {
 func New(cfg Config, now time.Time) *Controller {
 	cfg = cfg.withDefaults()
 	return &Controller{
-		cfg:       cfg,
+		cfg:       shared(cfg),
 		origin:    now,
 		ceil:      cfg.Max,
 		rate:      cfg.Initial,
@@ -338,7 +369,7 @@ func (c *Controller) Concurrency() int {
 	defer c.mu.Unlock()
 	lat, _ := c.lat.baseline(c.last)
 	if lat == 0 {
-		lat = c.lat.p95
+		lat = c.lat.p95.ns()
 	}
 	n := int(math.Ceil(c.rate*float64(lat)/1e9*1.25)) + 2
 	return min(max(n, 1), c.cfg.MaxConcurrency)
@@ -418,7 +449,7 @@ func (c *Controller) Observe(now time.Time, s Signal) float64 {
 // probes.
 func (c *Controller) tick(t int64) {
 	c.lat.update(t)
-	if c.pend.active && t >= c.pend.due {
+	if c.pendOn && t >= c.pend.due {
 		c.bracket()
 	}
 	if c.reacting {

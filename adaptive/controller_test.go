@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -396,9 +397,9 @@ func TestFinerBracketReplacesCoarseEstimate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := New(Config{}, t0)
 			c.phase, c.capEst, c.capErr = settled, 22.9, 4.9
-			c.mark.at, c.mark.ok, c.mark.valid = 0, 0, true
+			c.mark.at, c.mark.ok, c.markOn = 0, 0, true
 			c.okCum = tc.served
-			c.pend.at, c.pend.active = int64(2*time.Second), true
+			c.pend.at, c.pendOn = int64(2*time.Second), true
 			c.bracket()
 			if math.Abs(c.capEst-tc.want) > 1e-9 {
 				t.Errorf("capacity %.2f, want %.2f", c.capEst, tc.want)
@@ -472,5 +473,29 @@ func TestBaselineNoiseIsTheUnloadedSpread(t *testing.T) {
 	if spread != unloaded || spread > int64(10*ms) {
 		t.Fatalf("baseline spread %v with a queue growing (ring spread %v), want the unloaded %v",
 			time.Duration(spread), time.Duration(l.spread), time.Duration(unloaded))
+	}
+}
+
+// TestControllerSize holds a Controller in the 640-byte size class (its
+// malloc header included): a crawl keeps one per host, a million hosts
+// (issue 12; it was 1,024 bytes).
+func TestControllerSize(t *testing.T) {
+	if n := unsafe.Sizeof(Controller{}); n > 632 {
+		t.Errorf("a Controller takes %d bytes, want ≤ 632 (the 640-byte size class with its 8-byte malloc header)", n)
+	}
+}
+
+// Controllers of one configuration share a copy of it; their caller's
+// later changes to its Config reach none of them.
+func TestConfigsShared(t *testing.T) {
+	cfg := Config{Max: 123, ProbeInterval: 3 * time.Second}
+	a, b := New(cfg, t0), New(cfg, t0)
+	if a.cfg != b.cfg {
+		t.Error("two Controllers of one Config hold a copy each")
+	}
+	cfg.Max = 7
+	c := New(cfg, t0)
+	if c.cfg == a.cfg || a.cfg.Max != 123 || c.cfg.Max != 7 {
+		t.Errorf("after a change: shared %v, Max %g and %g, want apart, 123 and 7", c.cfg == a.cfg, a.cfg.Max, c.cfg.Max)
 	}
 }

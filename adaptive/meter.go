@@ -2,12 +2,13 @@ package adaptive
 
 import (
 	"math"
+	"math/bits"
 	"time"
 )
 
 // Both meters are fixed-size arrays, so a Controller never allocates after
 // New, and their times are nanoseconds since the Controller's origin. What
-// they keep is narrow (int32 slot numbers and microseconds): a crawl keeps a
+// they keep is narrow (int32 slot numbers, 16-bit latencies): a crawl keeps a
 // controller per host, a million of them.
 
 const (
@@ -19,8 +20,8 @@ const (
 // rate is what the host served lately, by the time the answers came back.
 type rateMeter struct {
 	slots [slotCount]struct {
-		idx   int32 // slot number (125 ms slots: 8 years); stale when older than the window
-		ok, n int32
+		idx int32 // slot number (125 ms slots: 8 years); stale when older than the window
+		ok  int32
 	}
 }
 
@@ -28,9 +29,8 @@ func (m *rateMeter) add(t int64, ok bool) {
 	i := int32(t / slotSpan)
 	s := &m.slots[i%slotCount]
 	if s.idx != i {
-		s.idx, s.ok, s.n = i, 0, 0
+		s.idx, s.ok = i, 0
 	}
-	s.n++
 	if ok {
 		s.ok++
 	}
@@ -73,35 +73,57 @@ const (
 // Comparing the median with the baseline reads a queue before the host sheds
 // load; the spread keeps noise from passing for one.
 type latencies struct {
-	ring [latRing]micros
+	ring [latRing]latCode
 	// The ring's latencies and its newest latRecent, each kept in order as
 	// answers come and go: one answer moves a few values, where sorting
 	// them afresh on every answer costs quadratic time once latencies vary.
-	all    [latRing]micros
-	recent [latRecent]micros
-	n      int // answers ever added
-	fresh  int // answers added since the last update
-	med    int64
-	newest int64 // the least of the newest latNewest: all of them took at least this
-	p95    int64
-	spread int64 // interquartile range of the ring
+	all    [latRing]latCode
+	recent [latRecent]latCode
+	n      int   // answers ever added
+	spread int64 // interquartile range of the ring, in ns
+	med    latCode
+	newest latCode // the least of the newest latNewest: all of them took at least this
+	p95    latCode
+	fresh  bool // answers were added since the last update
 	// Per slot: the least median, and the spread when it was taken (the
 	// noise of the host unloaded; a queue widens the spread as it grows).
 	base [baseSlots]struct {
 		idx         int32 // 3 s slots: 200 years
-		min, spread micros
+		min, spread latCode
 	}
 }
 
-// micros is a latency in microseconds, rounded; up to 35 minutes.
-type micros int32
+// latCode is a latency in 16 bits, in the order of the latencies: whole
+// microseconds up to 4,095, above that 12 significant bits (rounded: within
+// 1/4096), up to 35 minutes. A host's history is 100 of them, and a crawl
+// keeps a controller per host, a million of them (issue 12).
+type latCode uint16
 
-func toMicros(ns int64) micros { return micros(min(max((ns+500)/1000, 0), math.MaxInt32)) }
+const latExact = 1 << 12 // codes under this are microseconds
 
-func (m micros) ns() int64 { return int64(m) * 1000 }
+func toLatCode(ns int64) latCode {
+	us := uint32(min(max((min(ns, math.MaxInt64-500)+500)/1000, 0), math.MaxInt32))
+	if us < latExact {
+		return latCode(us)
+	}
+	e := uint32(bits.Len32(us)) - 12
+	m := (us + 1<<(e-1)) >> e
+	if m == latExact {
+		m, e = m>>1, e+1
+	}
+	return latCode(e<<11 + m)
+}
+
+func (c latCode) ns() int64 {
+	if c < latExact {
+		return int64(c) * 1000
+	}
+	e := uint32(c)>>11 - 1
+	return int64(uint32(c)-e<<11) << e * 1000
+}
 
 func (l *latencies) add(ns int64) {
-	d := toMicros(ns)
+	d := toLatCode(ns)
 	if l.n < latRing {
 		insertSorted(l.all[:l.n+1], d)
 	} else {
@@ -114,36 +136,36 @@ func (l *latencies) add(ns int64) {
 	}
 	l.ring[l.n%latRing] = d
 	l.n++
-	l.fresh++
+	l.fresh = true
 }
 
 // update recomputes the statistics at t if anything was added since.
 func (l *latencies) update(t int64) {
-	if l.fresh == 0 {
+	if !l.fresh {
 		return
 	}
-	l.fresh = 0
+	l.fresh = false
 	k := min(l.n, latRing)
-	l.p95 = l.all[(k*95-1)/100].ns()
+	l.p95 = l.all[(k*95-1)/100]
 	l.spread = l.all[k*3/4].ns() - l.all[k/4].ns()
 	r := min(l.n, latRecent)
-	l.med = l.recent[r/2].ns()
-	l.newest = math.MaxInt64
+	l.med = l.recent[r/2]
+	l.newest = math.MaxUint16
 	for k := range min(l.n, latNewest) {
-		l.newest = min(l.newest, l.ring[(l.n-1-k)%latRing].ns())
+		l.newest = min(l.newest, l.ring[(l.n-1-k)%latRing])
 	}
 	if r < latRecent/4 {
 		return // too few to call it a baseline
 	}
 	i := int32(t / baseSlotDur)
 	s := &l.base[i%baseSlots]
-	if s.idx != i || s.min <= 0 || l.med < s.min.ns() {
+	if s.idx != i || s.min <= 0 || l.med < s.min {
 		// The noise is that of the answers the median came from: the
 		// ring's older ones may hold a queue that is draining (or, at a
 		// cold start, building), which is not noise. And noise wider than
 		// the baseline itself is a queue too.
 		med := l.recent[r/2]
-		s.idx, s.min, s.spread = i, med, min(l.recent[r*3/4]-l.recent[r/4], med)
+		s.idx, s.min, s.spread = i, med, min(toLatCode(l.recent[r*3/4].ns()-l.recent[r/4].ns()), med)
 	}
 }
 
@@ -167,7 +189,7 @@ func (l *latencies) baseline(t int64) (base, spread int64) {
 
 // insertSorted puts v in order into a, sorted but for its last element,
 // which is free.
-func insertSorted(a []micros, v micros) {
+func insertSorted(a []latCode, v latCode) {
 	i := len(a) - 1
 	for i > 0 && a[i-1] > v {
 		a[i] = a[i-1]
@@ -178,7 +200,7 @@ func insertSorted(a []micros, v micros) {
 
 // replaceSorted replaces one element equal to old in the sorted a with v,
 // keeping a sorted. Only the values between old and v move.
-func replaceSorted(a []micros, old, v micros) {
+func replaceSorted(a []latCode, old, v latCode) {
 	i := 0
 	for a[i] != old {
 		i++

@@ -1,6 +1,7 @@
 package adaptive
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -8,7 +9,8 @@ import (
 )
 
 // The latency statistics kept in order as answers come and go are those of
-// sorting the history afresh, as the meter once did on every answer.
+// sorting the history afresh, as the meter once did on every answer (of the
+// latencies as kept, in 16 bits: TestLatCode bounds what that loses).
 func TestLatenciesMatchSortedHistory(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -33,7 +35,7 @@ func TestLatenciesMatchSortedHistory(t *testing.T) {
 			for i := range 2000 {
 				d := tc.draw(r, i)
 				l.add(d)
-				hist = append(hist, d)
+				hist = append(hist, toLatCode(d).ns()) // as kept: 16 bits
 				if r.IntN(3) == 0 {
 					continue // several answers between two updates
 				}
@@ -42,12 +44,38 @@ func TestLatenciesMatchSortedHistory(t *testing.T) {
 				all := slices.Sorted(slices.Values(hist[max(len(hist)-latRing, 0):]))
 				rec := slices.Sorted(slices.Values(hist[max(len(hist)-latRecent, 0):]))
 				k, n := len(all), len(rec)
-				if p95, spread, med := all[(k*95-1)/100], all[k*3/4]-all[k/4], rec[n/2]; l.p95 != p95 || l.spread != spread || l.med != med {
+				if p95, spread, med := all[(k*95-1)/100], all[k*3/4]-all[k/4], rec[n/2]; l.p95.ns() != p95 || l.spread != spread || l.med.ns() != med {
 					t.Fatalf("after %d answers: p95, spread, median = %v, %v, %v, want %v, %v, %v", i+1,
-						time.Duration(l.p95), time.Duration(l.spread), time.Duration(l.med),
+						time.Duration(l.p95.ns()), time.Duration(l.spread), time.Duration(l.med.ns()),
 						time.Duration(p95), time.Duration(spread), time.Duration(med))
 				}
 			}
 		})
+	}
+}
+
+// TestLatCode holds the 16-bit latencies to their promise: in order, exact
+// to the microsecond up to 4,095 µs, within 1/4096 above, up to 35 minutes.
+func TestLatCode(t *testing.T) {
+	prev := toLatCode(0)
+	for us := int64(0); us <= math.MaxInt32; us += 1 + us/1000 {
+		c := toLatCode(us * 1000)
+		if c < prev {
+			t.Fatalf("%d µs: code %d below the previous latency's %d", us, c, prev)
+		}
+		prev = c
+		got := c.ns() / 1000
+		if us < latExact && got != us {
+			t.Fatalf("%d µs comes back as %d", us, got)
+		}
+		if d := math.Abs(float64(got-us)) / float64(max(us, 1)); d > 1.0/4096 {
+			t.Fatalf("%d µs comes back as %d: off by %.5f", us, got, d)
+		}
+	}
+	if c := toLatCode(math.MaxInt64); c.ns() < int64(35*time.Minute) {
+		t.Errorf("the longest latency comes back as %v", time.Duration(c.ns()))
+	}
+	if c := toLatCode(-5); c != 0 {
+		t.Errorf("a negative latency is code %d, want 0", c)
 	}
 }

@@ -16,8 +16,8 @@ func (c *Controller) startProbe(t int64) {
 		// what it served meanwhile; the capacity may be a little above its
 		// estimate: allow for it.
 		hi := c.capEst + max(c.capEst*storedSlack, c.capErr)
-		if !c.pend.active && c.markAt == c.emptyAt {
-			c.stored = max(hi*float64(t-c.lat.med-c.markAt)/1e9-float64(c.okCum-c.markOK), 0)
+		if !c.pendOn && c.markAt == c.emptyAt {
+			c.stored = max(hi*float64(t-c.lat.med.ns()-c.markAt)/1e9-float64(c.okCum-c.markOK), 0)
 		} else {
 			c.stored = max(hi-c.rate, 0) * float64(t-c.emptyAt) / 1e9
 		}
@@ -46,7 +46,7 @@ func (c *Controller) advanceProbe(t int64) {
 // is its capacity, or under it.
 func (c *Controller) probeKnee(t int64) {
 	ok := c.meter.okRate(t)
-	if span := t - c.lat.med - c.probeAt; span >= int64(c.cfg.Window) {
+	if span := t - c.lat.med.ns() - c.probeAt; span >= int64(c.cfg.Window) {
 		// What the probe was served, counted from its start: the last
 		// second's count mixes in the time before, spent under the
 		// capacity, and would never raise a low estimate.
@@ -72,7 +72,7 @@ func (c *Controller) probeKnee(t int64) {
 func (c *Controller) checkProbe(t int64) {
 	if excess := c.excess(t); excess > c.stored+max(2, 0.1*c.probeBase) {
 		if !c.capLow {
-			c.mark.valid = false // the capacity changed: no bracket across it
+			c.markOn = false // the capacity changed: no bracket across it
 		}
 		c.phase = ramping
 		c.capLow = true
@@ -110,6 +110,6 @@ func (c *Controller) probeRate(sent int64) float64 {
 // excess is what the current probe was served beyond the capacity it
 // started from, counting requests whose answers are back by t.
 func (c *Controller) excess(t int64) float64 {
-	back := float64(t-c.lat.med-c.probeAt) / 1e9
+	back := float64(t-c.lat.med.ns()-c.probeAt) / 1e9
 	return float64(c.probeOK) - c.probeBase*max(back, 0)
 }

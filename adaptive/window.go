@@ -8,7 +8,7 @@ import (
 // window is the reaction window: max(Window, p95 latency), and long enough
 // for about winAnswers answers at the rate.
 func (c *Controller) window() int64 {
-	return max(int64(c.cfg.Window), c.lat.p95, int64(winAnswers/c.want*1e9))
+	return max(int64(c.cfg.Window), c.lat.p95.ns(), int64(winAnswers/c.want*1e9))
 }
 
 // congested handles the first congestion signal outside a reaction window:
@@ -147,8 +147,8 @@ func (c *Controller) recut(t int64) {
 		// Or the window's end, finding the host quiet, would settle back
 		// at the old estimate.
 		c.capEst, c.capErr, c.capLow = c.want, c.rate-c.want, false
-		c.mark.valid = false // no bracket across the fall
-		c.refine = true      // a guess: one probe soon pins it down
+		c.markOn = false // no bracket across the fall
+		c.refine = true  // a guess: one probe soon pins it down
 	}
 	c.falling = true
 	c.decrease(t, t, false)
@@ -176,8 +176,8 @@ func (c *Controller) react(t int64) {
 	case t >= c.winEnd:
 		c.endWindow(t)
 	case c.thrPost >= plainThrottles && c.thrPost >= c.okPost &&
-		c.lastThr >= c.cutAt+straggle+c.lat.p95 &&
-		float64(c.okPost)+1.5 < 0.8*c.want*float64(max(t-c.lat.med-c.cutAt, straggle))/1e9:
+		c.lastThr >= c.cutAt+straggle+c.lat.p95.ns() &&
+		float64(c.okPost)+1.5 < 0.8*c.want*float64(max(t-c.lat.med.ns()-c.cutAt, straggle))/1e9:
 		// Past the stragglers, most requests sent after the decrease
 		// are throttled, and far fewer served than the rate sends: it
 		// was plainly not enough. Cut again now, to what was served
@@ -185,7 +185,7 @@ func (c *Controller) react(t int64) {
 		// a rate a little under the capacity costs less than one
 		// over it, throttled the whole next window), and let the
 		// next window measure.
-		span := max(t-c.lat.med-c.cutAt, straggle)
+		span := max(t-c.lat.med.ns()-c.cutAt, straggle)
 		c.want = max((float64(c.okPost)+0.5)*1e9/float64(span), c.cfg.Backoff*c.want)
 		if c.capEst > c.want {
 			// The capacity fell below the estimate: what was served is
@@ -193,7 +193,7 @@ func (c *Controller) react(t int64) {
 			// window's end, finding the host no longer throttling, would
 			// settle back at the old one (issue 16: 40 → 10 req/s).
 			c.capEst, c.capErr, c.capLow = c.want, 1.5e9/float64(span), false
-			c.mark.valid = false // no bracket across the fall
+			c.markOn = false // no bracket across the fall
 			c.falling = c.debt > 0
 		}
 		c.decrease(t, t, false)
@@ -207,14 +207,14 @@ func (c *Controller) react(t int64) {
 // of the capacity.
 func (c *Controller) endWindow(t int64) {
 	c.reacting = false
-	backAt := t - c.lat.med // requests sent before backAt have their answers
+	backAt := t - c.lat.med.ns() // requests sent before backAt have their answers
 	if tracing {
 		c.trace(t, "endWindow ok=%d thr=%d n=%d okAfter=%d cutAt=%.3f firstThr=%.3f backAt=%.3f", c.okPost, c.thrPost, c.nPost, c.okAfter, float64(c.cutAt)/1e9, float64(c.firstThr)/1e9, float64(backAt)/1e9)
 	}
 	// Still throttled late in the window: a request sent after the
 	// decrease, past the wave's stragglers (or half the window, if that
 	// comes first), was throttled.
-	late := c.thrPost > 0 && c.lastThr >= c.cutAt+min((c.winEnd-c.cutAt)/2, straggle+c.lat.p95)
+	late := c.thrPost > 0 && c.lastThr >= c.cutAt+min((c.winEnd-c.cutAt)/2, straggle+c.lat.p95.ns())
 	switch {
 	case late &&
 		c.okPost < minMeasure && c.winEnd-c.cutAt < 4*c.window():
