@@ -22,8 +22,8 @@ import (
 // which keeps an idle Host small. Its fields are atomics or safe for
 // concurrent use themselves, so a hostPolicy needs no lock.
 type hostPolicy struct {
-	pauseUntil atomic.Int64 // unix ns before which no request goes; 0 = none
-	pauseWhy   atomic.Value // Reason of the current pause
+	pauseUntil atomic.Int64           // unix ns before which no request goes; 0 = none
+	pauseWhy   atomic.Pointer[Reason] // Reason of the current pause (see reasonPtr)
 	blocked    atomic.Pointer[string]
 	ceiling    atomic.Uint64   // float64 bits: the RateLimit ceiling; 0 = none
 	robotsCeil atomic.Uint64   // float64 bits: 1/Crawl-delay; 0 = none
@@ -41,7 +41,8 @@ type hostPolicy struct {
 	// The Transport's, whatever its Store: the robots.txt copy whose
 	// Crawl-delay is in force. Kept here, not in the Host, so that a
 	// Registry used without a Transport pays nothing for it.
-	robots atomic.Pointer[robots.Robots]
+	robots    atomic.Pointer[robots.Robots]
+	robotsRef robots.Ref // where the Transport's cache keeps the host's robots.txt
 }
 
 // pressWindow is how recent a wait for the rate must be for an admission to
@@ -119,7 +120,7 @@ func (p *hostPolicy) pause(until time.Time, why Reason) bool {
 			return false
 		}
 		if p.pauseUntil.CompareAndSwap(cur, u) {
-			p.pauseWhy.Store(why)
+			p.pauseWhy.Store(reasonPtr(why))
 			return true
 		}
 	}
@@ -135,8 +136,27 @@ func (p *hostPolicy) paused(now time.Time) (time.Duration, Reason) {
 	if d <= 0 {
 		return 0, ""
 	}
-	why, _ := p.pauseWhy.Load().(Reason)
+	var why Reason
+	if r := p.pauseWhy.Load(); r != nil {
+		why = *r
+	}
 	return d, why
+}
+
+// pauseReasons are the reasons a pause is stored with, each at a fixed
+// address, so that storing one costs no allocation.
+var pauseReasons = [...]Reason{ReasonRetryAfter, ReasonBackoff, ReasonRateLimit, ReasonBreaker, ReasonBlock}
+
+// reasonPtr returns a pointer to why, from pauseReasons when it is there.
+func reasonPtr(why Reason) *Reason {
+	for i := range pauseReasons {
+		if pauseReasons[i] == why {
+			return &pauseReasons[i]
+		}
+	}
+	r := new(Reason) // only here: why itself must not escape
+	*r = why
+	return r
 }
 
 // localStore is the Store a Transport uses unless told otherwise: every

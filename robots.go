@@ -13,11 +13,12 @@ import (
 // checkRobots refuses a URL robots.txt disallows, and keeps the host's rate
 // under the Crawl-delay each time a new copy of robots.txt is in force.
 func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host) error {
-	rb, err := t.robots.Get(ctx, req.URL)
+	p := t.ext(h)
+	rb, err := t.robots.GetRef(ctx, req.URL, &p.robotsRef)
 	if err != nil {
 		return fmt.Errorf("polite: robots.txt for %q: %w", h.key, err)
 	}
-	if t.ext(h).robots.Swap(rb) != rb {
+	if p.robots.Swap(rb) != rb {
 		t.applyCrawlDelay(ctx, h, rb)
 	}
 	v := rb.TestURL(t.robotsAgent(), req.URL)

@@ -163,9 +163,9 @@ type Breaker struct {
 	state State
 	next  int32         // ring index of the next failure (and of the oldest)
 	nfail int32         // consecutive failures while closed, up to Threshold
-	fails []int64       // ring: the last Threshold failure times (unix ns) while closed; made at the first failure
+	fails *[]int64      // ring: the last Threshold failure times (unix ns) while closed; made at the first failure
 	delay time.Duration // the current open delay, before jitter; 0 = cfg.OpenDelay
-	until time.Time     // Open: when a probe may go; HalfOpen: when the probe is presumed lost
+	until int64         // unix ns; Open: when a probe may go; HalfOpen: when the probe is presumed lost
 
 	// notClosed mirrors state != Closed, written under mu, so that Allow and
 	// OpenUntil answer a closed breaker (nearly every call) without the
@@ -230,14 +230,14 @@ func (b *Breaker) Allow(now time.Time) error {
 	if b.state == Closed {
 		return nil
 	}
-	if now.Before(b.until) {
-		return &OpenError{Until: b.until}
+	if now.UnixNano() < b.until {
+		return &OpenError{Until: time.Unix(0, b.until)}
 	}
 	// Open and its delay is over, or half-open and the probe is presumed
 	// lost: this caller is the probe.
 	b.state = HalfOpen
 	b.notClosed.Store(true)
-	b.until = now.Add(b.jittered())
+	b.until = now.Add(b.jittered()).UnixNano()
 	return nil
 }
 
@@ -258,15 +258,19 @@ func (b *Breaker) Record(now time.Time, ok bool) Transition {
 			return Transition{From: Closed, To: Closed}
 		}
 		if b.fails == nil {
-			b.fails = make([]int64, b.cfg.cfg.Threshold)
+			// Behind a pointer: a host that never fails (most) pays 8
+			// bytes for the ring, not a slice header.
+			ring := make([]int64, b.cfg.cfg.Threshold)
+			b.fails = &ring
 		}
-		b.fails[b.next] = now.UnixNano()
-		b.next = (b.next + 1) % int32(len(b.fails))
-		b.nfail = min(b.nfail+1, int32(len(b.fails)))
+		fails := *b.fails
+		fails[b.next] = now.UnixNano()
+		b.next = (b.next + 1) % int32(len(fails))
+		b.nfail = min(b.nfail+1, int32(len(fails)))
 		// b.next now indexes the oldest of the last Threshold failures.
-		if int(b.nfail) == len(b.fails) && now.UnixNano()-b.fails[b.next] <= int64(b.cfg.cfg.Window) {
+		if int(b.nfail) == len(fails) && now.UnixNano()-fails[b.next] <= int64(b.cfg.cfg.Window) {
 			b.open(now)
-			return Transition{From: Closed, To: Open, Until: b.until}
+			return Transition{From: Closed, To: Open, Until: time.Unix(0, b.until)}
 		}
 		return Transition{From: Closed, To: Closed}
 	case HalfOpen:
@@ -283,7 +287,7 @@ func (b *Breaker) Record(now time.Time, ok bool) Transition {
 			b.delay *= 2
 		}
 		b.open(now)
-		return Transition{From: HalfOpen, To: Open, Until: b.until}
+		return Transition{From: HalfOpen, To: Open, Until: time.Unix(0, b.until)}
 	}
 	return Transition{From: b.state, To: b.state}
 }
@@ -293,7 +297,7 @@ func (b *Breaker) Record(now time.Time, ok bool) Transition {
 func (b *Breaker) State(now time.Time) State {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.state == Open && !now.Before(b.until) {
+	if b.state == Open && now.UnixNano() >= b.until {
 		return HalfOpen
 	}
 	return b.state
@@ -309,8 +313,8 @@ func (b *Breaker) OpenUntil(now time.Time) time.Time {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.state != Closed && now.Before(b.until) {
-		return b.until
+	if b.state != Closed && now.UnixNano() < b.until {
+		return time.Unix(0, b.until)
 	}
 	return time.Time{}
 }
@@ -322,7 +326,7 @@ func (b *Breaker) open(now time.Time) {
 	b.state = Open
 	b.notClosed.Store(true)
 	b.nfail = 0
-	b.until = now.Add(b.jittered())
+	b.until = now.Add(b.jittered()).UnixNano()
 }
 
 // jittered returns the open delay shortened by up to Jitter of itself.

@@ -59,12 +59,11 @@ const (
 // copied after first use.
 type Budget struct {
 	// mu guards every field below.
-	mu      sync.Mutex
-	cfg     BudgetConfig // normalised on first use
-	started bool
-	floor   float64   // floor tokens, in [0, reserve]
-	earned  float64   // earned tokens, decaying
-	last    time.Time // when floor and earned were brought up to date
+	mu     sync.Mutex
+	cfg    BudgetConfig // normalised on first use
+	floor  float64      // floor tokens, in [0, reserve]
+	earned float64      // earned tokens, decaying
+	last   int64        // unix ns when floor and earned were brought up to date; 0 = never used
 }
 
 // NewBudget returns a Budget configured by cfg.
@@ -121,18 +120,18 @@ func (b *Budget) Tokens(now time.Time) float64 {
 // result as one step (the floor is linear up to a cap, the decay is
 // multiplicative), so readers may advance too.
 func (b *Budget) advance(now time.Time) {
-	if !b.started {
-		b.started = true
+	ns := now.UnixNano()
+	if b.last == 0 {
 		b.cfg = b.cfg.normalize()
 		b.floor = b.reserve()
-		b.last = now
+		b.last = max(ns, 1)
 		return
 	}
-	dt := now.Sub(b.last)
+	dt := time.Duration(ns - b.last)
 	if dt <= 0 {
 		return
 	}
-	b.last = now
+	b.last = ns
 	sec := dt.Seconds()
 	if b.cfg.MinPerSecond > 0 {
 		b.floor = min(b.reserve(), b.floor+b.cfg.MinPerSecond*sec)

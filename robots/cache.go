@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
+	"math"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -33,13 +33,6 @@ const maxRedirects = 5
 // a host that comes back is noticed within the hour.
 const maxErrorTTL = time.Hour
 
-// maxAliases bounds the spellings of one origin that get the lock-free
-// path. Most origins are requested under one (scheme, host) spelling, a few
-// under two or three ("Example.com", "example.com:443"); a site linking to
-// thousands of spellings must not grow the cache by as many entries, so
-// spellings past the cap take the locked path instead.
-const maxAliases = 8
-
 var errTooManyRedirects = errors.New("robots: more than 5 redirects")
 
 // Cache fetches robots.txt files and keeps them per origin (scheme, host and
@@ -63,8 +56,10 @@ var errTooManyRedirects = errors.New("robots: more than 5 redirects")
 // "disallow everything" for its own impatience.
 //
 // The zero value is ready to use. Fields must not be changed after the first
-// Get. A Cache is safe for concurrent use; a Get answered from the cache
-// takes no lock and does not allocate.
+// Get. A Cache is safe for concurrent use. A Get answered from the cache
+// does not allocate (for a host spelled in lower-case ASCII) and takes the
+// cache's read lock; a caller on a hot path keeps a Ref per host and calls
+// GetRef, which takes no lock, as Transport does.
 type Cache struct {
 	// Client fetches robots.txt. If nil, http.DefaultClient is used. To
 	// count the fetch against the host's budget, use a client whose
@@ -106,47 +101,51 @@ type Cache struct {
 
 	now func() time.Time // for tests outside a synctest bubble; nil = time.Now
 
-	// mu guards entries, calls, sweepAt, the aliases of each slot, and
-	// writes to hits.
-	mu      sync.Mutex
+	// mu guards entries, calls and sweepAt. A slot's current entry is
+	// read without it.
+	mu      sync.RWMutex
 	entries map[string]*slot // by Origin
 	calls   map[string]*call // by Origin
 	sweepAt int
-
-	// hits maps a URL's scheme and host as written (a hostKey) to the
-	// slot of its origin, so that a Get for a cached origin neither builds
-	// the origin string nor takes mu: Transport calls Get on every
-	// request. A key is in hits only while its slot is in entries and
-	// lists it among its aliases.
-	hits sync.Map
-}
-
-// hostKey is the part of a URL its origin is a function of: Origin reads
-// nothing but Scheme and Host. Spellings of one origin ("HTTPS",
-// "example.com:443") are different keys of the same slot.
-type hostKey struct {
-	scheme, host string
 }
 
 // slot holds the current entry of one origin. The entry is replaced, not
 // changed, so a lock-free reader sees a whole one.
 type slot struct {
-	cur     atomic.Pointer[entry]
-	aliases []hostKey // keys of hits naming this slot; guarded by Cache.mu
+	cur    atomic.Pointer[entry]
+	origin string // its key in Cache.entries
+}
+
+// names reports whether u is spelled as s's origin is: scheme and host as
+// Origin writes them. Origin is then s.origin (it returns a spelling it
+// wrote unchanged), so a Ref may answer for u without building it. Other
+// spellings take the locked path.
+func (s *slot) names(u *url.URL) bool {
+	o, n := s.origin, len(u.Scheme)
+	return len(o) == n+len("://")+len(u.Host) && o[:n] == u.Scheme && o[n:n+3] == "://" && o[n+3:] == u.Host &&
+		strings.IndexByte(u.Host, '%') < 0 // a zone is written %25 in an origin
 }
 
 // entry is the cached answer for one origin. It is immutable.
 type entry struct {
 	robots   *Robots
-	expires  time.Time
-	failures int // consecutive Unreachable fetches
+	expires  int64 // unix ns, by the cache's clock
+	failures int32 // consecutive Unreachable fetches
 }
 
-// call is a fetch in flight; done is closed once robots is set.
+// call is a fetch in flight; done is closed once robots and slot are set.
 type call struct {
 	done   chan struct{}
 	robots *Robots
-	alias  hostKey // the spelling of the caller that started it
+	slot   *slot
+}
+
+// A Ref remembers the origin a caller last asked a Cache about, so that the
+// next question about it is answered without the cache's lock or map: a
+// Transport keeps one per host and asks on every request. The zero Ref is
+// ready to use; a Ref must be used with one Cache only. It is 8 bytes.
+type Ref struct {
+	s atomic.Pointer[slot]
 }
 
 type fetchKey struct{}
@@ -164,29 +163,48 @@ func IsFetch(req *http.Request) bool {
 // with a default port dropped, and the robots.txt URL is Origin + "/robots.txt".
 // It fails for a URL that is not http or https or has no host.
 func Origin(u *url.URL) (string, error) {
-	scheme := strings.ToLower(u.Scheme)
-	if scheme != "http" && scheme != "https" {
-		return "", fmt.Errorf("robots: unsupported scheme %q", u.Scheme)
+	var buf [64]byte
+	b, err := appendOrigin(buf[:0], u)
+	return string(b), err
+}
+
+// appendOrigin appends Origin(u) to dst.
+func appendOrigin(dst []byte, u *url.URL) ([]byte, error) {
+	var scheme string
+	switch {
+	case strings.EqualFold(u.Scheme, "http"):
+		scheme = "http"
+	case strings.EqualFold(u.Scheme, "https"):
+		scheme = "https"
+	default:
+		return dst, fmt.Errorf("robots: unsupported scheme %q", u.Scheme)
 	}
 	host, port := canonicalHost(u.Hostname()), u.Port()
 	if host == "" {
-		return "", fmt.Errorf("robots: no host in URL")
+		return dst, fmt.Errorf("robots: no host in URL")
 	}
 	if port == "80" && scheme == "http" || port == "443" && scheme == "https" {
 		port = ""
 	}
+	dst = append(append(dst, scheme...), "://"...)
+	v6 := strings.IndexByte(host, ':') >= 0
+	if v6 {
+		dst = append(dst, '[')
+	}
 	if i := strings.IndexByte(host, '%'); i >= 0 {
 		// An IPv6 zone ("fe80::1%en0") is written %25 in a URL (RFC 6874);
 		// unescaped, the robots.txt URL built on the origin would not parse.
-		host = host[:i] + "%25" + host[i+1:]
+		dst = append(append(append(dst, host[:i]...), "%25"...), host[i+1:]...)
+	} else {
+		dst = append(dst, host...)
 	}
-	if port != "" || strings.Contains(host, ":") {
-		if port == "" {
-			return scheme + "://[" + host + "]", nil
-		}
-		return scheme + "://" + net.JoinHostPort(host, port), nil
+	if v6 {
+		dst = append(dst, ']')
 	}
-	return scheme + "://" + host, nil
+	if port != "" {
+		dst = append(append(dst, ':'), port...)
+	}
+	return dst, nil
 }
 
 // canonicalHost returns the one spelling of a host an origin is keyed by,
@@ -195,8 +213,12 @@ func Origin(u *url.URL) (string, error) {
 // IPv6 as IPv4, "0:0::1" as "::1"), a name lower-cased and in its ASCII
 // (punycode) form. A name IDNA rejects is kept lower-cased.
 func canonicalHost(host string) string {
-	if a, err := netip.ParseAddr(host); err == nil {
-		return a.Unmap().String()
+	// Only what may be an address is parsed as one: a failed parse
+	// allocates its error, and Get should not.
+	if host != "" && (host[0] >= '0' && host[0] <= '9' || strings.IndexByte(host, ':') >= 0) {
+		if a, err := netip.ParseAddr(host); err == nil {
+			return a.Unmap().String()
+		}
 	}
 	host = strings.ToLower(host)
 	if !isASCII(host) {
@@ -222,35 +244,57 @@ func isASCII(s string) bool {
 // earlier good copy). Get fails only for a URL it cannot fetch robots.txt
 // for (see Origin) or when ctx is done first.
 func (c *Cache) Get(ctx context.Context, u *url.URL) (*Robots, error) {
-	// The key is boxed into an interface that sync.Map does not let
-	// escape, so this lookup allocates nothing (TestCacheSpellings checks).
-	if s, ok := c.hits.Load(hostKey{u.Scheme, u.Host}); ok {
-		if e := s.(*slot).cur.Load(); c.clock().Before(e.expires) {
+	return c.get(ctx, u, nil)
+}
+
+// GetRef is Get for a caller that keeps ref for u's host: when u is spelled
+// as its origin (see Origin) and that origin is the one ref last named and
+// is cached, it answers without a lock or an allocation. Otherwise it does
+// what Get does and makes ref name u's origin.
+func (c *Cache) GetRef(ctx context.Context, u *url.URL, ref *Ref) (*Robots, error) {
+	if s := ref.s.Load(); s != nil && s.names(u) {
+		if e := s.cur.Load(); c.clock().UnixNano() < e.expires {
 			return e.robots, nil
 		}
 	}
-	return c.get(ctx, u)
+	return c.get(ctx, u, ref)
 }
 
-// get is Get for an origin not cached, expired, or not yet known under u's
-// spelling.
-func (c *Cache) get(ctx context.Context, u *url.URL) (*Robots, error) {
-	key, err := Origin(u)
+// get is Get; it points ref, if not nil, at u's origin.
+func (c *Cache) get(ctx context.Context, u *url.URL, ref *Ref) (*Robots, error) {
+	// The origin is built on the stack, and the map lookup on its bytes
+	// does not copy them: a cached answer costs no allocation.
+	var buf [64]byte
+	b, err := appendOrigin(buf[:0], u)
 	if err != nil {
 		return nil, err
 	}
-	hk := hostKey{u.Scheme, u.Host}
-	c.mu.Lock()
-	if s := c.entries[key]; s != nil {
-		c.alias(hk, key, s)
-		if e := s.cur.Load(); c.clock().Before(e.expires) {
-			c.mu.Unlock()
+	c.mu.RLock()
+	s := c.entries[string(b)]
+	c.mu.RUnlock()
+	if s != nil {
+		if ref != nil && ref.s.Load() != s {
+			ref.s.Store(s)
+		}
+		if e := s.cur.Load(); c.clock().UnixNano() < e.expires {
 			return e.robots, nil
 		}
 	}
+	key := string(b)
+	c.mu.Lock()
 	cl := c.calls[key]
 	if cl == nil {
-		cl = &call{done: make(chan struct{}), alias: hk}
+		if s := c.entries[key]; s != nil {
+			// Fetched while the lock was not held.
+			if e := s.cur.Load(); c.clock().UnixNano() < e.expires {
+				c.mu.Unlock()
+				if ref != nil {
+					ref.s.Store(s)
+				}
+				return e.robots, nil
+			}
+		}
+		cl = &call{done: make(chan struct{})}
 		if c.calls == nil {
 			c.calls = make(map[string]*call)
 		}
@@ -261,6 +305,9 @@ func (c *Cache) get(ctx context.Context, u *url.URL) (*Robots, error) {
 
 	select {
 	case <-cl.done:
+		if ref != nil {
+			ref.s.Store(cl.slot)
+		}
 		return cl.robots, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -279,7 +326,7 @@ func (c *Cache) run(ctx context.Context, key string, cl *call) {
 	if s != nil {
 		prev = s.cur.Load()
 	}
-	e := &entry{robots: r, expires: now.Add(c.ttl())}
+	e := &entry{robots: r, expires: nanos(now, c.ttl())}
 	if r.source == Unreachable {
 		e.failures = 1
 		if prev != nil {
@@ -288,23 +335,22 @@ func (c *Cache) run(ctx context.Context, key string, cl *call) {
 				e.robots = prev.robots // keep the good copy
 			}
 		}
-		wait := c.errorTTL(e.failures)
-		e.expires = now.Add(wait)
+		wait := c.errorTTL(int(e.failures))
+		e.expires = nanos(now, wait)
 		c.log(ctx, slog.LevelWarn, "robots.txt unreachable", key, r.status,
 			slog.String("reason", r.err.Error()), slog.Duration("delay", wait),
 			slog.Bool("stale", e.robots != r))
 	}
 	if s == nil {
-		s = &slot{}
+		s = &slot{origin: key}
 		if c.entries == nil {
 			c.entries = make(map[string]*slot)
 		}
 		c.entries[key] = s
 	}
 	s.cur.Store(e)
-	c.alias(cl.alias, key, s)
 	delete(c.calls, key)
-	cl.robots = e.robots
+	cl.robots, cl.slot = e.robots, s
 	close(cl.done)
 	c.sweep(now)
 }
@@ -317,47 +363,26 @@ func (c *Cache) sweep(now time.Time) {
 	if len(c.entries) < c.sweepAt {
 		return
 	}
-	cutoff := now.Add(-c.ttl())
+	cutoff := nanos(now, -c.ttl())
 	for k, s := range c.entries {
-		if s.cur.Load().expires.Before(cutoff) {
+		if s.cur.Load().expires < cutoff {
 			delete(c.entries, k)
-			for _, hk := range s.aliases {
-				c.hits.Delete(hk)
-			}
 		}
 	}
 	c.sweepAt = max(2*len(c.entries), 1024)
 }
 
-// alias makes hk, a spelling of s's origin (key), a key of hits, unless it
-// is one already or s has maxAliases. c.mu must be held.
-func (c *Cache) alias(hk hostKey, key string, s *slot) {
-	if len(s.aliases) >= maxAliases {
-		return
+// nanos returns t+d in unix ns, saturated rather than wrapped: a TTL of
+// years must not make an entry expire in 1677.
+func nanos(t time.Time, d time.Duration) int64 {
+	n := t.UnixNano()
+	if d > 0 && n > math.MaxInt64-int64(d) {
+		return math.MaxInt64
 	}
-	if _, ok := c.hits.Load(hk); ok {
-		return // s's, by the invariant on hits
+	if d < 0 && n < math.MinInt64-int64(d) {
+		return math.MinInt64
 	}
-	// Copies, so the cache does not pin the URL strings hk was cut from;
-	// for the usual spelling, the origin's own bytes and no allocation.
-	hk = hostKey{internScheme(hk.scheme), hk.host}
-	if n := len(key) - len(hk.host); n > 0 && key[n:] == hk.host {
-		hk.host = key[n:]
-	} else {
-		hk.host = strings.Clone(hk.host)
-	}
-	s.aliases = append(s.aliases, hk)
-	c.hits.Store(hk, s)
-}
-
-func internScheme(s string) string {
-	switch s {
-	case "http":
-		return "http"
-	case "https":
-		return "https"
-	}
-	return strings.Clone(s)
+	return n + int64(d)
 }
 
 // fetch gets key + "/robots.txt" and turns the outcome into a Robots.

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -600,47 +599,21 @@ func TestCacheSweep(t *testing.T) {
 	})
 }
 
-// checkHits checks the invariant on Cache.hits: a key is there only while
-// its slot is in entries and lists it, and it names that slot's origin.
-func checkHits(t *testing.T, c *Cache) {
+// checkEntries checks that every slot is keyed by its own origin.
+func checkEntries(t *testing.T, c *Cache) {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	live := make(map[*slot]string)
 	for k, s := range c.entries {
-		live[s] = k
-		if len(s.aliases) > maxAliases {
-			t.Errorf("slot of %s has %d aliases, want at most %d", k, len(s.aliases), maxAliases)
+		if s.origin != k {
+			t.Errorf("entries[%s] holds the slot of %s", k, s.origin)
 		}
-	}
-	n := 0
-	c.hits.Range(func(k, v any) bool {
-		n++
-		hk, s := k.(hostKey), v.(*slot)
-		origin, ok := live[s]
-		if !ok {
-			t.Errorf("hits[%+v] names a slot not in entries", hk)
-			return true
-		}
-		if got, err := Origin(&url.URL{Scheme: hk.scheme, Host: hk.host}); got != origin || err != nil {
-			t.Errorf("hits[%+v] names the slot of %s, want %s (%v)", hk, origin, got, err)
-		}
-		if !slices.Contains(s.aliases, hk) {
-			t.Errorf("hits[%+v] is not among its slot's aliases %v", hk, s.aliases)
-		}
-		return true
-	})
-	want := 0
-	for s := range live {
-		want += len(s.aliases)
-	}
-	if n != want {
-		t.Errorf("hits has %d keys, the slots list %d aliases", n, want)
 	}
 }
 
-// Spellings of one origin share its fetch and entry; each is answered
-// without a lock or an allocation once seen, up to maxAliases of them.
+// Spellings of one origin share its fetch and entry. Get answers one in
+// lower case without an allocation once cached; GetRef answers the origin's
+// own spelling without a lock either, and the others as Get does.
 func TestCacheSpellings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var n atomic.Int32
@@ -651,10 +624,9 @@ func TestCacheSpellings(t *testing.T) {
 		spellings := []string{
 			"https://example.com/a", "https://example.com:443/b", "HTTPS://example.com/c",
 			"https://Example.com/d", "https://EXAMPLE.COM:443/e", "https://user@example.com/f",
-			"https://exAmple.com/", "https://examPle.com/", "https://exaMple.com/",
-			"https://examplE.com/", "https://eXample.com/", "https://ExAmple.com/",
 		}
 		var first *Robots
+		var ref Ref
 		for i, s := range spellings {
 			u := mustURL(t, s)
 			r, err := c.Get(t.Context(), u)
@@ -664,13 +636,19 @@ func TestCacheSpellings(t *testing.T) {
 			if i == 0 {
 				first = r
 			}
-			if r != first {
-				t.Errorf("Get(%s) = a different Robots from Get(%s)", s, spellings[0])
+			if r2, err := c.GetRef(t.Context(), u, &ref); r != first || r2 != first || err != nil {
+				t.Errorf("Get(%s), GetRef = a different Robots from Get(%s) (%v)", s, spellings[0], err)
 			}
-			allocs := testing.AllocsPerRun(10, func() { c.Get(t.Context(), u) })
-			known := i < maxAliases || s == "https://user@example.com/f" // same host as /a
-			if known && allocs != 0 {
-				t.Errorf("Get(%s) after a first Get allocates %v times, want 0", s, allocs)
+			if lower := strings.ToLower(u.Host) == u.Host; lower {
+				if allocs := testing.AllocsPerRun(10, func() { c.Get(t.Context(), u) }); allocs != 0 {
+					t.Errorf("Get(%s) after a first Get allocates %v times, want 0", s, allocs)
+				}
+			}
+			if allocs := testing.AllocsPerRun(10, func() { c.GetRef(t.Context(), u, &ref) }); allocs != 0 && u.Host == "example.com" {
+				t.Errorf("GetRef(%s) after a first Get allocates %v times, want 0", s, allocs)
+			}
+			if got := ref.s.Load(); got == nil || got.origin != "https://example.com" {
+				t.Errorf("after GetRef(%s), the Ref names %v, want https://example.com", s, got)
 			}
 		}
 		if got := n.Load(); got != 1 {
@@ -681,9 +659,12 @@ func TestCacheSpellings(t *testing.T) {
 			t.Errorf("entries = %d, want 1", len(c.entries))
 		}
 		c.mu.Unlock()
-		checkHits(t, c)
-		// Expiry is seen through every spelling.
+		checkEntries(t, c)
+		// Expiry is seen through every spelling, and through the Ref.
 		time.Sleep(DefaultTTL)
+		if _, err := c.GetRef(t.Context(), mustURL(t, spellings[0]), &ref); err != nil {
+			t.Fatal(err)
+		}
 		for _, s := range spellings {
 			if _, err := c.Get(t.Context(), mustURL(t, s)); err != nil {
 				t.Fatal(err)
@@ -692,51 +673,58 @@ func TestCacheSpellings(t *testing.T) {
 		if got := n.Load(); got != 2 {
 			t.Errorf("fetches after TTL = %d, want 2", got)
 		}
-		checkHits(t, c)
+		checkEntries(t, c)
 	})
 }
 
-// The sweep drops the lock-free keys of the entries it drops, and an
-// origin swept and asked for again is fetched again.
-func TestCacheSweepHits(t *testing.T) {
+// A Ref whose origin the sweep dropped is answered by a new fetch, and then
+// names the new entry.
+func TestCacheSweepRef(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var n atomic.Int32
 		c := &Cache{TTL: time.Minute, Client: handlerClient(func(w http.ResponseWriter, r *http.Request) {
 			n.Add(1)
 			fmt.Fprint(w, privateRobots)
 		})}
-		get := func(s string) {
+		get := func(s string, ref *Ref) {
 			t.Helper()
-			if _, err := c.Get(t.Context(), mustURL(t, s)); err != nil {
+			if _, err := c.GetRef(t.Context(), mustURL(t, s), ref); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for i := range 1500 {
-			get(fmt.Sprintf("https://h%d.example/", i))
-			get(fmt.Sprintf("https://H%d.example:443/", i))
+		var ref0 Ref
+		get("https://h0.example/", &ref0)
+		for i := 1; i < 1500; i++ {
+			get(fmt.Sprintf("https://h%d.example/", i), new(Ref))
 		}
 		time.Sleep(3 * time.Minute)
 		for i := range 1100 {
-			get(fmt.Sprintf("https://new%d.example/", i))
+			get(fmt.Sprintf("https://new%d.example/", i), new(Ref))
 		}
-		checkHits(t, c)
+		checkEntries(t, c)
 		c.mu.Lock()
 		_, kept := c.entries["https://h0.example"]
 		c.mu.Unlock()
 		if kept {
 			t.Fatalf("h0.example not swept")
 		}
+		old := ref0.s.Load()
 		before := n.Load()
-		get("https://H0.example:443/")
+		get("https://h0.example/", &ref0)
 		if got := n.Load(); got != before+1 {
-			t.Errorf("Get(swept origin) fetches %d times, want 1", got-before)
+			t.Errorf("GetRef(swept origin) fetches %d times, want 1", got-before)
 		}
-		checkHits(t, c)
+		c.mu.Lock()
+		cur := c.entries["https://h0.example"]
+		c.mu.Unlock()
+		if s := ref0.s.Load(); s == old || s != cur {
+			t.Errorf("after the refetch the Ref names %p, want the new entry %p (old %p)", s, cur, old)
+		}
 	})
 }
 
-// TestCacheHitRace hammers the lock-free path while entries expire, are
-// refetched, fail and are swept; run it with -race. The origins in use move
+// TestCacheHitRace hammers the lock-free paths (Ref) while entries expire,
+// are refetched, fail and are swept; run it with -race. The origins in use move
 // on as the clock does, so old ones go stale and are swept.
 func TestCacheHitRace(t *testing.T) {
 	clock := &fakeClock{t: time.Unix(1e9, 0)}
@@ -766,6 +754,7 @@ func TestCacheHitRace(t *testing.T) {
 	)
 	for g := range callers {
 		wg.Go(func() {
+			var ref Ref
 			for i := range gets {
 				// The callers move the clock themselves, counted in
 				// Gets: a main loop stepping it would be starved by
@@ -778,7 +767,11 @@ func TestCacheHitRace(t *testing.T) {
 					c.mu.Unlock()
 				}
 				u := urls[(int(phase.Load())*2+(g+i)%8)%len(urls)]
-				r, err := c.Get(t.Context(), u)
+				get := c.Get
+				if i%2 == 0 {
+					get = func(ctx context.Context, u *url.URL) (*Robots, error) { return c.GetRef(ctx, u, &ref) }
+				}
+				r, err := get(t.Context(), u)
 				if err != nil || r == nil {
 					t.Errorf("Get(%s) = %v, %v", u, r, err)
 					return
@@ -787,7 +780,7 @@ func TestCacheHitRace(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	checkHits(t, c)
+	checkEntries(t, c)
 	if steps := callers * gets / perStep; int(n.Load()) < steps {
 		t.Errorf("%d fetches in %d clock steps: the test did not exercise refetching", n.Load(), steps)
 	}
@@ -835,6 +828,23 @@ func BenchmarkCacheGetHit(b *testing.B) {
 				i := 0
 				for pb.Next() {
 					if _, err := c.Get(ctx, bc.urls[i%len(bc.urls)]); err != nil {
+						b.Error(err)
+						return
+					}
+					i++
+				}
+			})
+		})
+		// As Transport asks: through a Ref kept per host.
+		b.Run(bc.name+"/ref/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := b.Context()
+			refs := make([]Ref, len(bc.urls))
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					j := i % len(bc.urls)
+					if _, err := c.GetRef(ctx, bc.urls[j], &refs[j]); err != nil {
 						b.Error(err)
 						return
 					}
