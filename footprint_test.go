@@ -47,9 +47,9 @@ func footprint(t *testing.T, n, keyLen int, mk func() *Transport) float64 {
 // TestTransportFootprint holds the heap per host once a Transport has sent
 // to it, keys included, in the configurations people run: bare, adaptive,
 // and the CLI's defaults (a User-Agent, robots.txt, adaptive). Run with -v
-// for the figures. The goal for plain is 512 B; the adaptive controller
-// (640 B of it) keeps the other two a little above 1 KiB, so their bounds
-// only catch regressions.
+// for the figures. The goals are 512 B plain and 1 KiB with the CLI's
+// defaults, for 16-byte keys; a 64-byte key is kept twice (the host's and
+// its robots.txt origin's), so those bounds are 96 bytes higher.
 func TestTransportFootprint(t *testing.T) {
 	n := 20_000
 	if testing.Short() {
@@ -58,24 +58,28 @@ func TestTransportFootprint(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		mk   func() *Transport
-		max  float64
+		max  float64 // for 16-byte keys
 	}{
 		{"plain", func() *Transport { return &Transport{Base: nopBase{}, IgnoreRobots: true} }, 512},
 		{"adaptive", func() *Transport {
 			return &Transport{Base: nopBase{}, IgnoreRobots: true, Adaptive: &adaptive.Config{}}
-		}, 1088},
+		}, 928},
 		{"cli-defaults", func() *Transport {
 			// A burst of 4, so the robots.txt request does not make the
 			// page wait for the host's next token.
 			return &Transport{Base: nopBase{}, UserAgent: "polite-test/1", Limits: Limits{Rate: 200, Burst: 4},
 				Adaptive: &adaptive.Config{Max: 200}}
-		}, 1216},
+		}, 1024},
 	} {
 		for _, keyLen := range []int{16, 64} {
 			per := footprint(t, n, keyLen, c.mk)
 			t.Logf("%-12s key %2d B: %6.0f bytes/host", c.name, keyLen, per)
-			if per > c.max {
-				t.Errorf("%s, %d-byte keys: %.0f bytes per host, want ≤ %.0f", c.name, keyLen, per, c.max)
+			limit := c.max
+			if keyLen > 16 {
+				limit += 96
+			}
+			if per > limit {
+				t.Errorf("%s, %d-byte keys: %.0f bytes per host, want ≤ %.0f", c.name, keyLen, per, limit)
 			}
 		}
 	}

@@ -165,7 +165,7 @@ func reasonPtr(why Reason) *Reason {
 type localStore struct {
 	reg         *Registry
 	breaker     *breaker.Shared
-	budget      retry.BudgetConfig
+	budget      *retry.BudgetShare
 	backoff     retry.Backoff
 	maxAfter    time.Duration
 	maxSpacing  time.Duration
@@ -204,7 +204,7 @@ func NewLocalStore(reg *Registry, o LocalOptions) Store {
 	if maxAfter <= 0 {
 		maxAfter = DefaultMaxRetryAfter
 	}
-	return &localStore{reg: reg, breaker: breaker.Share(o.Breaker), budget: o.Budget, backoff: o.Backoff,
+	return &localStore{reg: reg, breaker: breaker.Share(o.Breaker), budget: retry.ShareBudget(o.Budget), backoff: o.Backoff,
 		maxAfter: maxAfter, maxSpacing: o.MaxSpacing, keepBlocked: o.KeepBlocked, newRater: o.NewRater}
 }
 
@@ -215,7 +215,7 @@ func (s *localStore) policy(h *Host) *hostPolicy {
 	}
 	p := &hostPolicy{}
 	p.breaker.Init(s.breaker)
-	p.budget = *retry.NewBudget(s.budget)
+	p.budget.Init(s.budget)
 	if s.newRater != nil {
 		p.rater = s.newRater(h.key, s.limits(h))
 	}
@@ -543,7 +543,9 @@ func (s *localStore) State(h *Host, now time.Time) HostState {
 	}
 	p := h.pol.Load()
 	if p == nil {
-		st.RetryBudget = retry.NewBudget(s.budget).Tokens(now) // untouched: full
+		var b retry.Budget // untouched: full
+		b.Init(s.budget)
+		st.RetryBudget = b.Tokens(now)
 		return st
 	}
 	if c := p.maxRate(); !math.IsInf(c, 1) {

@@ -8,7 +8,7 @@ import (
 
 // Both meters are fixed-size arrays, so a Controller never allocates after
 // New, and their times are nanoseconds since the Controller's origin. What
-// they keep is narrow (int32 slot numbers, 16-bit latencies): a crawl keeps a
+// they keep is narrow (16-bit counts and latencies): a crawl keeps a
 // controller per host, a million of them.
 
 const (
@@ -18,21 +18,21 @@ const (
 
 // rateMeter counts answers over the last second in slots of 125 ms: the OK
 // rate is what the host served lately, by the time the answers came back.
+// It holds the counts of the slots cur-slotCount+1 through cur, slot j at
+// j%slotCount: 20 bytes, where a slot number beside each count took 64.
 type rateMeter struct {
-	slots [slotCount]struct {
-		idx int32 // slot number (125 ms slots: 8 years); stale when older than the window
-		ok  int32
-	}
+	cur int32             // the latest slot counted into (125 ms slots: 8 years)
+	ok  [slotCount]uint16 // OK answers per slot, saturating at 65,535 (524k a second)
 }
 
 func (m *rateMeter) add(t int64, ok bool) {
-	i := int32(t / slotSpan)
-	s := &m.slots[i%slotCount]
-	if s.idx != i {
-		s.idx, s.ok = i, 0
+	i := max(int32(t/slotSpan), m.cur) // t never goes back (see clock)
+	for j := m.cur + 1; j <= min(i, m.cur+slotCount); j++ {
+		m.ok[j%slotCount] = 0 // slots passed since the last answer
 	}
-	if ok {
-		s.ok++
+	m.cur = i
+	if k := &m.ok[i%slotCount]; ok && *k < math.MaxUint16 {
+		*k++
 	}
 }
 
@@ -47,11 +47,8 @@ func (m *rateMeter) okRate(t int64) float64 {
 func (m *rateMeter) okRateOver(t int64, n int64) float64 {
 	cur := t / slotSpan
 	var sum int32
-	for k := range m.slots {
-		s := &m.slots[k]
-		if idx := int64(s.idx); idx > cur-n && idx <= cur {
-			sum += s.ok
-		}
+	for j := max(cur-n, int64(m.cur)-slotCount, -1) + 1; j <= min(cur, int64(m.cur)); j++ {
+		sum += int32(m.ok[j%slotCount])
 	}
 	span := (n-1)*slotSpan + t%slotSpan
 	span = max(min(span, t), slotSpan)
@@ -79,8 +76,7 @@ type latencies struct {
 	// them afresh on every answer costs quadratic time once latencies vary.
 	all    [latRing]latCode
 	recent [latRecent]latCode
-	n      int   // answers ever added
-	spread int64 // interquartile range of the ring, in ns
+	n      int // answers ever added
 	med    latCode
 	newest latCode // the least of the newest latNewest: all of them took at least this
 	p95    latCode
@@ -147,7 +143,6 @@ func (l *latencies) update(t int64) {
 	l.fresh = false
 	k := min(l.n, latRing)
 	l.p95 = l.all[(k*95-1)/100]
-	l.spread = l.all[k*3/4].ns() - l.all[k/4].ns()
 	r := min(l.n, latRecent)
 	l.med = l.recent[r/2]
 	l.newest = math.MaxUint16

@@ -44,10 +44,9 @@ func TestLatenciesMatchSortedHistory(t *testing.T) {
 				all := slices.Sorted(slices.Values(hist[max(len(hist)-latRing, 0):]))
 				rec := slices.Sorted(slices.Values(hist[max(len(hist)-latRecent, 0):]))
 				k, n := len(all), len(rec)
-				if p95, spread, med := all[(k*95-1)/100], all[k*3/4]-all[k/4], rec[n/2]; l.p95.ns() != p95 || l.spread != spread || l.med.ns() != med {
-					t.Fatalf("after %d answers: p95, spread, median = %v, %v, %v, want %v, %v, %v", i+1,
-						time.Duration(l.p95.ns()), time.Duration(l.spread), time.Duration(l.med.ns()),
-						time.Duration(p95), time.Duration(spread), time.Duration(med))
+				if p95, med := all[(k*95-1)/100], rec[n/2]; l.p95.ns() != p95 || l.med.ns() != med {
+					t.Fatalf("after %d answers: p95, median = %v, %v, want %v, %v", i+1,
+						time.Duration(l.p95.ns()), time.Duration(l.med.ns()), time.Duration(p95), time.Duration(med))
 				}
 			}
 		})
@@ -77,5 +76,52 @@ func TestLatCode(t *testing.T) {
 	}
 	if c := toLatCode(-5); c != 0 {
 		t.Errorf("a negative latency is code %d, want 0", c)
+	}
+}
+
+// The meter counts what a list of every answer would, over any last n
+// slots, across gaps of any length, and saturates instead of wrapping.
+func TestRateMeterMatchesAnswers(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var m rateMeter
+	type answer struct {
+		slot int64
+		ok   bool
+	}
+	var all []answer
+	at := int64(0)
+	for i := range 20000 {
+		switch r.IntN(50) {
+		case 0:
+			at += int64(r.IntN(3000)) * int64(time.Millisecond) // a gap, up to 3 s
+		case 1:
+			at += int64(r.IntN(1e6)) * int64(time.Second) // a long one: slot numbers far apart
+		default:
+			at += int64(r.IntN(40)) * int64(time.Millisecond)
+		}
+		ok := r.IntN(4) != 0
+		m.add(at, ok)
+		all = append(all, answer{at / slotSpan, ok})
+		read := at + int64(r.IntN(300))*int64(time.Millisecond)
+		for n := int64(1); n <= slotCount; n++ {
+			cur := read / slotSpan
+			want := 0
+			for _, a := range all[max(len(all)-5000, 0):] {
+				if a.ok && a.slot > cur-n && a.slot <= cur {
+					want++
+				}
+			}
+			span := max(min((n-1)*slotSpan+read%slotSpan, read), slotSpan)
+			if got, w := m.okRateOver(read, n), float64(want)*1e9/float64(span); got != w {
+				t.Fatalf("answer %d, last %d slots at %v: rate %v, want %v", i, n, time.Duration(read), got, w)
+			}
+		}
+	}
+	var full rateMeter
+	for range 70000 {
+		full.add(0, true)
+	}
+	if got := full.ok[0]; got != math.MaxUint16 {
+		t.Errorf("70,000 answers in one slot count %d, want %d (saturated)", got, math.MaxUint16)
 	}
 }

@@ -60,15 +60,32 @@ const (
 type Budget struct {
 	// mu guards every field below.
 	mu     sync.Mutex
-	cfg    BudgetConfig // normalised on first use
-	floor  float64      // floor tokens, in [0, reserve]
-	earned float64      // earned tokens, decaying
-	last   int64        // unix ns when floor and earned were brought up to date; 0 = never used
+	cfg    *BudgetConfig // normalised, read-only, maybe shared (see ShareBudget); nil = the defaults
+	floor  float64       // floor tokens, in [0, reserve]
+	earned float64       // earned tokens, decaying
+	last   int64         // unix ns when floor and earned were brought up to date; 0 = never used
 }
 
 // NewBudget returns a Budget configured by cfg.
 func NewBudget(cfg BudgetConfig) *Budget {
-	return &Budget{cfg: cfg}
+	return &Budget{cfg: &ShareBudget(cfg).cfg}
+}
+
+// A BudgetShare is a BudgetConfig normalized once, for many Budgets to read
+// through Init: a crawler's budget per host then costs a pointer, not a
+// copy. It is immutable.
+type BudgetShare struct{ cfg BudgetConfig }
+
+// ShareBudget normalizes cfg for Budgets to share through Init.
+func ShareBudget(cfg BudgetConfig) *BudgetShare { return &BudgetShare{cfg: cfg.normalize()} }
+
+var defaultBudget = ShareBudget(BudgetConfig{})
+
+// Init makes b, which must be unused, read its configuration from s.
+func (b *Budget) Init(s *BudgetShare) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cfg = &s.cfg
 }
 
 // eps absorbs floating-point drift: five deposits of 0.2 pay for a retry
@@ -122,7 +139,9 @@ func (b *Budget) Tokens(now time.Time) float64 {
 func (b *Budget) advance(now time.Time) {
 	ns := now.UnixNano()
 	if b.last == 0 {
-		b.cfg = b.cfg.normalize()
+		if b.cfg == nil {
+			b.cfg = &defaultBudget.cfg
+		}
 		b.floor = b.reserve()
 		b.last = max(ns, 1)
 		return
