@@ -885,3 +885,47 @@ func TestCacheSharesEmptyAnswers(t *testing.T) {
 		}
 	}
 }
+
+// FuzzOrigin holds what GetRef's lock-free path rests on: an origin is its
+// own origin, and a URL spelled as an origin (slot.names) has that origin.
+// Origin never panics on a parsed URL.
+func FuzzOrigin(f *testing.F) {
+	for _, s := range []string{
+		"https://example.com/a", "HTTP://Example.COM:80/", "https://example.com:443",
+		"http://[::1]:8080/x", "http://[fe80::1%25en0]/", "http://[::ffff:127.0.0.1]/",
+		"https://xn--bcher-kva.example/", "https://bücher.example/", "http://127.1/",
+		"http://1password.com/", "ftp://example.com/", "http:///x", "http://a:b@c/",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return
+		}
+		o, err := Origin(u)
+		if err != nil {
+			return
+		}
+		ou, err := url.Parse(o)
+		if err != nil {
+			t.Fatalf("Origin(%q) = %q, which does not parse: %v", raw, o, err)
+		}
+		if o2, err := Origin(ou); o2 != o || err != nil {
+			t.Fatalf("Origin(%q) = %q, but its own origin is %q (%v)", raw, o, o2, err)
+		}
+		// A slot is keyed by an origin, and names u when u is spelled as
+		// it: then u's origin must be that one.
+		spelled := u.Scheme + "://" + u.Host
+		su, err := url.Parse(spelled)
+		if err != nil {
+			return
+		}
+		if so, err := Origin(su); err != nil || so != spelled {
+			return // no slot has this key
+		}
+		if (&slot{origin: spelled}).names(u) && o != spelled {
+			t.Fatalf("the slot of %q names %q, whose origin is %q", spelled, raw, o)
+		}
+	})
+}
