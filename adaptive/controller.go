@@ -1,6 +1,7 @@
 package adaptive
 
 import (
+	"github.com/polite-go/polite/internal/nanos"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -122,10 +123,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// phase is where a Controller is in its state machine; the package
-// documentation's Phases section tables the transitions. A decrease always
-// lands in settled with a reaction window open, the sub-state called
-// reacting (see the reacting field).
 // configs holds the configurations Controllers were made with, so that the
 // controllers of a crawl's million hosts share one copy (issue 12: 88 bytes
 // each) instead of holding their own. Up to maxShared of them; a program
@@ -152,6 +149,10 @@ func shared(cfg Config) *Config {
 	return p.(*Config)
 }
 
+// phase is where a Controller is in its state machine; the package
+// documentation's Phases section tables the transitions. A decrease always
+// lands in settled with a reaction window open, the sub-state called
+// reacting (see the reacting field).
 type phase uint8
 
 const (
@@ -205,7 +206,7 @@ const (
 // Observe does not allocate. The zero Controller is not usable; call New.
 type Controller struct {
 	cfg    *Config // defaults applied; read-only, shared (see shared)
-	origin int64   // ns from epoch to the Controller's origin (see clock)
+	origin int64   // the instant of New (see nanos.Of)
 
 	// mu guards every field below.
 	mu    sync.Mutex
@@ -295,7 +296,7 @@ func New(cfg Config, now time.Time) *Controller {
 	cfg = cfg.withDefaults()
 	return &Controller{
 		cfg:       shared(cfg),
-		origin:    int64(now.Sub(epoch)),
+		origin:    nanos.Of(now),
 		ceil:      cfg.Max,
 		rate:      cfg.Initial,
 		want:      cfg.Initial,
@@ -469,14 +470,9 @@ func (c *Controller) tick(t int64) {
 	}
 }
 
-// epoch is what Controllers measure their origins from: ns since an origin
-// are now.Sub(epoch) less the origin's, which keeps the monotonic reading of
-// a time.Time (a step of the wall clock moves nothing) in 8 bytes, not 24.
-var epoch = time.Now()
-
 // clock converts now to ns since the origin, never going backwards.
 func (c *Controller) clock(now time.Time) int64 {
-	t := int64(now.Sub(epoch)) - c.origin
+	t := nanos.Of(now) - c.origin
 	if t < c.last {
 		return c.last
 	}

@@ -499,3 +499,24 @@ func TestConfigsShared(t *testing.T) {
 		t.Errorf("after a change: shared %v, Max %g and %g, want apart, 123 and 7", c.cfg == a.cfg, a.cfg.Max, c.cfg.Max)
 	}
 }
+
+// A Controller driven by a fake clock counted from the zero Time (or from
+// 2300) moves as one on today's clock does: its instants are 8 bytes, not a
+// time.Time, and must not saturate.
+func TestClockOfAnyEra(t *testing.T) {
+	run := func(start time.Time) (float64, int64) {
+		c := New(Config{Initial: 10}, start)
+		now, r := start, 0.0
+		for now.Sub(start) < 5*time.Second {
+			r = c.Observe(now, Signal{Kind: OK, Latency: 50 * time.Millisecond})
+			now = now.Add(time.Duration(float64(time.Second) / r))
+		}
+		return r, c.clock(now)
+	}
+	want, wantT := run(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	for _, start := range []time.Time{{}, time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC), time.Now()} {
+		if r, at := run(start); r != want || at != wantT {
+			t.Errorf("from %v: rate %v at %v, want %v at %v (as from 2026)", start, r, time.Duration(at), want, time.Duration(wantT))
+		}
+	}
+}

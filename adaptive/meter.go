@@ -56,7 +56,7 @@ func (m *rateMeter) okRateOver(t int64, n int64) float64 {
 }
 
 const (
-	latRing     = 32 // recent OK latencies kept; p95 and spread are taken from all
+	latRing     = 32 // recent OK latencies kept; the p95 is taken from all
 	latRecent   = 16 // the median is taken from the newest latRecent
 	latNewest   = 4  // the least of the newest latNewest shows a queue sooner than the median
 	baseSlots   = 10 // the baseline is the least median over baseSlots slots
@@ -64,11 +64,12 @@ const (
 )
 
 // latencies tracks OK latencies: the median of the newest answers (what the
-// host is like now), the p95 and spread of a few more, and a baseline, the
+// host is like now), the p95 of a few more, and a baseline, the
 // least of those medians over the last half minute (a min filter, as TCP
 // Vegas's BaseRTT and BBR's RTprop: what the host is like unloaded).
 // Comparing the median with the baseline reads a queue before the host sheds
-// load; the spread keeps noise from passing for one.
+// load; the spread the baseline's medians came with keeps noise from passing
+// for one.
 type latencies struct {
 	ring [latRing]latCode
 	// The ring's latencies and its newest latRecent, each kept in order as

@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"errors"
+	"github.com/polite-go/polite/internal/nanos"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -163,9 +164,9 @@ type Breaker struct {
 	state State
 	next  int32         // ring index of the next failure (and of the oldest)
 	nfail int32         // consecutive failures while closed, up to Threshold
-	fails *[]int64      // ring: the last Threshold failure times (unix ns) while closed; made at the first failure
+	fails *[]int64      // ring: the last Threshold failure instants (see nanos.Of) while closed; made at the first failure
 	delay time.Duration // the current open delay, before jitter; 0 = cfg.OpenDelay
-	until int64         // unix ns; Open: when a probe may go; HalfOpen: when the probe is presumed lost
+	until int64         // instant (see nanos.Of); Open: when a probe may go; HalfOpen: when the probe is presumed lost
 
 	// notClosed mirrors state != Closed, written under mu, so that Allow and
 	// OpenUntil answer a closed breaker (nearly every call) without the
@@ -230,14 +231,14 @@ func (b *Breaker) Allow(now time.Time) error {
 	if b.state == Closed {
 		return nil
 	}
-	if now.UnixNano() < b.until {
-		return &OpenError{Until: time.Unix(0, b.until)}
+	if nanos.Of(now) < b.until {
+		return &OpenError{Until: nanos.Time(b.until, now)}
 	}
 	// Open and its delay is over, or half-open and the probe is presumed
 	// lost: this caller is the probe.
 	b.state = HalfOpen
 	b.notClosed.Store(true)
-	b.until = now.Add(b.jittered()).UnixNano()
+	b.until = nanos.Of(now.Add(b.jittered()))
 	return nil
 }
 
@@ -264,13 +265,13 @@ func (b *Breaker) Record(now time.Time, ok bool) Transition {
 			b.fails = &ring
 		}
 		fails := *b.fails
-		fails[b.next] = now.UnixNano()
+		fails[b.next] = nanos.Of(now)
 		b.next = (b.next + 1) % int32(len(fails))
 		b.nfail = min(b.nfail+1, int32(len(fails)))
 		// b.next now indexes the oldest of the last Threshold failures.
-		if int(b.nfail) == len(fails) && now.UnixNano()-fails[b.next] <= int64(b.cfg.cfg.Window) {
+		if int(b.nfail) == len(fails) && nanos.Of(now)-fails[b.next] <= int64(b.cfg.cfg.Window) {
 			b.open(now)
-			return Transition{From: Closed, To: Open, Until: time.Unix(0, b.until)}
+			return Transition{From: Closed, To: Open, Until: nanos.Time(b.until, now)}
 		}
 		return Transition{From: Closed, To: Closed}
 	case HalfOpen:
@@ -287,7 +288,7 @@ func (b *Breaker) Record(now time.Time, ok bool) Transition {
 			b.delay *= 2
 		}
 		b.open(now)
-		return Transition{From: HalfOpen, To: Open, Until: time.Unix(0, b.until)}
+		return Transition{From: HalfOpen, To: Open, Until: nanos.Time(b.until, now)}
 	}
 	return Transition{From: b.state, To: b.state}
 }
@@ -297,7 +298,7 @@ func (b *Breaker) Record(now time.Time, ok bool) Transition {
 func (b *Breaker) State(now time.Time) State {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.state == Open && now.UnixNano() >= b.until {
+	if b.state == Open && nanos.Of(now) >= b.until {
 		return HalfOpen
 	}
 	return b.state
@@ -313,8 +314,8 @@ func (b *Breaker) OpenUntil(now time.Time) time.Time {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.state != Closed && now.UnixNano() < b.until {
-		return time.Unix(0, b.until)
+	if b.state != Closed && nanos.Of(now) < b.until {
+		return nanos.Time(b.until, now)
 	}
 	return time.Time{}
 }
@@ -326,7 +327,7 @@ func (b *Breaker) open(now time.Time) {
 	b.state = Open
 	b.notClosed.Store(true)
 	b.nfail = 0
-	b.until = now.Add(b.jittered()).UnixNano()
+	b.until = nanos.Of(now.Add(b.jittered()))
 }
 
 // jittered returns the open delay shortened by up to Jitter of itself.

@@ -358,3 +358,22 @@ func BenchmarkAllowOpen(b *testing.B) {
 		_ = br.Allow(t0)
 	}
 }
+
+// The open-until instant comes back as the time it is, whatever the era of
+// the caller's clock: the zero Time, 1960, 2000, 2300.
+func TestUntilOfAnyEra(t *testing.T) {
+	for _, t0 := range []time.Time{{}, time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		b := New(Config{Threshold: 1, Jitter: -1, OpenDelay: 30 * time.Second})
+		tr := b.Record(t0, false)
+		var oe *OpenError
+		if !errors.As(b.Allow(t0.Add(time.Second)), &oe) {
+			t.Fatalf("from %v: Allow admitted a request to an open breaker", t0)
+		}
+		if d, d2 := tr.Until.Sub(t0), oe.Until.Sub(t0); d != 30*time.Second || d2 != 30*time.Second {
+			t.Errorf("from %v: open until %v and %v after the failure, want 30s", t0, d, d2)
+		}
+		if s := b.State(t0.Add(31 * time.Second)); s != HalfOpen {
+			t.Errorf("from %v: state 31 s later = %v, want half-open", t0, s)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"github.com/polite-go/polite/internal/nanos"
 	"math"
 	"sync"
 	"time"
@@ -63,7 +64,7 @@ type Budget struct {
 	cfg    *BudgetConfig // normalised, read-only, maybe shared (see ShareBudget); nil = the defaults
 	floor  float64       // floor tokens, in [0, reserve]
 	earned float64       // earned tokens, decaying
-	last   int64         // unix ns when floor and earned were brought up to date; 0 = never used
+	last   int64         // instant (see nanos.Of) floor and earned were last brought up to date; 0 = never used
 }
 
 // NewBudget returns a Budget configured by cfg.
@@ -137,13 +138,16 @@ func (b *Budget) Tokens(now time.Time) float64 {
 // result as one step (the floor is linear up to a cap, the decay is
 // multiplicative), so readers may advance too.
 func (b *Budget) advance(now time.Time) {
-	ns := now.UnixNano()
+	ns := nanos.Of(now)
+	if ns == 0 {
+		ns = 1 // 0 means unused
+	}
 	if b.last == 0 {
 		if b.cfg == nil {
 			b.cfg = &defaultBudget.cfg
 		}
 		b.floor = b.reserve()
-		b.last = max(ns, 1)
+		b.last = ns
 		return
 	}
 	dt := time.Duration(ns - b.last)

@@ -244,3 +244,19 @@ func BenchmarkBudgetWithdraw(b *testing.B) {
 		})
 	})
 }
+
+// A budget on a fake clock counted from the zero Time, 1960 or 1970 refills
+// and decays as one on today's clock does.
+func TestBudgetOfAnyEra(t *testing.T) {
+	for _, t0 := range []time.Time{{}, time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC), time.Unix(0, 0), time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		var b Budget
+		for b.Withdraw(t0) {
+		}
+		after5s := b.Tokens(t0.Add(5 * time.Second))
+		b.Deposit(t0.Add(5 * time.Second))
+		after1h := b.Tokens(t0.Add(time.Hour))
+		if math.Abs(after5s-5) > 1e-6 || math.Abs(after1h-10) > 1e-6 {
+			t.Errorf("from %v: %.3f tokens 5 s after emptying, %.3f an hour later; want 5 and 10", t0, after5s, after1h)
+		}
+	}
+}

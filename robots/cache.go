@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/polite-go/polite/internal/nanos"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -57,8 +57,8 @@ var errTooManyRedirects = errors.New("robots: more than 5 redirects")
 //
 // The zero value is ready to use. Fields must not be changed after the first
 // Get. A Cache is safe for concurrent use. A Get answered from the cache
-// does not allocate (for a host spelled in lower-case ASCII) and takes the
-// cache's read lock; a caller on a hot path keeps a Ref per host and calls
+// does not allocate for a host name in lower-case ASCII (an IP address or an
+// origin over 64 bytes costs one) and takes the cache's read lock; a caller on a hot path keeps a Ref per host and calls
 // GetRef, which takes no lock, as Transport does.
 type Cache struct {
 	// Client fetches robots.txt. If nil, http.DefaultClient is used. To
@@ -129,7 +129,7 @@ func (s *slot) names(u *url.URL) bool {
 // entry is the cached answer for one origin. It is immutable.
 type entry struct {
 	robots   *Robots
-	expires  int64 // unix ns, by the cache's clock
+	expires  int64 // instant (see nanos.Of), by the cache's clock
 	failures int32 // consecutive Unreachable fetches
 }
 
@@ -182,6 +182,11 @@ func appendOrigin(dst []byte, u *url.URL) ([]byte, error) {
 	host, port := canonicalHost(u.Hostname()), u.Port()
 	if host == "" {
 		return dst, fmt.Errorf("robots: no host in URL")
+	}
+	if strings.ContainsAny(host, "[]") {
+		// Only a hand-built URL has them: url.Parse takes the brackets
+		// of an IPv6 literal off.
+		return dst, fmt.Errorf("robots: bracket in host %q", host)
 	}
 	if port == "80" && scheme == "http" || port == "443" && scheme == "https" {
 		port = ""
@@ -253,7 +258,7 @@ func (c *Cache) Get(ctx context.Context, u *url.URL) (*Robots, error) {
 // what Get does and makes ref name u's origin.
 func (c *Cache) GetRef(ctx context.Context, u *url.URL, ref *Ref) (*Robots, error) {
 	if s := ref.s.Load(); s != nil && s.names(u) {
-		if e := s.cur.Load(); c.clock().UnixNano() < e.expires {
+		if e := s.cur.Load(); nanos.Of(c.clock()) < e.expires {
 			return e.robots, nil
 		}
 	}
@@ -276,7 +281,7 @@ func (c *Cache) get(ctx context.Context, u *url.URL, ref *Ref) (*Robots, error) 
 		if ref != nil && ref.s.Load() != s {
 			ref.s.Store(s)
 		}
-		if e := s.cur.Load(); c.clock().UnixNano() < e.expires {
+		if e := s.cur.Load(); nanos.Of(c.clock()) < e.expires {
 			return e.robots, nil
 		}
 	}
@@ -286,7 +291,7 @@ func (c *Cache) get(ctx context.Context, u *url.URL, ref *Ref) (*Robots, error) 
 	if cl == nil {
 		if s := c.entries[key]; s != nil {
 			// Fetched while the lock was not held.
-			if e := s.cur.Load(); c.clock().UnixNano() < e.expires {
+			if e := s.cur.Load(); nanos.Of(c.clock()) < e.expires {
 				c.mu.Unlock()
 				if ref != nil {
 					ref.s.Store(s)
@@ -326,7 +331,7 @@ func (c *Cache) run(ctx context.Context, key string, cl *call) {
 	if s != nil {
 		prev = s.cur.Load()
 	}
-	e := &entry{robots: r, expires: nanos(now, c.ttl())}
+	e := &entry{robots: r, expires: nanos.Add(nanos.Of(now), c.ttl())}
 	if r.source == Unreachable {
 		e.failures = 1
 		if prev != nil {
@@ -336,7 +341,7 @@ func (c *Cache) run(ctx context.Context, key string, cl *call) {
 			}
 		}
 		wait := c.errorTTL(int(e.failures))
-		e.expires = nanos(now, wait)
+		e.expires = nanos.Add(nanos.Of(now), wait)
 		c.log(ctx, slog.LevelWarn, "robots.txt unreachable", key, r.status,
 			slog.String("reason", r.err.Error()), slog.Duration("delay", wait),
 			slog.Bool("stale", e.robots != r))
@@ -363,26 +368,13 @@ func (c *Cache) sweep(now time.Time) {
 	if len(c.entries) < c.sweepAt {
 		return
 	}
-	cutoff := nanos(now, -c.ttl())
+	cutoff := nanos.Add(nanos.Of(now), -c.ttl())
 	for k, s := range c.entries {
 		if s.cur.Load().expires < cutoff {
 			delete(c.entries, k)
 		}
 	}
 	c.sweepAt = max(2*len(c.entries), 1024)
-}
-
-// nanos returns t+d in unix ns, saturated rather than wrapped: a TTL of
-// years must not make an entry expire in 1677.
-func nanos(t time.Time, d time.Duration) int64 {
-	n := t.UnixNano()
-	if d > 0 && n > math.MaxInt64-int64(d) {
-		return math.MaxInt64
-	}
-	if d < 0 && n < math.MinInt64-int64(d) {
-		return math.MinInt64
-	}
-	return n + int64(d)
 }
 
 // fetch gets key + "/robots.txt" and turns the outcome into a Robots.

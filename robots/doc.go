@@ -96,8 +96,9 @@
 // earlier good copy, if cached, stays in use. See Cache for the details.
 // Robots.Source tells the three outcomes apart.
 //
-// A client checks each request with Cache.Get and Robots.TestURL. Get
-// answers for a cached origin without a lock or an allocation; TestURL
+// A client checks each request with Cache.GetRef (keeping a Ref per host) or
+// Cache.Get, and Robots.TestURL. GetRef answers for a cached origin without
+// a lock or an allocation, Get under a read lock; TestURL
 // reads the request's *url.URL in place and does not allocate for a path
 // that needs no escaping. A disallowed request is reported with
 // *DisallowedError, which wraps ErrDisallowed.
