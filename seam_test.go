@@ -137,3 +137,24 @@ func TestLeasesComeBack(t *testing.T) {
 		}
 	})
 }
+
+// A pause keeps its reason, a known one without an allocation, one a
+// Classifier made up as it was given.
+func TestPauseReason(t *testing.T) {
+	var p hostPolicy
+	now := time.Unix(1e9, 0)
+	i := 0
+	if allocs := testing.AllocsPerRun(10, func() {
+		i++
+		p.pause(now.Add(time.Duration(i)*time.Second), ReasonRetryAfter)
+	}); allocs != 0 {
+		t.Errorf("pause with %q allocates %v times, want 0", ReasonRetryAfter, allocs)
+	}
+	if _, why := p.paused(now); why != ReasonRetryAfter {
+		t.Errorf("paused reason = %q, want %q", why, ReasonRetryAfter)
+	}
+	p.pause(now.Add(time.Hour), "made-up")
+	if d, why := p.paused(now); why != "made-up" || d != time.Hour {
+		t.Errorf("paused = %v, %q, want 1h0m0s, \"made-up\"", d, why)
+	}
+}

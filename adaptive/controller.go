@@ -1,11 +1,12 @@
 package adaptive
 
 import (
-	"github.com/polite-go/polite/internal/nanos"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/polite-go/polite/internal/nanos"
 )
 
 // Defaults for Config fields left zero.

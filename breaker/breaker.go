@@ -2,13 +2,14 @@ package breaker
 
 import (
 	"errors"
-	"github.com/polite-go/polite/internal/nanos"
 	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/polite-go/polite/internal/nanos"
 )
 
 // ErrOpen is the error, wrapped in an *OpenError, that Allow returns while

@@ -1,10 +1,11 @@
 package retry
 
 import (
-	"github.com/polite-go/polite/internal/nanos"
 	"math"
 	"sync"
 	"time"
+
+	"github.com/polite-go/polite/internal/nanos"
 )
 
 // BudgetConfig configures a Budget. The zero value is the default: retries

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/polite-go/polite/internal/nanos"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/polite-go/polite/internal/nanos"
 	"golang.org/x/net/idna"
 )
 
@@ -58,8 +58,9 @@ var errTooManyRedirects = errors.New("robots: more than 5 redirects")
 // The zero value is ready to use. Fields must not be changed after the first
 // Get. A Cache is safe for concurrent use. A Get answered from the cache
 // does not allocate for a host name in lower-case ASCII (an IP address or an
-// origin over 64 bytes costs one) and takes the cache's read lock; a caller on a hot path keeps a Ref per host and calls
-// GetRef, which takes no lock, as Transport does.
+// origin over 64 bytes costs one) and takes the cache's read lock; a caller
+// on a hot path keeps a Ref per host and calls GetRef, which takes no lock,
+// as Transport does.
 type Cache struct {
 	// Client fetches robots.txt. If nil, http.DefaultClient is used. To
 	// count the fetch against the host's budget, use a client whose
