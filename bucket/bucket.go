@@ -31,11 +31,17 @@ var ErrZeroRate = errors.New("bucket: rate is zero")
 // wall-clock jumps do not mint or confiscate tokens.
 var epoch = time.Now()
 
-// frozen marks a bucket whose parameters are being replaced; see setParams.
+// frozen marks a bucket whose parameters are being replaced; see update.
 const frozen = math.MinInt64
 
-// longAgo is the state of a new bucket: full since long before any instant a
-// caller will pass (times before epoch are negative).
+// minNow is the earliest instant the arithmetic sees: times further before
+// epoch (about 73 years), the zero time.Time among them, are read as it.
+// Unclamped, the zero time reads as math.MinInt64, and a setter given it
+// could publish that as the state: frozen for good, every take spinning.
+const minNow = -maxSpan
+
+// longAgo is the state of a new bucket: full since before any instant a
+// caller can pass (times before epoch are negative, and no lower than minNow).
 const longAgo = -(int64(1) << 62)
 
 // maxSpan bounds every duration the arithmetic handles (about 73 years), so
@@ -197,8 +203,7 @@ func (b *Bucket) Full(since time.Time) bool {
 }
 
 func nanos(t time.Time) int64 {
-	d := t.Sub(epoch)
-	return int64(d)
+	return max(int64(t.Sub(epoch)), minNow)
 }
 
 func fromNanos(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }

@@ -469,3 +469,31 @@ func TestSetRateKeepsReservedTime(t *testing.T) {
 		})
 	}
 }
+
+// A zero time.Time is as far before epoch as a Duration goes, which is the
+// very number that marks a setter at work: published as the state by a
+// setter, it froze the bucket for good and every later take spun forever.
+func TestZeroTimeNeverFreezes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(b *Bucket)
+	}{
+		{"SetRate Inf", func(b *Bucket) { b.SetRate(time.Time{}, Inf) }},
+		{"SetRate 0", func(b *Bucket) { b.SetRate(time.Time{}, 0) }},
+		{"SetBurst", func(b *Bucket) { b.SetBurst(time.Time{}, 5) }},
+		{"Drain", func(b *Bucket) { b.Drain(time.Time{}) }},
+		{"AllowN", func(b *Bucket) { b.AllowN(time.Time{}, 1) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(10, 1)
+			tc.set(b)
+			if f := b.full.Load(); f == frozen {
+				t.Fatalf("state after %s at the zero time is frozen", tc.name)
+			}
+			b.SetRate(at(0), 10) // would spin forever on a frozen state
+			if !b.AllowN(at(time.Hour), 1) {
+				t.Errorf("AllowN an hour later = false, want true")
+			}
+		})
+	}
+}
