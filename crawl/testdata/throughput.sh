@@ -11,6 +11,10 @@
 #   TAGS=cpuprofile POLITE_CPUPROFILE=/tmp/fetch.cpu bash crawl/testdata/throughput.sh  # where the CPU goes
 #
 #   PAGES=10000 MAX_RSS_MB=1000 DURATION=60m bash crawl/testdata/throughput.sh  # 10,000,000 URLs
+#   BARE=true bash crawl/testdata/throughput.sh  # first the floor: net/http alone (bareclient)
+#
+# The testbed shares the machine's cores with the fetch, so its CPU per URL
+# is printed too: what the two processes need together bounds URLs/s.
 #
 # Everything stays on 127.0.0.0/8; the testbed stops by itself after
 # DURATION (10 min).
@@ -42,12 +46,24 @@ for _ in $(seq 300); do
 done
 grep -q '^serving' "$tmp/testbed.log" || { echo "testbed did not start"; cat "$tmp/testbed.log"; exit 1; }
 n=$(wc -l <"$tmp/urls.txt")
+hz=$(getconf CLK_TCK)
+tbcpu() { awk '{print $14 + $15}' "/proc/$tb/stat"; }
+tbper() { awk -v a="$1" -v b="$2" -v hz="$hz" -v n="$n" 'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / n }'; }
 
+if [ "${BARE:-false}" = true ]; then
+  go build -o "$tmp/bareclient" ./crawl/testdata/bareclient
+  a=$(tbcpu)
+  "$tmp/bareclient" "$tmp/urls.txt"
+  echo "testbed under bare net/http: $(tbper "$a" "$(tbcpu)") µs CPU/URL"
+fi
+
+a=$(tbcpu)
 set +e
 /usr/bin/time -v "$tmp/polite" fetch --out "$tmp/out" --rate inf --workers 128 \
   --adaptive="$ADAPTIVE" --bodies "$BODIES" --progress none "$tmp/urls.txt" >"$tmp/fetch.log" 2>"$tmp/time.log"
 code=$?
 set -e
+tb_us=$(tbper "$a" "$(tbcpu)")
 if [ "$code" != 0 ]; then
   echo "polite fetch exited $code"; cat "$tmp/fetch.log" "$tmp/time.log"; exit 1
 fi
@@ -62,6 +78,7 @@ cpu=$(awk -F': ' '/User time \(seconds\)/ {u=$2} /System time \(seconds\)/ {s=$2
 cpu_us=$(awk -v c="$cpu" -v n="$n" 'BEGIN { printf "%.1f", c * 1e6 / n }')
 echo "URLs: $n over $HOSTS hosts; results: $lines lines, $ok ok; bodies: $BODIES"
 echo "wall: ${secs}s (load, fetch, commit, exit)  throughput: $rate URLs/s  peak RSS: ${rss_mb} MB  CPU: ${cpu}s (${cpu_us} µs/URL)"
+echo "testbed: ${tb_us} µs CPU/URL on the same $(nproc) cores"
 grep -E '^[0-9]+ URLs in' "$tmp/fetch.log" || true
 fail=0
 [ "$lines" = "$n" ] || { echo "FAIL: $lines results for $n URLs"; fail=1; }
