@@ -8,6 +8,7 @@
 #   bash crawl/testdata/throughput.sh            # from the repository root
 #   HOSTS=100 PAGES=100 bash crawl/testdata/throughput.sh
 #   ADAPTIVE=true bash crawl/testdata/throughput.sh   # the adaptive controller on
+#   WARC_GZIP=false bash crawl/testdata/throughput.sh  # bodies.warc, uncompressed
 #   TAGS=cpuprofile POLITE_CPUPROFILE=/tmp/fetch.cpu bash crawl/testdata/throughput.sh  # where the CPU goes
 #
 #   PAGES=10000 MAX_RSS_MB=1000 DURATION=60m bash crawl/testdata/throughput.sh  # 10,000,000 URLs
@@ -26,6 +27,7 @@ MIN_RATE=${MIN_RATE:-5000}
 MAX_RSS_MB=${MAX_RSS_MB:-300}
 BODIES=${BODIES:-warc}
 ADAPTIVE=${ADAPTIVE:-false}
+WARC_GZIP=${WARC_GZIP:-true}
 DURATION=${DURATION:-10m}
 
 tmp=$(mktemp -d)
@@ -60,7 +62,7 @@ fi
 a=$(tbcpu)
 set +e
 /usr/bin/time -v "$tmp/polite" fetch --out "$tmp/out" --rate inf --workers 128 \
-  --adaptive="$ADAPTIVE" --bodies "$BODIES" --progress none "$tmp/urls.txt" >"$tmp/fetch.log" 2>"$tmp/time.log"
+  --adaptive="$ADAPTIVE" --bodies "$BODIES" --warc-gzip="$WARC_GZIP" --progress none "$tmp/urls.txt" >"$tmp/fetch.log" 2>"$tmp/time.log"
 code=$?
 set -e
 tb_us=$(tbper "$a" "$(tbcpu)")
