@@ -11,6 +11,7 @@ import (
 
 	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/breaker"
+	"github.com/polite-go/polite/internal/nanos"
 	"github.com/polite-go/polite/retry"
 	"github.com/polite-go/polite/robots"
 )
@@ -22,7 +23,7 @@ import (
 // which keeps an idle Host small. Its fields are atomics or safe for
 // concurrent use themselves, so a hostPolicy needs no lock.
 type hostPolicy struct {
-	pauseUntil atomic.Int64           // unix ns before which no request goes; 0 = none
+	pauseUntil atomic.Int64           // instant (see stamp) before which no request goes; 0 = none
 	pauseWhy   atomic.Pointer[Reason] // Reason of the current pause (see reasonPtr)
 	blocked    atomic.Pointer[string]
 	ceiling    atomic.Uint64   // float64 bits: the RateLimit ceiling; 0 = none
@@ -30,10 +31,10 @@ type hostPolicy struct {
 	breaker    breaker.Breaker // reads the store's shared Config
 	budget     retry.Budget
 
-	lastThrottle atomic.Int64 // unix ns when the last throttle event was counted
+	lastThrottle atomic.Int64 // instant (see stamp) the last throttle event was counted; 0 = none
 	waiting      atomic.Int32 // requests of normal priority waiting for a token or a slot
 	deposits     atomic.Int32 // first grants not yet deposited in budget (see grant)
-	ratePressed  atomic.Int64 // unix ns when a request last had to wait for the host's rate
+	ratePressed  atomic.Int64 // instant (see stamp) a request last had to wait for the host's rate; 0 = never
 
 	rater   adaptive.Rater // nil unless the Transport is adaptive
 	lastMax atomic.Uint64  // float64 bits: the ceiling last told to rater
@@ -43,6 +44,18 @@ type hostPolicy struct {
 	// Registry used without a Transport pays nothing for it.
 	robots    atomic.Pointer[robots.Robots]
 	robotsRef robots.Ref // where the Transport's cache keeps the host's robots.txt
+}
+
+// stamp returns t as an instant for hostPolicy's fields: nanos.Of, so that
+// a step of the wall clock neither shortens a server's pause nor stretches
+// it (a pause kept as Unix nanoseconds ended an hour early when the clock
+// stepped an hour ahead), with 0 kept free to mean none. Instants may be
+// negative (a fake clock in 2000), so every reader checks for 0 first.
+func stamp(t time.Time) int64 {
+	if n := nanos.Of(t); n != 0 {
+		return n
+	}
+	return 1
 }
 
 // pressWindow is how recent a wait for the rate must be for an admission to
@@ -68,15 +81,29 @@ func (p *hostPolicy) flushDeposits(now time.Time) {
 // belongs to an event already counted (the request left before it was
 // heard); if not, it starts a new event at now.
 func (p *hostPolicy) throttleWave(sent, now time.Time) bool {
+	s := nanos.Of(sent)
 	for {
 		last := p.lastThrottle.Load()
-		if sent.UnixNano() < last {
+		if last != 0 && s < last {
 			return true
 		}
-		if p.lastThrottle.CompareAndSwap(last, now.UnixNano()) {
+		if p.lastThrottle.CompareAndSwap(last, stamp(now)) {
 			return false
 		}
 	}
+}
+
+// throttledSince reports whether a throttle was counted after t.
+func (p *hostPolicy) throttledSince(t time.Time) bool {
+	last := p.lastThrottle.Load()
+	return last != 0 && last > nanos.Of(t)
+}
+
+// pressedAt reports whether a request had to wait for the host's rate
+// within the press window at that rate (see pressWindow) before now.
+func (p *hostPolicy) pressedAt(now time.Time, rate float64) bool {
+	rp := p.ratePressed.Load()
+	return rp != 0 && nanos.Of(now)-rp <= pressWindow(rate)
 }
 
 // maxRate returns the lowest of the host's ceilings (robots.txt, RateLimit
@@ -96,27 +123,27 @@ func (p *hostPolicy) maxRate() float64 {
 // no block to remember, the breaker closed. (A block or an open breaker must
 // outlive idleness, or eviction would forgive it.)
 func (p *hostPolicy) idle(now time.Time) bool {
-	return p.pauseUntil.Load() <= now.UnixNano() && p.blocked.Load() == nil &&
+	u := p.pauseUntil.Load()
+	return (u == 0 || u <= nanos.Of(now)) && p.blocked.Load() == nil &&
 		p.breaker.State(now) == breaker.Closed
 }
 
-// maxPauseUntil is the latest instant a pause is kept to: the last one
-// UnixNano represents (in 2262). A later one, from a Retry-After of 10^11
-// seconds, an HTTP-date in 9999 or a far Unix-ms reset, would overflow to a
-// negative number and pause nothing (issue 17, defect 2); clamped, it is a
-// pause long enough for any caller's MaxRetryAfter to refuse.
-var maxPauseUntil = time.Unix(0, math.MaxInt64)
-
-// pause extends the host's pause to until (never shortens it) and reports
-// whether it moved.
-func (p *hostPolicy) pause(until time.Time, why Reason) bool {
-	if until.After(maxPauseUntil) {
-		until = maxPauseUntil
+// pause extends the host's pause to d after now (never shortens it) and
+// reports whether it moved. The end saturates: a Retry-After of 10^11
+// seconds, an HTTP-date in 9999 or a far Unix-ms reset once overflowed to
+// a negative number and paused nothing (issue 17, defect 2); saturated, it
+// is a pause long enough for any caller's MaxRetryAfter to refuse.
+func (p *hostPolicy) pause(now time.Time, d time.Duration, why Reason) bool {
+	if d <= 0 {
+		return false
 	}
-	u := until.UnixNano()
+	u := nanos.Add(stamp(now), d)
+	if u == 0 {
+		u = 1
+	}
 	for {
 		cur := p.pauseUntil.Load()
-		if u <= cur {
+		if cur != 0 && u <= cur {
 			return false
 		}
 		if p.pauseUntil.CompareAndSwap(cur, u) {
@@ -132,7 +159,7 @@ func (p *hostPolicy) paused(now time.Time) (time.Duration, Reason) {
 	if u == 0 {
 		return 0, ""
 	}
-	d := time.Duration(u - now.UnixNano())
+	d := time.Duration(nanos.Add(u, -time.Duration(nanos.Of(now))))
 	if d <= 0 {
 		return 0, ""
 	}
@@ -290,7 +317,7 @@ func (s *localStore) Admit(h *Host, q Query) Admission {
 	// sends exactly when the token is due, so its requests find the
 	// bucket full.
 	spare := p.rater != nil && h.bucket.Full(now) && h.gate.InFlight() < h.gate.Limit() &&
-		now.UnixNano()-p.ratePressed.Load() > pressWindow(h.bucket.Rate())
+		!p.pressedAt(now, h.bucket.Rate())
 	n := q.cost()
 	if h.bucket.AllowN(now, n) {
 		adm := s.grant(h, p, q, now)
@@ -302,7 +329,7 @@ func (s *localStore) Admit(h *Host, q Query) Admission {
 		return Admission{Reason: ReasonRate, Err: fmt.Errorf("polite: host %q: %w", h.key, err)}
 	}
 	d := r.DelayFrom(now)
-	p.ratePressed.Store(now.UnixNano())
+	p.ratePressed.Store(stamp(now))
 	// Hold the reservation if the tokens come within about one request's
 	// worth of token intervals at the rate of now (n of them for a cost
 	// of n, or a heavy request would never see its tokens together while
@@ -354,7 +381,7 @@ func (s *localStore) breakerOpen(h *Host, now, until time.Time) Admission {
 // stands, or giving it back to a drained bucket would lose it.
 func (s *localStore) Keep(h *Host, now, reserved time.Time, cost int) bool {
 	p := s.policy(h)
-	if d, _ := p.paused(now); d > 0 || p.lastThrottle.Load() > reserved.UnixNano() {
+	if d, _ := p.paused(now); d > 0 || p.throttledSince(reserved) {
 		h.bucket.Forgive(now, max(cost, 1))
 		return false
 	}
@@ -381,7 +408,7 @@ func (s *localStore) Report(h *Host, rep Report) Verdict {
 		// one overshoot): they may lengthen the pause, never shorten it, but
 		// they count once against the breaker, not once each.
 		rd.Failure = !p.throttleWave(r.Sent, now)
-		if p.pause(now.Add(rd.Pause), rd.PauseWhy) {
+		if p.pause(now, rd.Pause, rd.PauseWhy) {
 			v.Pause, v.PauseWhy = rd.Pause, rd.PauseWhy
 		}
 		h.bucket.Drain(now)
@@ -392,7 +419,7 @@ func (s *localStore) Report(h *Host, rep Report) Verdict {
 			v.Blocked = true
 		}
 	}
-	if rd.QuotaPause > 0 && p.pause(now.Add(rd.QuotaPause), ReasonRateLimit) {
+	if rd.QuotaPause > 0 && p.pause(now, rd.QuotaPause, ReasonRateLimit) {
 		v.QuotaPause = rd.QuotaPause
 	}
 	if rd.Ceiling > 0 {

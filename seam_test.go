@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -146,15 +147,76 @@ func TestPauseReason(t *testing.T) {
 	i := 0
 	if allocs := testing.AllocsPerRun(10, func() {
 		i++
-		p.pause(now.Add(time.Duration(i)*time.Second), ReasonRetryAfter)
+		p.pause(now, time.Duration(i)*time.Second, ReasonRetryAfter)
 	}); allocs != 0 {
 		t.Errorf("pause with %q allocates %v times, want 0", ReasonRetryAfter, allocs)
 	}
 	if _, why := p.paused(now); why != ReasonRetryAfter {
 		t.Errorf("paused reason = %q, want %q", why, ReasonRetryAfter)
 	}
-	p.pause(now.Add(time.Hour), "made-up")
+	p.pause(now, time.Hour, "made-up")
 	if d, why := p.paused(now); why != "made-up" || d != time.Hour {
 		t.Errorf("paused = %v, %q, want 1h0m0s, \"made-up\"", d, why)
+	}
+}
+
+// A host's pause, throttle wave and rate pressure are kept as instants of
+// the monotonic clock (nanos.Of), which lie before the process's start for
+// a clock of another era and may be 0 or negative; 0 stays "none". Each is
+// checked on a clock before the process started (a fake clock in 2000,
+// without a monotonic reading), after it, and on the real one, whose
+// monotonic reading also keeps a step of the wall clock out of every pause.
+func TestPolicyInstantsOfAnyEra(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		now  time.Time
+	}{
+		{"year 2000", time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"year 2200", time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"real clock", time.Now()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p hostPolicy
+			now := tc.now
+			if !p.idle(now) {
+				t.Error("a new policy is not idle")
+			}
+			if p.pressedAt(now, 10) || p.throttledSince(now.Add(-time.Hour)) {
+				t.Error("a new policy reads as pressed or throttled")
+			}
+			if !p.pause(now, 30*time.Second, ReasonRetryAfter) {
+				t.Fatal("pause did not move")
+			}
+			if d, why := p.paused(now); d != 30*time.Second || why != ReasonRetryAfter {
+				t.Errorf("paused = %v, %q, want 30s, %q", d, why, ReasonRetryAfter)
+			}
+			if p.pause(now, 10*time.Second, ReasonBackoff) {
+				t.Error("a shorter pause shortened it")
+			}
+			if p.idle(now) || !p.idle(now.Add(31*time.Second)) {
+				t.Error("idle during the pause, or not after it")
+			}
+			if d, _ := p.paused(now.Add(31 * time.Second)); d != 0 {
+				t.Errorf("paused after the end = %v, want 0", d)
+			}
+			if p.throttleWave(now, now) {
+				t.Error("the first throttle counted as an earlier wave's")
+			}
+			if !p.throttleWave(now.Add(-time.Millisecond), now.Add(time.Millisecond)) {
+				t.Error("a request sent before the throttle was heard started a new wave")
+			}
+			if !p.throttledSince(now.Add(-time.Second)) || p.throttledSince(now.Add(time.Second)) {
+				t.Error("throttledSince wrong either side of the throttle")
+			}
+			p.ratePressed.Store(stamp(now))
+			if !p.pressedAt(now.Add(time.Millisecond), 10) || p.pressedAt(now.Add(time.Minute), 10) {
+				t.Error("pressedAt wrong inside or past its window")
+			}
+			var far hostPolicy
+			far.pause(now, math.MaxInt64, ReasonRetryAfter) // saturates, never wraps
+			if d, _ := far.paused(now); d < 100*365*24*time.Hour {
+				t.Errorf("a pause of MaxInt64 reads as %v", d)
+			}
+		})
 	}
 }

@@ -33,7 +33,7 @@ func (t *Transport) Ready(key string, now time.Time) (time.Duration, Reason) {
 	case st.InFlight >= st.Concurrency:
 		return 0, ReasonSlot
 	case st.NextToken.After(now):
-		t.ext(h).ratePressed.Store(now.UnixNano()) // a request waits for the rate: demand presses on it
+		t.ext(h).ratePressed.Store(stamp(now)) // a request waits for the rate: demand presses on it
 		return st.NextToken.Sub(now), ReasonRate
 	}
 	return 0, ""
