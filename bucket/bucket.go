@@ -32,12 +32,7 @@ var ErrZeroRate = errors.New("bucket: rate is zero")
 var epoch = time.Now()
 
 // frozen marks a bucket whose parameters are being replaced; see update.
-// A take's atomic add (see takeN) may land on it, so every state below
-// frozenEnd reads as frozen; the setter's closing store wipes such adds.
-const (
-	frozen    = math.MinInt64
-	frozenEnd = frozen + maxSpan
-)
+const frozen = math.MinInt64
 
 // minNow is the earliest instant the arithmetic sees: times further before
 // epoch (about 73 years), the zero time.Time among them, are read as it.
@@ -137,9 +132,8 @@ func mulSat(a, b int64) int64 {
 // runs in the Redis script of fleet mode, in microseconds there.
 //
 // The zero Bucket admits nothing; use New or NewSmooth. A Bucket is safe for
-// concurrent use and lock-free: Allow, Reserve and Wait are one atomic add
-// to the state while the bucket is in debt with room to spare, otherwise a
-// compare-and-swap; setters freeze the state while they publish.
+// concurrent use and lock-free: Allow, Reserve and Wait are one
+// compare-and-swap on the state; setters freeze the state while they publish.
 // A Bucket is 16 bytes plus its settings, which buckets created with the same
 // arguments by Init may share.
 type Bucket struct {
@@ -221,7 +215,7 @@ func fromNanos(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }
 func (b *Bucket) load() (int64, *params) {
 	for {
 		f := b.full.Load()
-		if f >= frozenEnd {
+		if f != frozen {
 			return f, b.p.Load()
 		}
 		runtime.Gosched() // a setter is between freeze and publish: a few ns
@@ -326,92 +320,10 @@ func (b *Bucket) takeN(now int64, n int, maxWait int64) (act int64, ok bool, err
 		if wait > maxWait {
 			return now + wait, false, nil
 		}
-		if f >= now && c <= maxAddCost && next+addMargin*c-limit-now <= maxWait {
-			// In debt, so the take starts where the state stands, with
-			// room for addMargin more: add instead of swapping.
-			if testHookBeforeAdd != nil {
-				testHookBeforeAdd(b)
-			}
-			r := b.full.Add(c)
-			if r-c < frozenEnd {
-				continue // landed on a setter at work, whose store wipes it
-			}
-			if p1 := b.p.Load(); p1 != p {
-				if act, ok, done := b.addedUnder(now, n, c, r, p1, maxWait); done {
-					return act, ok, nil
-				}
-				continue
-			}
-			return b.judgeAdded(now, c, r, limit, maxWait)
-		}
 		if b.full.CompareAndSwap(f, next) {
 			return now + wait, true, nil
 		}
 	}
-}
-
-// A take adds its cost to the state with one atomic add, instead of a
-// compare-and-swap, when the bucket is in debt (full lies ahead of now, so
-// the take starts where the state stands) and addMargin more takes of its
-// cost would still pass. On a hot bucket shared by several cores a swap
-// fails whenever another core took in between, and each retry fetches the
-// cache line again; an add never fails. What can happen between the load
-// and the add only makes the take dearer, never cheaper:
-//   - it lands on a frozen state: the setter's store wipes the add, and the
-//     take starts over;
-//   - a setter published new settings: the take is charged the new cost
-//     when that is higher (the old one, which it added, when that is), and
-//     judged by the new settings (addedUnder);
-//   - tokens were given back (a Cancel, Forgive, a rate rise), so that the
-//     state fell behind now: the take is charged as starting at now;
-//   - more than addMargin takes came first and it no longer fits: it is
-//     refused, and its cost stays charged. A refund would race a take that
-//     reset an idle bucket in between (that take read the add and would
-//     lose the refund's worth), so a refusal here costs the bucket one
-//     token instead. It needs addMargin takes between one load and one
-//     add, which in practice only a preempted caller sees.
-//
-// Costs above maxAddCost always swap, which keeps a frozen state plus the
-// adds that may land on it far from any real state.
-const (
-	addMargin  = 8
-	maxAddCost = int64(1) << 40 // about 18 minutes of tokens
-)
-
-// testHookBeforeAdd, when set by a test, runs between a take's load and its
-// add: the window the rules above are about.
-var testHookBeforeAdd func(*Bucket)
-
-// judgeAdded decides a take whose cost c was added, making the state r:
-// charged from now if the state had fallen behind it, refused (and still
-// charged) if it no longer fits within maxWait.
-func (b *Bucket) judgeAdded(now, c, r, limit, maxWait int64) (int64, bool, error) {
-	if d := now - (r - c); d > 0 {
-		r = b.full.Add(d)
-	}
-	wait := max(r-limit-now, 0)
-	return now + wait, r <= now+maxSpan && wait <= maxWait, nil
-}
-
-// addedUnder decides a take that added c, making the state r, when the
-// settings changed to p meanwhile: charged the difference if p's cost is
-// higher, then judged by p. done is false when p leaves the state unused
-// (rate 0 or Inf) or refuses n for good: the take starts over, and the
-// swap path says so.
-func (b *Bucket) addedUnder(now int64, n int, c, r int64, p *params, maxWait int64) (act int64, ok, done bool) {
-	if p == nil || p.cost == 0 || (n > p.burst && !p.smooth) {
-		return 0, false, false
-	}
-	if extra := p.costOf(n) - c; extra > 0 {
-		r = b.full.Add(extra)
-		c += extra
-	}
-	limit := p.tau
-	if p.smooth {
-		limit = c
-	}
-	act, ok, _ = b.judgeAdded(now, c, r, limit, maxWait)
-	return act, ok, true
 }
 
 // Reservation holds tokens taken ahead of time. It is a small value; the zero
@@ -617,7 +529,7 @@ func (b *Bucket) update(now time.Time, change func(old *params) *params) {
 	var f int64
 	for {
 		f = b.full.Load()
-		if f >= frozenEnd && b.full.CompareAndSwap(f, frozen) {
+		if f != frozen && b.full.CompareAndSwap(f, frozen) {
 			break
 		}
 		runtime.Gosched()
