@@ -34,11 +34,17 @@ var epoch = time.Now()
 // frozen marks a bucket whose parameters are being replaced; see update.
 const frozen = math.MinInt64
 
-// minNow is the earliest instant the arithmetic sees: times further before
-// epoch (about 73 years), the zero time.Time among them, are read as it.
-// Unclamped, the zero time reads as math.MinInt64, and a setter given it
-// could publish that as the state: frozen for good, every take spinning.
-const minNow = -maxSpan
+// minNow and maxNow bound the instants the arithmetic sees: times further
+// from epoch than about 73 years either way (the zero time.Time, a year
+// 9999) are read as the bound. Unclamped, such a time saturated to
+// math.MinInt64 or math.MaxInt64: the first is the very value that marks a
+// setter at work, and a setter given the zero time published it as the
+// state (frozen for good, every take spinning); from the second a take's
+// end wrapped around to a state far in the past.
+const (
+	minNow = -maxSpan
+	maxNow = maxSpan
+)
 
 // longAgo is the state of a new bucket: full since before any instant a
 // caller can pass (times before epoch are negative, and no lower than minNow).
@@ -203,7 +209,7 @@ func (b *Bucket) Full(since time.Time) bool {
 }
 
 func nanos(t time.Time) int64 {
-	return max(int64(t.Sub(epoch)), minNow)
+	return min(max(int64(t.Sub(epoch)), minNow), maxNow)
 }
 
 func fromNanos(ns int64) time.Time { return epoch.Add(time.Duration(ns)) }
@@ -366,13 +372,17 @@ func (r Reservation) CancelAt(now time.Time) {
 	r.b.giveBack(r.n)
 }
 
+// giveBack moves the state back by n tokens at the current cost, no
+// further than longAgo: after a cut of the rate the tokens given back are
+// dearer than when they were taken, and thousands of cancels at a cost of
+// days each once wrapped the state around to a debt of centuries.
 func (b *Bucket) giveBack(n int) {
 	for {
 		f, p := b.load()
 		if p == nil || p.cost == 0 {
 			return
 		}
-		next := f - p.costOf(n)
+		next := max(f-p.costOf(n), longAgo)
 		if b.full.CompareAndSwap(f, next) {
 			return
 		}

@@ -497,3 +497,48 @@ func TestZeroTimeNeverFreezes(t *testing.T) {
 		})
 	}
 }
+
+// A time far in the future saturated to math.MaxInt64, and a take's end
+// then wrapped around to a state far in the past. Instants are now read
+// no later than 73 years after epoch: the state stays what a take at that
+// bound leaves, and the bucket keeps answering.
+func TestFarFutureDoesNotWrap(t *testing.T) {
+	far := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := New(10, 1)
+	if !b.AllowN(far, 1) {
+		t.Fatal("AllowN in 9999 = false on a full bucket")
+	}
+	if f := b.full.Load(); f < maxNow {
+		t.Fatalf("state after a take in 9999 = %d, before the instant it was read as (%d): it wrapped", f, int64(maxNow))
+	}
+	b.Drain(far)
+	b.SetRate(far, 20)
+	if b.AllowN(far, 1) {
+		t.Error("AllowN in 9999 right after a drain = true")
+	}
+}
+
+// Cancels after a cut of the rate give back tokens at the new, higher
+// cost: thousands of them walked the state below math.MinInt64, and it
+// wrapped to a debt of centuries that refused every take.
+func TestCancelsAfterRateCutDoNotWrap(t *testing.T) {
+	b := New(1000, 10)
+	var rs []Reservation
+	for range 10_000 {
+		r, err := b.ReserveN(at(0), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	b.SetRate(at(0), MinRate) // a token now costs about 11.6 days
+	for _, r := range rs {
+		r.CancelAt(at(0))
+	}
+	if f := b.full.Load(); f < longAgo || f > nanos(at(0)) {
+		t.Fatalf("state after the cancels = %d, want within [longAgo, now]: a full bucket", f)
+	}
+	if !b.AllowN(at(0), 1) {
+		t.Error("AllowN after every reservation was cancelled = false")
+	}
+}

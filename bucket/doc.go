@@ -19,7 +19,9 @@
 // ceil(1e9/rate) ns, the only rounding, at most 1 ns per token and always on
 // the slow side, so a bucket at 3 req/s admits 10,800 requests an hour (plus
 // its initial burst), not one more, however long it runs. Rates below MinRate
-// are raised to it; Inf admits everything; 0 admits nothing.
+// are raised to it; Inf admits everything; 0 admits nothing. Instants are
+// read within about 73 years either side of the process's start; times
+// beyond (the zero time.Time, a year 9999) count as that bound.
 //
 // # Time-explicit forms
 //
