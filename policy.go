@@ -128,16 +128,20 @@ func (p *hostPolicy) idle(now time.Time) bool {
 		p.breaker.State(now) == breaker.Closed
 }
 
-// pause extends the host's pause to d after now (never shortens it) and
-// reports whether it moved. The end saturates: a Retry-After of 10^11
-// seconds, an HTTP-date in 9999 or a far Unix-ms reset once overflowed to
-// a negative number and paused nothing (issue 17, defect 2); saturated, it
-// is a pause long enough for any caller's MaxRetryAfter to refuse.
+// maxPause is the longest pause kept: a Retry-After of 10^11 seconds, an
+// HTTP-date in 9999 or a far Unix-ms reset once overflowed to a negative
+// end and paused nothing (issue 17, defect 2). Capped, it is a pause long
+// enough for any caller's MaxRetryAfter to refuse, and leaves callers
+// room to add to it (an ETA plus the pause left) without overflow.
+const maxPause = 200 * 365 * 24 * time.Hour
+
+// pause extends the host's pause to d after now, at most maxPause (never
+// shortens it), and reports whether it moved.
 func (p *hostPolicy) pause(now time.Time, d time.Duration, why Reason) bool {
 	if d <= 0 {
 		return false
 	}
-	u := nanos.Add(stamp(now), d)
+	u := nanos.Add(nanos.Of(now), min(d, maxPause))
 	if u == 0 {
 		u = 1
 	}

@@ -213,9 +213,9 @@ func TestPolicyInstantsOfAnyEra(t *testing.T) {
 				t.Error("pressedAt wrong inside or past its window")
 			}
 			var far hostPolicy
-			far.pause(now, math.MaxInt64, ReasonRetryAfter) // saturates, never wraps
-			if d, _ := far.paused(now); d < 100*365*24*time.Hour {
-				t.Errorf("a pause of MaxInt64 reads as %v", d)
+			far.pause(now, math.MaxInt64, ReasonRetryAfter) // capped (or saturated in 2200), never wraps
+			if d, _ := far.paused(now); d < 100*365*24*time.Hour || d > maxPause {
+				t.Errorf("a pause of MaxInt64 reads as %v, want a century or more, at most the cap %v", d, maxPause)
 			}
 		})
 	}
