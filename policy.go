@@ -21,9 +21,11 @@ import (
 // ceilings and the rater (and the Transport's robots.txt copy in force). A
 // Registry used on its own never creates one,
 // which keeps an idle Host small. Its fields are atomics or safe for
-// concurrent use themselves, so a hostPolicy needs no lock.
+// concurrent use themselves, so a hostPolicy needs no lock. Its instants
+// are of the monotonic clock (internal/nanos), not Unix nanoseconds: a step
+// of the wall clock would otherwise end a server's pause early or stretch it.
 type hostPolicy struct {
-	pauseUntil atomic.Int64           // instant (see stamp) before which no request goes; 0 = none
+	pauseUntil atomic.Int64           // instant (see nanos.Stamp) before which no request goes; 0 = none
 	pauseWhy   atomic.Pointer[Reason] // Reason of the current pause (see reasonPtr)
 	blocked    atomic.Pointer[string]
 	ceiling    atomic.Uint64   // float64 bits: the RateLimit ceiling; 0 = none
@@ -31,10 +33,10 @@ type hostPolicy struct {
 	breaker    breaker.Breaker // reads the store's shared Config
 	budget     retry.Budget
 
-	lastThrottle atomic.Int64 // instant (see stamp) the last throttle event was counted; 0 = none
+	lastThrottle atomic.Int64 // instant (see nanos.Stamp) the last throttle event was counted; 0 = none
 	waiting      atomic.Int32 // requests of normal priority waiting for a token or a slot
 	deposits     atomic.Int32 // first grants not yet deposited in budget (see grant)
-	ratePressed  atomic.Int64 // instant (see stamp) a request last had to wait for the host's rate; 0 = never
+	ratePressed  atomic.Int64 // instant (see nanos.Stamp) a request last had to wait for the host's rate; 0 = never
 
 	rater   adaptive.Rater // nil unless the Transport is adaptive
 	lastMax atomic.Uint64  // float64 bits: the ceiling last told to rater
@@ -44,18 +46,6 @@ type hostPolicy struct {
 	// Registry used without a Transport pays nothing for it.
 	robots    atomic.Pointer[robots.Robots]
 	robotsRef robots.Ref // where the Transport's cache keeps the host's robots.txt
-}
-
-// stamp returns t as an instant for hostPolicy's fields: nanos.Of, so that
-// a step of the wall clock neither shortens a server's pause nor stretches
-// it (a pause kept as Unix nanoseconds ended an hour early when the clock
-// stepped an hour ahead), with 0 kept free to mean none. Instants may be
-// negative (a fake clock in 2000), so every reader checks for 0 first.
-func stamp(t time.Time) int64 {
-	if n := nanos.Of(t); n != 0 {
-		return n
-	}
-	return 1
 }
 
 // pressWindow is how recent a wait for the rate must be for an admission to
@@ -87,7 +77,7 @@ func (p *hostPolicy) throttleWave(sent, now time.Time) bool {
 		if last != 0 && s < last {
 			return true
 		}
-		if p.lastThrottle.CompareAndSwap(last, stamp(now)) {
+		if p.lastThrottle.CompareAndSwap(last, nanos.Stamp(now)) {
 			return false
 		}
 	}
@@ -141,10 +131,7 @@ func (p *hostPolicy) pause(now time.Time, d time.Duration, why Reason) bool {
 	if d <= 0 {
 		return false
 	}
-	u := nanos.Add(nanos.Of(now), min(d, maxPause))
-	if u == 0 {
-		u = 1
-	}
+	u := nanos.NonZero(nanos.Add(nanos.Of(now), min(d, maxPause)))
 	for {
 		cur := p.pauseUntil.Load()
 		if cur != 0 && u <= cur {
@@ -333,7 +320,7 @@ func (s *localStore) Admit(h *Host, q Query) Admission {
 		return Admission{Reason: ReasonRate, Err: fmt.Errorf("polite: host %q: %w", h.key, err)}
 	}
 	d := r.DelayFrom(now)
-	p.ratePressed.Store(stamp(now))
+	p.ratePressed.Store(nanos.Stamp(now))
 	// Hold the reservation if the tokens come within about one request's
 	// worth of token intervals at the rate of now (n of them for a cost
 	// of n, or a heavy request would never see its tokens together while

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/polite-go/polite/internal/nanos"
 	"github.com/polite-go/polite/retry"
 )
 
@@ -208,7 +209,7 @@ func TestPolicyInstantsOfAnyEra(t *testing.T) {
 			if !p.throttledSince(now.Add(-time.Second)) || p.throttledSince(now.Add(time.Second)) {
 				t.Error("throttledSince wrong either side of the throttle")
 			}
-			p.ratePressed.Store(stamp(now))
+			p.ratePressed.Store(nanos.Stamp(now))
 			if !p.pressedAt(now.Add(time.Millisecond), 10) || p.pressedAt(now.Add(time.Minute), 10) {
 				t.Error("pressedAt wrong inside or past its window")
 			}

@@ -5,6 +5,8 @@ import (
 	"iter"
 	"net/http"
 	"time"
+
+	"github.com/polite-go/polite/internal/nanos"
 )
 
 // Ready answers, taking nothing, whether a request to the host with this
@@ -33,7 +35,7 @@ func (t *Transport) Ready(key string, now time.Time) (time.Duration, Reason) {
 	case st.InFlight >= st.Concurrency:
 		return 0, ReasonSlot
 	case st.NextToken.After(now):
-		t.ext(h).ratePressed.Store(stamp(now)) // a request waits for the rate: demand presses on it
+		t.ext(h).ratePressed.Store(nanos.Stamp(now)) // a request waits for the rate: demand presses on it
 		return st.NextToken.Sub(now), ReasonRate
 	}
 	return 0, ""

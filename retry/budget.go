@@ -139,10 +139,7 @@ func (b *Budget) Tokens(now time.Time) float64 {
 // result as one step (the floor is linear up to a cap, the decay is
 // multiplicative), so readers may advance too.
 func (b *Budget) advance(now time.Time) {
-	ns := nanos.Of(now)
-	if ns == 0 {
-		ns = 1 // 0 means unused
-	}
+	ns := nanos.Stamp(now) // 0 means unused
 	if b.last == 0 {
 		if b.cfg == nil {
 			b.cfg = &defaultBudget.cfg

@@ -102,6 +102,33 @@ func ExampleCache() {
 	// true robots: /search disallowed by line 9 "Disallow: /search"
 }
 
+// A client that checks every request keeps a Ref per host (beside its
+// other per-host state) and asks with GetRef: once the host's robots.txt is
+// cached, the answer takes no lock and no allocation. Get answers the
+// same, under the cache's read lock.
+func ExampleCache_GetRef() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, exampleRobots)
+	}))
+	defer srv.Close()
+
+	cache := &robots.Cache{UserAgent: "polite/1.0"}
+	var ref robots.Ref // one per host, for as long as the host is kept
+	for _, path := range []string{"/", "/search?q=x", "/about"} {
+		u, _ := url.Parse(srv.URL + path)
+		r, err := cache.GetRef(context.Background(), u, &ref)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(path, r.TestURL("polite/1.0", u).Allowed)
+	}
+	// Output:
+	// / true
+	// /search?q=x false
+	// /about true
+}
+
 // Record sees each robots.txt answer and the body read, before the Cache
 // uses them: an archive keeps them next to the pages (crawl writes them to
 // its WARC files). Answers other than a 2xx are recorded without a body.

@@ -34,6 +34,21 @@ func Time(ns int64, like time.Time) time.Time {
 	return like.Add(time.Duration(ns - Of(like)))
 }
 
+// Stamp is Of for a field where 0 means "none" (never set): it never
+// returns 0, reading an instant of exactly 0 as 1 ns later. Instants may be
+// negative (a fake clock before the process's start), so such a field is
+// checked for 0 before it is compared.
+func Stamp(t time.Time) int64 { return NonZero(Of(t)) }
+
+// NonZero returns ns, or 1 for 0: an instant for a field where 0 means
+// "none" (see Stamp).
+func NonZero(ns int64) int64 {
+	if ns == 0 {
+		return 1
+	}
+	return ns
+}
+
 // Add returns ns+d, saturated rather than wrapped.
 func Add(ns int64, d time.Duration) int64 {
 	if d > 0 && ns > math.MaxInt64-int64(d) {

@@ -42,3 +42,20 @@ func TestAddSaturates(t *testing.T) {
 		t.Errorf("Add(5, 3) = %d", got)
 	}
 }
+
+// Stamp never yields the 0 that means "none", even for the instant that
+// is exactly 0 (the process's start, by its own reading), and keeps every
+// other instant as Of gives it, negative ones included.
+func TestStampNeverZero(t *testing.T) {
+	if got := Stamp(epoch); got != 1 {
+		t.Errorf("Stamp(epoch) = %d, want 1", got)
+	}
+	for _, tm := range []time.Time{epoch.Add(time.Second), epoch.Add(-time.Second), time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		if got, want := Stamp(tm), Of(tm); got != want {
+			t.Errorf("Stamp(%v) = %d, want Of's %d", tm, got, want)
+		}
+	}
+	if NonZero(0) != 1 || NonZero(-7) != -7 {
+		t.Errorf("NonZero(0), NonZero(-7) = %d, %d, want 1, -7", NonZero(0), NonZero(-7))
+	}
+}
