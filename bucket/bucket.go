@@ -63,6 +63,7 @@ type params struct {
 	pacing bool    // a client paces itself by it: lateness forgiven (see lateSlack)
 	cost   int64   // ns per token (ceil of 1e9/rate); 0 when rate is Inf
 	tau    int64   // burst*cost: the span a full bucket covers
+	maxN   int64   // most tokens whose span fits in maxSpan: costOf needs no division
 }
 
 // In a pacing bucket (Settings.Pacing), a taker that comes for its token a
@@ -88,7 +89,7 @@ func newParams(rate float64, burst int, smooth, pacing bool) *params {
 	if smooth {
 		burst = 1
 	}
-	p := &params{rate: rate, burst: burst, smooth: smooth, pacing: pacing}
+	p := &params{rate: rate, burst: burst, smooth: smooth, pacing: pacing, maxN: math.MaxInt64}
 	switch {
 	case rate >= Inf:
 		p.rate = Inf
@@ -104,12 +105,23 @@ func newParams(rate float64, burst int, smooth, pacing bool) *params {
 			p.cost = 1
 		}
 		p.tau = mulSat(int64(burst), p.cost)
+		p.maxN = maxSpan / p.cost
 	}
 	return p
 }
 
-// costOf is the span n tokens cover.
-func (p *params) costOf(n int) int64 { return mulSat(int64(n), p.cost) }
+// costOf is the span n tokens cover, saturated at maxSpan as mulSat would,
+// without its division: a 64-bit divide in the window between a take's load
+// and its compare-and-swap cost a tenth of the take on two contending cores.
+func (p *params) costOf(n int) int64 {
+	switch {
+	case n <= 0:
+		return 0
+	case int64(n) > p.maxN:
+		return maxSpan
+	}
+	return int64(n) * p.cost
+}
 
 func mulSat(a, b int64) int64 {
 	if a <= 0 || b <= 0 {
@@ -297,7 +309,12 @@ func (b *Bucket) takeN(now int64, n int, maxWait int64) (act int64, ok bool, err
 		return now, true, nil
 	}
 	for {
-		f, p := b.load()
+		f := b.full.Load() // load, by hand: it is too big to inline
+		if f == frozen {
+			runtime.Gosched()
+			continue
+		}
+		p := b.p.Load()
 		switch {
 		case p == nil || p.rate == 0:
 			return 0, false, ErrZeroRate

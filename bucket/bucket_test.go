@@ -542,3 +542,22 @@ func TestCancelsAfterRateCutDoNotWrap(t *testing.T) {
 		t.Error("AllowN after every reservation was cancelled = false")
 	}
 }
+
+// costOf skips mulSat's division with a bound computed once per settings;
+// it must give the same spans, saturation included, at every rate.
+func TestCostOfMatchesMulSat(t *testing.T) {
+	rates := []float64{MinRate, 1e-3, 0.3, 1, 3, 7, 1e3, 1e6, 3e8, 1e9, 2e9, Inf}
+	for _, r := range rates {
+		p := newParams(r, 10, false, false)
+		ns := []int{-1, 0, 1, 2, 10, 1 << 20, math.MaxInt32, math.MaxInt}
+		if p.cost > 0 {
+			m := int(maxSpan / p.cost)
+			ns = append(ns, m-1, m, m+1)
+		}
+		for _, n := range ns {
+			if got, want := p.costOf(n), mulSat(int64(n), p.cost); got != want {
+				t.Errorf("rate %g (cost %d ns): costOf(%d) = %d, mulSat gives %d", r, p.cost, n, got, want)
+			}
+		}
+	}
+}
