@@ -23,6 +23,15 @@
 // read within about 73 years either side of the process's start; times
 // beyond (the zero time.Time, a year 9999) count as that bound.
 //
+// # Many cores, one bucket
+//
+// A take is one compare-and-swap of a single word, with no lock. When two
+// cores race for the same bucket, the loser waits a random few hundred
+// nanoseconds before it tries again, so the winner keeps the word in its own
+// cache for its next takes rather than both trading it on every take. Two
+// cores on one bucket then run about as fast as one; the wait changes when a
+// take is decided, never what it is granted.
+//
 // # Time-explicit forms
 //
 // Following golang.org/x/time/rate, the methods that read the clock have
