@@ -10,7 +10,7 @@ FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 COUNT    ?= 6
 
-.PHONY: test deps fmt-check vet unit bench bench-peers bench-guard fuzz politeness politeness-avg politeness-live throughput throughput-scale
+.PHONY: test deps fmt-check vet unit bench bench-peers bench-pairs bench-guard fuzz politeness politeness-avg politeness-live throughput throughput-scale
 
 test: deps fmt-check vet unit
 
@@ -49,6 +49,11 @@ bench:
 # enter the library's dependencies.
 bench-peers:
 	cd bench && GOWORK=off $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...
+
+# A contended benchmark's polite row against a peer's, in alternating short
+# rounds: the ratio of each round and their spread (see bench/pairs.sh).
+bench-pairs:
+	GO=$(GO) sh bench/pairs.sh
 
 # The server-side guard's figures (issue 14): a decision of the Memory
 # store and the middleware against a bare handler (./guard), the guard in
