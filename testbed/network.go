@@ -71,13 +71,14 @@ func (n *Network) DialContext(ctx context.Context, network, addr string) (net.Co
 		return nil, opErr(errRefused)
 	}
 	client, server := memPipe(local, ln.addr)
-	select {
-	case ln.conns <- server:
-	case <-ln.done:
-		return nil, opErr(errRefused)
-	case <-ctx.Done():
-		return nil, opErr(ctx.Err())
+	// Both ends are complete and registered before the server end is handed
+	// over: a Close, of the Network or by the server, may come at once.
+	forget := func(c *memConn) {
+		n.mu.Lock()
+		delete(n.conns, c)
+		n.mu.Unlock()
 	}
+	client.onClose, server.onClose = forget, forget
 	n.mu.Lock()
 	if n.conns == nil {
 		n.conns = make(map[*memConn]struct{})
@@ -85,13 +86,18 @@ func (n *Network) DialContext(ctx context.Context, network, addr string) (net.Co
 	n.conns[client] = struct{}{}
 	n.conns[server] = struct{}{}
 	n.mu.Unlock()
-	forget := func(c *memConn) {
-		n.mu.Lock()
-		delete(n.conns, c)
-		n.mu.Unlock()
+	var err error
+	select {
+	case ln.conns <- server:
+		return client, nil
+	case <-ln.done:
+		err = errRefused
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
-	client.onClose, server.onClose = forget, forget
-	return client, nil
+	client.Close()
+	server.Close()
+	return nil, opErr(err)
 }
 
 // Serve serves h on the network's listener in a new goroutine until Close.

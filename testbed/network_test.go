@@ -167,3 +167,41 @@ func TestNetworkClosesRunning(t *testing.T) {
 		}
 	})
 }
+
+// A Close that comes while dials are under way must find every connection
+// whole: the race detector once caught Close reading a connection's close
+// hook that its dial was still writing, at the end of a Transport test.
+func TestNetworkCloseDuringDials(t *testing.T) {
+	for range 100 {
+		var n testbed.Network
+		ln := n.Listen()
+		go func() {
+			for {
+				if _, err := ln.Accept(); err != nil {
+					return
+				}
+			}
+		}()
+		dialed, done := make(chan struct{}, 4), make(chan struct{})
+		for range 4 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for i := range 50 {
+					if _, err := n.DialContext(context.Background(), "tcp", "x:80"); err != nil {
+						return
+					}
+					if i == 0 {
+						dialed <- struct{}{}
+					}
+				}
+			}()
+		}
+		for range 4 {
+			<-dialed // Close with connections open and dials still coming
+		}
+		n.Close()
+		for range 4 {
+			<-done
+		}
+	}
+}
