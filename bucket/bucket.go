@@ -347,7 +347,7 @@ func (b *Bucket) takeN(now int64, n int, maxWait int64) (act int64, ok bool, err
 		if b.full.CompareAndSwap(f, next) {
 			return now + wait, true, nil
 		}
-		backoff()
+		_ = backoff()
 	}
 }
 
@@ -363,20 +363,17 @@ func (b *Bucket) takeN(now int64, n int, maxWait int64) (act int64, ok bool, err
 // same bucket in the same few nanoseconds, so on a request path of
 // microseconds the wait is rare, and it never changes what is granted.
 //
+// It returns what its loop computed, so that the compiler must keep the
+// loop; callers drop it.
+//
 //go:noinline
-func backoff() {
-	n := 256 + rand.IntN(1024)
+func backoff() int {
 	x := 0
-	for i := range n {
+	for i := range 256 + rand.IntN(1024) {
 		x ^= i
 	}
-	if x == -1 { // never: the loop must not be optimized away
-		spins.Add(1)
-	}
+	return x
 }
-
-// spins gives backoff's loop an effect the compiler must keep; it stays 0.
-var spins atomic.Int64
 
 // Reservation holds tokens taken ahead of time. It is a small value; the zero
 // Reservation is not OK and cancelling it does nothing.
