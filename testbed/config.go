@@ -107,8 +107,9 @@ type Step struct {
 
 // SoftBlock configures challenge pages such as a WAF or bot manager answers:
 // status Status, header "cf-mitigated: challenge" and an HTML body titled
-// "Just a moment...". Any of Always, After and Prob triggers a block. Soft
-// blocks are decided before capacity: a blocked request takes no token.
+// "Just a moment...". Any of Always, After, Prob and Paths triggers a
+// block. Soft blocks are decided before capacity: a blocked request takes no
+// token.
 type SoftBlock struct {
 	// Always blocks every page request.
 	Always bool
@@ -117,11 +118,14 @@ type SoftBlock struct {
 	After int
 	// Prob blocks each page request independently with this probability.
 	Prob float64
+	// Paths blocks every page request whose path starts with one of these
+	// prefixes, as a WAF rule on one part of a site does ("/search").
+	Paths []string
 	// Status of the challenge answer: 403, 503 or even 200. Zero means 403.
 	Status int
 }
 
-func (s SoftBlock) enabled() bool { return s.Always || s.After > 0 || s.Prob > 0 }
+func (s SoftBlock) enabled() bool { return s.Always || s.After > 0 || s.Prob > 0 || len(s.Paths) > 0 }
 
 // RetryAfter is the form of the Retry-After header on rejections.
 type RetryAfter string

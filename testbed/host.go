@@ -226,10 +226,16 @@ func (h *Host) finish(win int, o outcome) {
 	h.mu.Unlock()
 }
 
-// blockLocked counts a page request and decides whether to soft-block it.
-func (h *Host) blockLocked() bool {
+// blockLocked counts a page request to path and decides whether to
+// soft-block it.
+func (h *Host) blockLocked(path string) bool {
 	h.pages++
 	sb := &h.cfg.SoftBlock
+	for _, p := range sb.Paths {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
 	return sb.Always ||
 		sb.After > 0 && h.pages > sb.After ||
 		sb.Prob > 0 && h.rng.Float64() < sb.Prob
@@ -273,7 +279,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	h.mu.Lock()
 	win := h.arriveLocked(arrival, isRobots)
-	if !isRobots && h.cfg.SoftBlock.enabled() && h.blockLocked() {
+	if !isRobots && h.cfg.SoftBlock.enabled() && h.blockLocked(r.URL.Path) {
 		h.finishLocked(arrival, win, blocked)
 		h.mu.Unlock()
 		h.writeChallenge(w)

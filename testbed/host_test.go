@@ -453,6 +453,13 @@ func TestSoftBlock(t *testing.T) {
 			t.Errorf("Always with status 200: %d %v", rec.Code, rec.Header())
 		}
 
+		waf := testbed.NewHost(testbed.HostConfig{SoftBlock: testbed.SoftBlock{Paths: []string{"/search", "/login"}}})
+		for path, want := range map[string]int{"/search?q=1": 403, "/search/x": 403, "/login": 403, "/p/search": 200, "/": 200, "/robots.txt": 404} {
+			if got := get(waf, path).Code; got != want {
+				t.Errorf("Paths [/search /login]: GET %s = %d, want %d", path, got, want)
+			}
+		}
+
 		p := testbed.HostConfig{Name: "p.test", SoftBlock: testbed.SoftBlock{Prob: 0.3, Status: 503}}
 		a, b := testbed.NewHost(p), testbed.NewHost(p)
 		for range 1000 {

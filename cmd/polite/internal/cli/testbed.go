@@ -55,7 +55,7 @@ array of testbed.HostConfig, durations in nanoseconds):
   Servers = 4               # served at once; more queue
   Robots = "User-agent: *\nDisallow: /private/\n"
   Schedule = [{At = "30s", Rate = 2, Burst = 1}]
-  SoftBlock = {After = 100}
+  SoftBlock = {After = 100}   # or {Paths = ["/search"]}, {Always = true, Status = 200}
 
 Each host gets its own address on 127.0.0.0/8 (Linux), printed with its name,
 so any client reaches it; --addr serves all of them on one address instead,
