@@ -161,6 +161,20 @@ func (p *hostPolicy) paused(now time.Time) (time.Duration, Reason) {
 	return d, why
 }
 
+// drainAt is the instant a throttle drains the bucket at: now, or when the
+// host is paused, one token's time before the pause ends. A pause then ends
+// with one request, paced from there, not with the burst its length would
+// have refilled: against a host whose own burst is small, that burst met a
+// 429 at the end of every pause (a 10 req/s host with Retry-After: 1 gave
+// one URL a second).
+func drainAt(now time.Time, p *hostPolicy, rate float64) time.Time {
+	d, _ := p.paused(now)
+	if d <= 0 || rate <= 0 || math.IsInf(rate, 1) {
+		return now
+	}
+	return now.Add(max(0, d-time.Duration(float64(time.Second)/rate)))
+}
+
 // pauseReasons are the reasons a pause is stored with, each at a fixed
 // address, so that storing one costs no allocation.
 var pauseReasons = [...]Reason{ReasonRetryAfter, ReasonBackoff, ReasonRateLimit, ReasonBreaker, ReasonBlock}
@@ -402,7 +416,7 @@ func (s *localStore) Report(h *Host, rep Report) Verdict {
 		if p.pause(now, rd.Pause, rd.PauseWhy) {
 			v.Pause, v.PauseWhy = rd.Pause, rd.PauseWhy
 		}
-		h.bucket.Drain(now)
+		h.bucket.Drain(drainAt(now, p, h.bucket.Rate()))
 	}
 	if rd.Block != "" {
 		b := rd.Block

@@ -158,6 +158,43 @@ func TestRetryAfterPausesHost(t *testing.T) {
 	}
 }
 
+// A pause ends with one request, paced at the rate from there, not with
+// the burst the pause refilled: against a host whose own burst is small
+// that burst met a 429 at the end of every pause (issue 29: a 10 req/s host
+// answering Retry-After: 1 got one URL a second).
+func TestPauseEndsWithoutABurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		c, s := setup(t, &Transport{Limits: Limits{Rate: 10, Burst: 5, Concurrency: 8}},
+			map[string]http.HandlerFunc{"a.test": func(w http.ResponseWriter, r *http.Request) {
+				if n.Add(1) == 1 {
+					w.Header().Set("Retry-After", "1")
+					w.WriteHeader(http.StatusTooManyRequests)
+					return
+				}
+				io.WriteString(w, "ok")
+			}})
+		var wg sync.WaitGroup
+		wg.Go(func() { get(t, c, "http://a.test/first") })
+		synctest.Wait() // the 429 is in: the host is paused
+		for i := range 4 {
+			wg.Go(func() { get(t, c, fmt.Sprintf("http://a.test/%d", i)) })
+		}
+		wg.Wait()
+		times := s.times("a.test")
+		if len(times) != 6 {
+			t.Fatalf("server saw %d requests, want 6", len(times))
+		}
+		end := times[0].Add(time.Second)
+		for i, at := range times[1:] {
+			if want := end.Add(time.Duration(i) * 100 * time.Millisecond); at.Before(want) {
+				t.Errorf("request %d after the pause arrived at +%v, want ≥ +%v (paced at 10/s from the pause's end)",
+					i+1, at.Sub(times[0]), want.Sub(times[0]))
+			}
+		}
+	})
+}
+
 func TestGarbageRetryAfterFallsBackToBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var n atomic.Int32
