@@ -33,8 +33,8 @@ func (j *Job) ready(h *host, now time.Time) (time.Duration, polite.Reason) {
 	if why == polite.ReasonBlock {
 		return j.blockReady(h, now)
 	}
-	if h.recheck.Load() == recheckProbing && h.inflight > 0 {
-		return 0, polite.ReasonSlot // the re-check goes alone
+	if h.inflight > 0 && h.probeOut() {
+		return 0, polite.ReasonSlot // a soft block's probe goes alone
 	}
 	switch why {
 	case polite.ReasonRetryAfter, polite.ReasonRateLimit, polite.ReasonBackoff, polite.ReasonBreaker, polite.ReasonStore:
@@ -43,64 +43,6 @@ func (j *Job) ready(h *host, now time.Time) (time.Duration, polite.Reason) {
 		}
 	}
 	return d, why
-}
-
-// Where a host's one re-check of a soft block stands.
-const (
-	recheckNone    int32 = iota // not blocked, or waiting for the re-check
-	recheckProbing              // the mark lifted; one URL goes to see
-	recheckDone                 // blocked again (or never to be re-checked): final
-)
-
-// blockReady answers ready for a host the Transport holds blocked: its
-// URLs wait for the re-check (issue 17, defect 10), which lifts the mark
-// and lets one URL go; once the re-check was blocked too, they are handed
-// out to be finished unsent. Called with the scheduler's lock held.
-func (j *Job) blockReady(h *host, now time.Time) (time.Duration, polite.Reason) {
-	at, ok := j.recheckAt(h, now)
-	if !ok {
-		return 0, polite.ReasonBlock
-	}
-	if d := at.Sub(now); d > 0 {
-		return d, polite.ReasonBlock
-	}
-	if !j.tr.Unblock(j.budgetOf(h)) { // the Store cannot lift it: final
-		h.recheck.Store(recheckDone)
-		return 0, polite.ReasonBlock
-	}
-	h.recheck.Store(recheckProbing)
-	if h.inflight > 0 {
-		return 0, polite.ReasonSlot // kicked again when they end
-	}
-	return 0, ""
-}
-
-// recheckAt returns when h's block is re-checked, and false when it will
-// not be (re-checked already, or re-checks are off).
-func (j *Job) recheckAt(h *host, now time.Time) (time.Time, bool) {
-	if j.opts.BlockRecheck < 0 || h.recheck.Load() == recheckDone {
-		return time.Time{}, false
-	}
-	h.blockAt.CompareAndSwap(0, now.UnixNano())
-	d := j.opts.BlockRecheck
-	if d == 0 {
-		d = j.maxDelay()
-	}
-	return time.Unix(0, h.blockAt.Load()).Add(d), true
-}
-
-// rechecked follows an attempt the job sent to h: while a re-check is out,
-// a block makes the host's block final, anything else ends it.
-func (h *host) rechecked(o polite.Outcome) {
-	if h.recheck.Load() != recheckProbing {
-		return
-	}
-	if o == polite.Blocked {
-		h.recheck.Store(recheckDone)
-		return
-	}
-	h.blockAt.Store(0)
-	h.recheck.Store(recheckNone)
 }
 
 // notePause adds to the host's paused time the part of [now, until) not

@@ -98,12 +98,15 @@ type Options struct {
 	// host must not keep a job alive for days. If zero, DefaultHostGiveUp;
 	// if negative, never.
 	HostGiveUp time.Duration
-	// BlockRecheck is how long after a soft block the job asks its host
-	// once more before it gives up the host's other URLs (issue 17, defect
-	// 10): a page that looked like a challenge may have been an ordinary
-	// one, or the challenge may have expired. The URLs wait meanwhile; if
-	// the re-check is blocked too, they end "blocked", never sent. If
-	// zero, the backoff's cap (--max-delay); if negative, never re-checked.
+	// BlockRecheck is how long after a soft block (a challenge page) the
+	// job asks its host again, with one URL alone from a part of the site
+	// not challenged yet (issue 29): a page that looked like a challenge
+	// may have been an ordinary one, the challenge a rule on one path, or
+	// passing. The host's other URLs wait meanwhile. Two challenges in a
+	// row on different paths end the host's remaining URLs "blocked",
+	// never sent; a path challenged twice and never answered with a page
+	// is left alone (see block.go). If zero, DefaultBlockRecheck; if
+	// negative, never re-checked: the first challenge ends the host.
 	BlockRecheck time.Duration
 	// Method is every request's method; "" is GET. Body, when not nil, is
 	// sent with every request (its Content-Type is the Header's). A 301,

@@ -233,6 +233,10 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	if it.hop {
 		attempt-- // a redirect hop is part of the attempt that met the redirect
 	}
+	if why := h.blk.closed(target); why != "" {
+		j.finishErr(it, Blocked, 0, unsent(h.key, why))
+		return
+	}
 	resp, tr, err := j.tr.Try(req, polite.TryOptions{Attempt: max(attempt, 1), Retries: j.retries(h.key)})
 	if tr.Sent {
 		it.latency = tr.Latency
@@ -242,7 +246,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		it.hop = false
 		h.stats.record(tr)
 		j.health(h, tr, err, resp)
-		h.rechecked(tr.Outcome)
+		h.blk.heard(target, tr.Outcome, tr.Block, time.Now())
 	}
 	if err != nil {
 		j.failed(ctx, it, err, tr)
@@ -397,20 +401,6 @@ func outcomeOf(o polite.Outcome) string {
 	return HTTPError
 }
 
-// waitRecheck puts a URL refused by its host's block back until the block
-// is re-checked, and reports false when it will not be (issue 17, defect
-// 10).
-func (j *Job) waitRecheck(it *item) bool {
-	at, ok := j.recheckAt(it.host, time.Now())
-	if !ok {
-		return false
-	}
-	it.reason = "host blocked; re-checked at " + at.UTC().Format(time.RFC3339)
-	j.sched.retry(it, at)
-	j.deferred(it, at)
-	return true
-}
-
 // worthRetry reports whether an attempt with this outcome is one polite
 // retries.
 func worthRetry(o polite.Outcome) bool {
@@ -429,11 +419,20 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 	case errors.As(err, &pe):
 		j.finishErr(it, Throttled, 0, pausedMsg(pe.Until, pe.Reason))
 		j.persistPause(it.host, pe.Until, pe.Reason)
-	case errors.As(err, &be) && j.waitRecheck(it):
 	case errors.As(err, &be):
 		// Not the record of the page that served the challenge: this
-		// URL was never requested (issue 18, item 2).
-		j.finishErr(it, Blocked, 0, fmt.Sprintf("not sent: host %s was blocked (it answered another URL with a %s)", be.Host, be.Reason))
+		// URL was never requested (issue 18, item 2). It waits for the
+		// host's probe (see block.go) unless the host is a wall.
+		h := it.host
+		if why := h.blk.closed(nextURL(it)); why != "" {
+			j.finishErr(it, Blocked, 0, unsent(be.Host, why))
+			return
+		}
+		h.blk.refused(time.Now(), be.Reason)
+		it.reason = "host blocked (" + be.Reason + "); waiting for its re-check"
+		now := time.Now()
+		j.sched.retry(it, now)
+		j.deferred(it, now)
 	case errors.Is(err, polite.ErrNotPublic):
 		// The destination (the URL's, a redirect's, or its robots.txt's)
 		// is an address the job may not connect to: retrying cannot help.

@@ -91,11 +91,8 @@ type host struct {
 	// 0 while it is closed; lastFail what its last failed attempt came to.
 	failing  atomic.Int64
 	lastFail atomic.Pointer[givenUp]
-	// blockAt is when the job first heard the host's soft block (unix ns,
-	// 0: none), recheck where the one re-check of it stands (see
-	// Options.BlockRecheck).
-	blockAt atomic.Int64
-	recheck atomic.Int32
+	// blk is what the job heard of the host's soft blocks (see block.go).
+	blk blockState
 
 	stats hostStats
 }

@@ -44,7 +44,7 @@ func TestFetchDefaults(t *testing.T) {
 		List: "urls.txt", Out: "polite-out", Rate: polite.DefaultRate, MaxRate: DefaultMaxRate, Burst: polite.DefaultBurst,
 		Concurrency: polite.DefaultConcurrency, Workers: crawl.DefaultWorkers, Adaptive: true, Robots: true,
 		Retries: 5, MaxDelay: 60 * time.Second, MaxRetryAfter: 10 * time.Minute, Timeout: 30 * time.Second,
-		Grace: 10 * time.Second, HostGiveUp: crawl.DefaultHostGiveUp, UserAgent: defaultUserAgent(), Key: polite.KeyHost, Bodies: crawl.BodiesWARC,
+		Grace: 10 * time.Second, HostGiveUp: crawl.DefaultHostGiveUp, BlockRecheck: crawl.DefaultBlockRecheck, UserAgent: defaultUserAgent(), Key: polite.KeyHost, Bodies: crawl.BodiesWARC,
 		MaxBody: 10 << 20, WARCGzip: true, WARCMaxSize: 1 << 30, MaxURLLen: 8 << 10, Progress: "auto", Fleet: "default", Outage: "local",
 	}
 	if !reflect.DeepEqual(*o, want) {
@@ -56,7 +56,7 @@ func TestFetchFlags(t *testing.T) {
 	got, code, stderr := parse(t, "fetch", "--out", "d", "--rate", "0.5", "--max-rate", "20", "--burst", "3",
 		"--concurrency", "1", "--workers", "9", "--adaptive=false", "--retries", "2", "--max-delay", "5s",
 		"--timeout", "3s", "--robots=false", "--user-agent", "bot/1", "--key", "domain", "--bodies", "files",
-		"--max-body", "1MiB", "--max-url-len", "100", "--smooth", "-")
+		"--max-body", "1MiB", "--max-url-len", "100", "--smooth", "--block-recheck", "0", "-")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -64,7 +64,7 @@ func TestFetchFlags(t *testing.T) {
 	if o.List != "-" || o.Out != "d" || o.Rate != 0.5 || o.MaxRate != 20 || o.Burst != 3 || o.Concurrency != 1 ||
 		o.Workers != 9 || o.Adaptive || o.Retries != 2 || o.MaxDelay != 5*time.Second || o.Timeout != 3*time.Second ||
 		o.Robots || o.UserAgent != "bot/1" || o.Key != polite.KeyDomain || o.Bodies != crawl.BodiesFiles ||
-		o.MaxBody != 1<<20 || o.MaxURLLen != 100 || !o.Smooth {
+		o.MaxBody != 1<<20 || o.MaxURLLen != 100 || !o.Smooth || o.BlockRecheck != 0 {
 		t.Errorf("options = %+v", *o)
 	}
 	got, _, _ = parse(t, "fetch", "--rate", "inf", "x")
@@ -85,6 +85,7 @@ func TestFetchUsageErrors(t *testing.T) {
 		{"fetch", "--workers", "0", "x"},
 		{"fetch", "--nope", "x"},
 		{"fetch", "--timeout", "soon", "x"},
+		{"fetch", "--block-recheck", "-1s", "x"},
 		{"fetch", "--progress", "fancy", "x"},
 		{"fetch", "--config", "/nonexistent/rules.toml", "x"},
 		{"nope"},

@@ -42,6 +42,7 @@ type fetchOptions struct {
 	MaxDelay      time.Duration
 	MaxRetryAfter time.Duration
 	HostGiveUp    time.Duration
+	BlockRecheck  time.Duration // 0: never re-checked
 	Timeout       time.Duration
 	Grace         time.Duration
 	Robots        bool
@@ -99,10 +100,11 @@ Every host gets its own budget: --rate requests per second (with --burst),
 at most --concurrency requests in flight, and --workers in flight over all
 hosts. A host that answers 429 or 503 is paused (for its Retry-After when it
 gives one) and its URLs wait in a queue without holding a worker; a host that
-answers with a soft block (WAF challenge, captcha) is stopped, asked once
-more with one URL after --max-delay, and if blocked again its URLs are
-recorded as blocked. With --adaptive each host's rate starts at --rate and
-tunes itself to what the host bears, up to --max-rate. robots.txt is obeyed
+answers with a soft block (WAF challenge, captcha) is stopped and asked
+again after --block-recheck with one URL from a path not challenged; a host
+that challenges two paths in a row has its URLs recorded as blocked, never
+sent, and a path challenged twice (and never answered) is left alone. With
+--adaptive each host's rate starts at --rate and tunes itself to what the host bears, up to --max-rate. robots.txt is obeyed
 unless --robots=false.
 
 Output, in --out:
@@ -124,9 +126,11 @@ Outcomes (what to do about each in brackets):
   throttled           still 429/503 when retries ran out, or the host named a
                       pause beyond --max-retry-after [polite retry later]
   blocked             a soft block (WAF challenge, captcha). The page that
-                      served it has its status; once a re-check (one URL,
-                      --max-delay later) is blocked too, the host's other
-                      URLs are not sent, and their error says "not sent"
+                      served it has its status; once the host challenged
+                      two paths in a row (the second a re-check
+                      --block-recheck later), its other URLs are not
+                      sent, nor those of a path challenged twice, and
+                      their error says "not sent"
   robots_disallowed   robots.txt disallows it; never requested
   robots_unreachable  robots.txt could not be fetched (refused, 5xx, not
                       within --timeout) after the retries; never requested
@@ -206,6 +210,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.DurationVar(&o.MaxDelay, "max-delay", retry.DefaultCap, "cap of every wait polite chooses itself: backoff between retries, breaker open delay")
 	f.DurationVar(&o.MaxRetryAfter, "max-retry-after", crawl.DefaultMaxRetryAfter, "longest pause a host may name (Retry-After, RateLimit reset) that its URLs wait out; beyond, they end throttled at once")
 	f.DurationVar(&o.HostGiveUp, "host-give-up", crawl.DefaultHostGiveUp, "a host whose breaker has not closed for this long has its remaining URLs finished with the reason")
+	f.DurationVar(&o.BlockRecheck, "block-recheck", crawl.DefaultBlockRecheck, "after a soft block (WAF challenge, captcha), ask the host again this much later, with one URL from a path not challenged; 0: never (the first challenge ends the host)")
 	f.DurationVar(&o.Timeout, "timeout", crawl.DefaultTimeout, "time limit of one request, body included")
 	f.DurationVar(&o.Grace, "grace", crawl.DefaultGrace, "after Ctrl-C, how long requests in flight may finish")
 	f.BoolVar(&o.SameHost, "same-host", false, "follow a redirect only to the host its URL was listed under (any scheme or port); the 3xx of one elsewhere is the URL's answer")
@@ -285,6 +290,9 @@ func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 		if d <= 0 {
 			return usageErr("%s %v: must be positive", name, d)
 		}
+	}
+	if o.BlockRecheck < 0 {
+		return usageErr("--block-recheck %v: must not be negative", o.BlockRecheck)
 	}
 	if o.Key, err = polite.ParseKeyBy(key); err != nil {
 		return usageErr("--key %q: want host, domain or ip", key)
@@ -558,9 +566,12 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
 		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
 		WARCPlain: !o.WARCGzip, WARCMaxSize: o.WARCMaxSize,
-		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp,
+		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp, BlockRecheck: o.BlockRecheck,
 		Header: o.Header, MaxURLs: o.MaxURLs, RetryOn: o.RetryOn, SameHost: o.SameHost,
 		Method: o.Method, Body: o.Body,
+	}
+	if o.BlockRecheck == 0 {
+		opts.BlockRecheck = -1 // crawl's zero is its default
 	}
 	if o.Retries == 0 {
 		opts.Retries = -1
