@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -248,6 +249,12 @@ func (b *blockState) pickProbe(h *host) {
 	if best > h.head {
 		h.queue[h.head], h.queue[best] = h.queue[best], h.queue[h.head]
 	}
+}
+
+// ownHop reports whether a redirect hop to u stays with h's host.
+func (j *Job) ownHop(h *host, u *url.URL) bool {
+	k, err := polite.HostKey(strings.ToLower(u.Scheme), u.Host)
+	return err == nil && k == h.key
 }
 
 // nextURL is the URL its next request goes to.

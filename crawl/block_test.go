@@ -3,7 +3,10 @@ package crawl
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -238,4 +241,113 @@ func TestChallengeThen429(t *testing.T) {
 	res, took := blockJob(t, srv, list, Options{Workers: 4, BlockRecheck: 100 * time.Millisecond, Transport: tr}, 20*time.Second)
 	blockedUnder(t, res, "/search")
 	t.Logf("took %v; the host: %+v", took, srv.Host("c.test").Stats())
+}
+
+// A host whose pages redirect to a challenge, on another host (a bot
+// manager's challenge domain) or on itself: every URL ends blocked, the
+// job ends, and the site gets at most one request a URL. With the hop to
+// another host, refused for that host's block, the URL was handed out
+// again and again for good (issue 29, a hang).
+func TestRedirectToChallengeEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		own     bool // the challenge is on the site itself
+		workers int
+	}{
+		{"elsewhere, one worker", false, 1}, {"elsewhere, four workers", false, 4},
+		{"same host, one worker", true, 1}, {"same host, four workers", true, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wall := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/robots.txt" {
+					http.NotFound(w, r)
+					return
+				}
+				challenge(w)
+			}))
+			defer wall.Close()
+			var sent atomic.Int64
+			var site *httptest.Server
+			site = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.URL.Path == "/robots.txt":
+					http.NotFound(w, r)
+				case r.URL.Path == "/challenge":
+					challenge(w)
+				case tc.own:
+					sent.Add(1)
+					http.Redirect(w, r, site.URL+"/challenge?from="+r.URL.Path, http.StatusFound)
+				default:
+					sent.Add(1)
+					http.Redirect(w, r, wall.URL+"/challenge?from="+r.URL.Path, http.StatusFound)
+				}
+			}))
+			defer site.Close()
+			var list strings.Builder
+			for i := range 10 {
+				fmt.Fprintf(&list, "%s/p/%d\n", site.URL, i)
+			}
+			tr := &polite.Transport{Limits: polite.Limits{Rate: 1000, Burst: 10, Concurrency: tc.workers}}
+			dir := t.TempDir()
+			j := loadJob(t, dir, list.String(), Options{Workers: tc.workers, BlockRecheck: 50 * time.Millisecond, Transport: tr})
+			defer j.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			sum, err := j.Run(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Interrupted {
+				t.Fatalf("the job did not end: %d of %d done; the site got %d requests", sum.Done, sum.Total, sent.Load())
+			}
+			for _, r := range readResults(t, dir) {
+				if r.Outcome != Blocked {
+					t.Errorf("%s: %s %q, want blocked", r.URL, r.Outcome, r.Error)
+				}
+			}
+			if n := sent.Load(); n > 10 {
+				t.Errorf("the site got %d requests for 10 URLs", n)
+			}
+		})
+	}
+}
+
+// Every soft-block shape ends: challenges always, after a while, at
+// random, on one path, with a 200, 403, 429 or 503; hosts under one budget
+// or two; one request in flight or several. Each URL ends once, and no
+// host is asked more than the bounds allow.
+func TestSoftBlocksAlwaysEnd(t *testing.T) {
+	shapes := []testbed.SoftBlock{{Always: true, Status: 200}, {After: 3}, {Prob: 0.3}, {Prob: 0.7, Status: 503},
+		{Prob: 0.5, Status: 429}, {Paths: []string{"/search"}}}
+	for i, sb := range shapes {
+		for _, domain := range []bool{false, true} {
+			conc := 1 + 3*(i%2)
+			t.Run(fmt.Sprintf("%+v/conc%d/domain%v", sb, conc, domain), func(t *testing.T) {
+				srv := testbed.NewServer(testbed.HostConfig{Name: "a.w.test", SoftBlock: sb, Rate: 200, Burst: 5, RetryAfter: testbed.RetryAfterSeconds},
+					testbed.HostConfig{Name: "b.w.test", SoftBlock: sb})
+				if err := srv.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer srv.Close()
+				var list strings.Builder
+				for i := range 20 {
+					p := []string{"/p/", "/q/", "/search/"}[i%3]
+					fmt.Fprintf(&list, "http://a.w.test%s%d\nhttp://b.w.test%s%d\n", p, i, p, i)
+				}
+				tr := &polite.Transport{Limits: polite.Limits{Rate: 100, Burst: 5, Concurrency: conc}}
+				if domain {
+					tr.Key = polite.KeyDomain
+				}
+				res, _ := blockJob(t, srv, list.String(), Options{Workers: 8, BlockRecheck: 20 * time.Millisecond, Transport: tr}, 30*time.Second)
+				if len(res) != 40 {
+					t.Errorf("%d results, want 40", len(res))
+				}
+				for _, name := range []string{"a.w.test", "b.w.test"} {
+					if n := srv.Host(name).Stats().Blocked; n > blockCap+int64(conc) {
+						t.Errorf("%s answered %d challenges, want at most %d", name, n, blockCap+conc)
+					}
+				}
+			})
+		}
+	}
 }

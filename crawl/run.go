@@ -246,7 +246,9 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		it.hop = false
 		h.stats.record(tr)
 		j.health(h, tr, err, resp)
-		h.blk.heard(target, tr.Outcome, tr.Block, time.Now())
+		if it.cur == "" || j.ownHop(h, req.URL) { // a hop elsewhere says nothing of h
+			h.blk.heard(target, tr.Outcome, tr.Block, time.Now())
+		}
 	}
 	if err != nil {
 		j.failed(ctx, it, err, tr)
@@ -424,6 +426,14 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 		// URL was never requested (issue 18, item 2). It waits for the
 		// host's probe (see block.go) unless the host is a wall.
 		h := it.host
+		if be.Host != j.budgetOf(h) {
+			// A redirect hop to another host, which blocks this client:
+			// its block is that host's, and the hop would be refused
+			// again and again (it spun for good).
+			j.finishErr(it, Blocked, 0, fmt.Sprintf("blocked: its redirect to %s was not followed: host %s blocks this client (it answered another URL with a %s)",
+				it.cur, be.Host, be.Reason))
+			return
+		}
 		if why := h.blk.closed(nextURL(it)); why != "" {
 			j.finishErr(it, Blocked, 0, unsent(be.Host, why))
 			return
