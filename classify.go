@@ -29,7 +29,9 @@ const (
 	ServerError
 	// NetworkError: no response (connection refused, reset, DNS failure).
 	NetworkError
-	// ClientError: any other 4xx: the request is wrong, not the pace.
+	// ClientError: any other 4xx, or a status past 599 (RFC 9110, section
+	// 15, defines 100-599: a larger one breaks the protocol): the request
+	// or the server is wrong, not the pace, and retrying cannot mend it.
 	ClientError
 	// Canceled: the caller canceled the context (a deadline that runs out
 	// is a timeout: Overloaded).
@@ -91,6 +93,8 @@ func classifyStatus(code int) Outcome {
 		return Throttled
 	case code == http.StatusRequestTimeout, code == http.StatusGatewayTimeout:
 		return Overloaded
+	case code >= 600:
+		return ClientError // not an HTTP status: no 5xx to wait out (issue 29, item 13)
 	case code >= 500:
 		return ServerError
 	case code >= 400:
