@@ -56,6 +56,10 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 		if r, err = t.prepare(ctx, a); err != nil {
 			return err
 		}
+	} else if host, ok := wireHost(sentHost(req)); ok {
+		c := *req // a shallow copy, as withAgent makes: only a name that is not ASCII costs it
+		c.Host = host
+		r = &c
 	}
 	start := a.now
 	a.sent++
@@ -169,6 +173,7 @@ func (t *Transport) prepare(ctx context.Context, a *attempt) (*http.Request, err
 	if t.UserAgent != "" && r.Header.Get("User-Agent") == "" {
 		r.Header.Set("User-Agent", t.UserAgent)
 	}
+	setWireHost(r)
 	if req.Body != nil && req.Body != http.NoBody {
 		b, err := req.GetBody()
 		if err != nil {
@@ -191,6 +196,25 @@ func (t *Transport) withAgent(r, req *http.Request) {
 		r.Header[k] = v
 	}
 	r.Header["User-Agent"] = t.agent
+	setWireHost(r)
+}
+
+// setWireHost sets the Host field of r, a copy the Transport sends, to the
+// ASCII form its name is keyed and dialed by when the name is not ASCII
+// (see wireHost). The URL is left alone (it is the caller's, shared): the
+// request line and the Host field are written from r.Host when it is set.
+func setWireHost(r *http.Request) {
+	if h, ok := wireHost(sentHost(r)); ok {
+		r.Host = h
+	}
+}
+
+// sentHost is the host net/http names in r's Host field.
+func sentHost(r *http.Request) string {
+	if r.Host == "" && r.URL != nil {
+		return r.URL.Host
+	}
+	return r.Host
 }
 
 // replayable reports whether req may be sent again.

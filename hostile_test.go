@@ -1,6 +1,7 @@
 package polite
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -8,8 +9,10 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -282,6 +285,97 @@ func TestCaptchaWidgetOnPageIsNotABlock(t *testing.T) {
 			if blocked := errors.Is(err, ErrBlocked); blocked != tc.want {
 				t.Errorf("after /contact, /other: err = %v, want blocked %v", err, tc.want)
 			}
+		})
+	}
+}
+
+// A status past 599 was read as a server error and retried like a 503
+// (issue 29, item 13): RFC 9110 (section 15) defines 100-599, so a larger
+// one is the server breaking the protocol, a client error that retrying
+// cannot mend: one attempt, handed back as it came.
+func TestStatusBeyond599NotRetried(t *testing.T) {
+	for _, status := range []int{600, 999} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var outs []Outcome
+				tr := &Transport{Limits: fast(), Retries: 3, Backoff: retry.Backoff{Base: time.Second, Jitter: retry.NoJitter},
+					Observer: observerFunc(func(e Event) {
+						if e.Kind == EventAttempt {
+							outs = append(outs, e.Outcome)
+						}
+					})}
+				c, s := setup(t, tr, map[string]http.HandlerFunc{
+					"a.test": func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) },
+				})
+				resp, _, err := get(t, c, "http://a.test/")
+				if err != nil {
+					t.Fatalf("GET: %v", err)
+				}
+				if resp.StatusCode != status {
+					t.Errorf("status %d, want %d", resp.StatusCode, status)
+				}
+				if n := s.count("a.test"); n != 1 {
+					t.Errorf("host got %d requests, want 1 (outcomes %v)", n, outs)
+				}
+				if len(outs) != 1 || outs[0] != ClientError {
+					t.Errorf("attempt outcomes %v, want [client_error]", outs)
+				}
+			})
+		})
+	}
+}
+
+// BÜCHER.example was keyed and dialed as xn--bcher-kva.example but sent as
+// "Host: xn--BCHER-2pa.example" (issue 29, item 13): net/http converts the
+// Host field to Punycode without lower-casing it first, and Punycode keeps
+// the case of the ASCII letters, so the label named another host. The name
+// is lower-cased (IDNA-mapped, as the key is) before it is sent, in the
+// Host field and the request URL alike, and the caller's request is left
+// as it was.
+func TestIDNHostSentAsKeyed(t *testing.T) {
+	for _, raw := range []string{"http://BÜCHER.example/a", "http://Bücher.Example/a", "http://bücher.example/a"} {
+		t.Run(raw, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var hosts, dials []string
+				var mu sync.Mutex
+				tr := &Transport{Limits: fast()}
+				c, _ := setup(t, tr, map[string]http.HandlerFunc{
+					"xn--bcher-kva.example": func(w http.ResponseWriter, r *http.Request) {
+						mu.Lock()
+						hosts = append(hosts, r.Host+" "+r.URL.String())
+						mu.Unlock()
+					},
+				})
+				base := tr.Base.(*http.Transport)
+				dial := base.DialContext
+				base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+					mu.Lock()
+					dials = append(dials, addr)
+					mu.Unlock()
+					return dial(ctx, network, addr)
+				}
+				req, err := http.NewRequest("GET", raw, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantReq := req.Host + " " + req.URL.String()
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				mu.Lock()
+				defer mu.Unlock()
+				if want := []string{"xn--bcher-kva.example /a"}; !slices.Equal(hosts, want) {
+					t.Errorf("server saw Host and URL %q, want %q", hosts, want)
+				}
+				if want := []string{"xn--bcher-kva.example:80"}; !slices.Equal(dials, want) {
+					t.Errorf("dialed %q, want %q", dials, want)
+				}
+				if got := req.Host + " " + req.URL.String(); got != wantReq {
+					t.Errorf("the caller's request became %q, was %q", got, wantReq)
+				}
+			})
 		})
 	}
 }

@@ -215,6 +215,32 @@ func normalizeHost(host string) (string, error) {
 	return a, nil
 }
 
+// wireHost returns hostport with its name in the form HostKey gives it
+// (IDNA-mapped, so lower-cased, then to ASCII) and its port as it was, and
+// true, when the name is not ASCII; "" and false otherwise, without
+// allocating. net/http writes the Host field through Punycode alone, which
+// keeps the case of the ASCII letters: "BÜCHER.example" went out as
+// "xn--BCHER-2pa.example", another name than the "xn--bcher-kva.example"
+// it was keyed and dialed as (issue 29, item 13).
+func wireHost(hostport string) (string, bool) {
+	ascii := true
+	for i := 0; i < len(hostport) && ascii; i++ {
+		ascii = hostport[i] < utf8.RuneSelf
+	}
+	if ascii {
+		return "", false
+	}
+	host, port := splitHostPort(hostport)
+	h, err := normalizeHost(host)
+	if err != nil || strings.IndexByte(h, ':') >= 0 {
+		return "", false // not a name: left for net/http to refuse
+	}
+	if port != "" || strings.HasSuffix(hostport, ":") {
+		return h + ":" + port, true
+	}
+	return h, true
+}
+
 // DomainKey returns the registrable domain of a canonical host key (from
 // HostKey): its eTLD+1, without the port. IP addresses, localhost, single
 // labels and public suffixes themselves key as the hostname.
