@@ -137,6 +137,60 @@ func TestUserinfoRedacted(t *testing.T) {
 	}
 }
 
+// state.db's urls.url kept a list line's user:password@ in clear (issue
+// 29, item 12), though every other output redacts it. Such a line is never
+// fetched (CheckURL: credentials in a URL are not sent), so nothing needs
+// the password: the line is stored redacted, no file of the job holds it,
+// and loading the same list again (a resume) adds nothing.
+func TestUserinfoNotInState(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer srv.Close()
+	list := strings.Replace(srv.URL, "http://", "http://user:secret@", 1) + "/a\n" +
+		"htp://user:secret@example.com/x\n" +
+		"http://user:secret@[::1/x\n" +
+		strings.Replace(srv.URL, "http://", "http://user:secret@", 1) + "/" + strings.Repeat("long", DefaultMaxURLLen) + "\n" +
+		srv.URL + "/ok\n"
+	dir := t.TempDir()
+	runJob(t, dir, &polite.Transport{Base: srv.Client().Transport}, list, Options{Bodies: BodiesWARC})
+	j := loadJob(t, dir, list, Options{})
+	if n, err := j.Load(strings.NewReader(list)); err != nil || n != 0 {
+		t.Errorf("loading the list again added %d URLs (%v), want 0", n, err)
+	}
+	rows, err := j.st.db.Query(`SELECT url FROM urls ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for rows.Next() {
+		var u string
+		rows.Scan(&u)
+		urls = append(urls, u)
+	}
+	rows.Close()
+	if len(urls) != 5 {
+		t.Errorf("urls.url has %d rows, want 5: %q", len(urls), urls)
+	}
+	for _, u := range urls {
+		if strings.Contains(u, "secret") {
+			t.Errorf("urls.url %q", u)
+		}
+	}
+	j.Close()
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte("secret")) {
+			t.Errorf("%s holds the password", f.Name())
+		}
+	}
+}
+
 func TestRedact(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"http://example.com/a", "http://example.com/a"},

@@ -25,7 +25,9 @@ const keepInvalid = 256
 // and why.
 type Line struct {
 	// Text is the line without surrounding space, cut to 256 bytes (and
-	// marked "…") when Problem says it was too long.
+	// marked "…") when Problem says it was too long. A bad line's URL
+	// passwords are replaced with "xxxxx" (user:xxxxx@host): a URL with
+	// one is a bad line, never fetched, and the job keeps no password.
 	Text string
 	// Host is the URL's canonical host key (polite.HostKey); "" for a bad line.
 	Host string
@@ -162,20 +164,33 @@ func handleLine(buf []byte, n, maxLen int, fn func(Line) error) error {
 		return nil
 	}
 	if n > len(buf) || len(text) > maxLen { // cut while reading, or too long anyway
-		cut := strings.ToValidUTF8(string(text[:min(len(text), keepInvalid)]), "")
 		size := len(text)
 		if n > len(buf) {
 			size = n // untrimmed, but it is the cut line's length near enough
 		}
-		return fn(Line{Text: cut + "…", Problem: fmt.Sprintf("longer than %d bytes (%d)", maxLen, size)})
+		return fn(Line{Text: badLine(string(text), true), Problem: fmt.Sprintf("longer than %d bytes (%d)", maxLen, size)})
 	}
 	s := string(text)
 	host, problem := CheckURL(s, maxLen)
-	if problem != "" && len(s) > keepInvalid {
-		s = strings.ToValidUTF8(s[:keepInvalid], "") + "…"
-	}
 	if problem == "" {
 		s = canonical(s)
+	} else {
+		s = badLine(s, false)
 	}
 	return fn(Line{Text: s, Host: host, Problem: problem})
+}
+
+// badLine is what the job keeps of a line that is not a URL to fetch: its
+// passwords redacted (a line with one is never fetched, so nothing needs
+// it; issue 29, item 12: state.db kept it), then its first 256 bytes,
+// marked "…" when cut here or, as cut says, before.
+func badLine(s string, cut bool) string {
+	s = redact(s)
+	if len(s) > keepInvalid {
+		s, cut = strings.ToValidUTF8(s[:keepInvalid], ""), true
+	}
+	if cut {
+		s += "…"
+	}
+	return s
 }
