@@ -632,7 +632,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	writeSummary(e.stdout, job.Progress(-1), sum, o.Out, n)
 	job.Close() // events.jsonl written out, for the report
 	if path, rerr := writeReport(o.Out); rerr != nil {
-		fmt.Fprintf(e.stderr, "polite: %v\n", rerr)
+		fmt.Fprintf(e.stderr, "polite: %s\n", printable(rerr.Error()))
 	} else {
 		fmt.Fprintf(e.stdout, "report: %s\n", path)
 	}

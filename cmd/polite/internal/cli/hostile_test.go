@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -210,6 +211,91 @@ func TestLoopbackPortsTap(t *testing.T) {
 	for p, want := range map[uint16]bool{8080: true, 80: true, 443: true, 6060: true, 9090: false, 7070: false} {
 		if l.has(p) != want {
 			t.Errorf("port %d: %v, want %v", p, l.has(p), want)
+		}
+	}
+}
+
+// evilReason is a reason phrase that clears the screen, sets the title,
+// writes the clipboard (OSC 52), starts a C1 control sequence and reverses
+// the text after it, in a terminal that is given it raw.
+const evilReason = "Unavailable \x1b[2J\x1b]0;pwned\a\x1b]52;c;cHduZWQ=\a\u009b31m\u202eevil"
+
+// rawServer answers every request on loopback with statusLine (a 404 for
+// robots.txt), written as it is: net/http's server writes only standard
+// reason phrases. It returns the server's URL.
+func rawServer(t *testing.T, statusLine string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					line := statusLine
+					if req.URL.Path == "/robots.txt" {
+						line = "404 Not Found"
+					}
+					if _, err := io.WriteString(c, "HTTP/1.1 "+line+"\r\nContent-Length: 0\r\n\r\n"); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// noControls fails t when out holds a control sequence of evilReason or
+// of the list's invalid line.
+func noControls(t *testing.T, what, out string) {
+	t.Helper()
+	for _, bad := range []string{"\x1b[2J", "\x1b]", "\a", "\u009b", "\u202e", "\x1b[31m"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("%s writes %q raw:\n%s", what, bad, out)
+		}
+	}
+}
+
+// A server's reason phrase was printed raw by fetch's closing summary and
+// by status, and status printed an invalid list line raw (issue 29, item
+// 5): control characters are written as escapes, the rest as it came.
+func TestServerTextQuoted(t *testing.T) {
+	base := rawServer(t, "503 "+evilReason)
+	out := t.TempDir()
+	list := base + "/a\nnot-a-url\x1b[31m\x1b]0;pwned\a\n"
+	code, stdout, stderr := politeIn(t, list, "fetch", "--progress", "none", "--out", out,
+		"--retries", "1", "--max-delay", "50ms", "--rate", "100", "-")
+	if code != ExitFailures {
+		t.Errorf("fetch: exit %d, want %d; stderr: %s", code, ExitFailures, stderr)
+	}
+	noControls(t, "fetch's stdout", stdout)
+	noControls(t, "fetch's stderr", stderr)
+	if want := `503 Unavailable \x1b[2J\x1b]0;pwned\a`; !strings.Contains(stdout, want) {
+		t.Errorf("fetch's summary does not say %q:\n%s", want, stdout)
+	}
+
+	code, stdout, stderr = politeCmd(t, "status", out)
+	if code != ExitOK {
+		t.Fatalf("status: exit %d; stderr: %s", code, stderr)
+	}
+	noControls(t, "status", stdout)
+	for _, want := range []string{`\x1b]52;c;cHduZWQ=\a\u009b31m\u202eevil`, `not-a-url\x1b[31m\x1b]0;pwned\a`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("status does not say %q:\n%s", want, stdout)
 		}
 	}
 }

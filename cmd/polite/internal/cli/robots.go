@@ -78,7 +78,7 @@ func runRobots(ctx context.Context, e *env, o *robotsOptions) error {
 			why = fmt.Sprint(r.StatusCode())
 		}
 		if r.Err() != nil {
-			why += ": " + r.Err().Error()
+			why += ": " + printable(r.Err().Error())
 		}
 		fmt.Fprintf(w, " (unreachable, %s: everything is disallowed for now)\n", why)
 	}
@@ -87,9 +87,9 @@ func runRobots(ctx context.Context, e *env, o *robotsOptions) error {
 	case g == nil:
 		fmt.Fprintf(w, "group       none applies to %q\n", o.UserAgent)
 	case g.Line() > 0:
-		fmt.Fprintf(w, "group       User-agent: %s (line %d)\n", g.Agent(), g.Line())
+		fmt.Fprintf(w, "group       User-agent: %s (line %d)\n", printable(g.Agent()), g.Line())
 	default:
-		fmt.Fprintf(w, "group       User-agent: %s\n", g.Agent())
+		fmt.Fprintf(w, "group       User-agent: %s\n", printable(g.Agent()))
 	}
 	target := o.URL.RequestURI()
 	v := r.Test(o.UserAgent, target)
@@ -122,7 +122,7 @@ func runRobots(ctx context.Context, e *env, o *robotsOptions) error {
 	}
 	fmt.Fprintln(w)
 	for _, s := range r.Sitemaps() {
-		fmt.Fprintf(w, "sitemap     %s\n", s)
+		fmt.Fprintf(w, "sitemap     %s\n", printable(s))
 	}
 	if !v.Allowed {
 		return &exitError{code: ExitFailures}

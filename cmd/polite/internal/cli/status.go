@@ -70,7 +70,7 @@ func runStatus(e *env, o *statusOptions) error {
 			if name == "" {
 				name = "not tried yet"
 			}
-			fmt.Fprintf(w, "  %-30s %d\n", name, s.Waiting[k])
+			fmt.Fprintf(w, "  %-30s %d\n", printable(name), s.Waiting[k])
 		}
 	}
 	if s.DeadTotal > 0 {
@@ -78,7 +78,7 @@ func runStatus(e *env, o *statusOptions) error {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "outcome\tstatus\tattempts\turl\treason")
 		for _, r := range s.Dead {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", r.Outcome, r.Status, r.Attempts, r.URL, r.Error)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", r.Outcome, r.Status, r.Attempts, printable(r.URL), printable(r.Error))
 		}
 		tw.Flush()
 		if n := s.DeadTotal - len(s.Dead); n > 0 {
@@ -93,9 +93,9 @@ func runStatus(e *env, o *statusOptions) error {
 		for _, h := range s.Hosts {
 			paused := "-"
 			if !h.PausedUntil.IsZero() {
-				paused = h.PausedUntil.Format(time.RFC3339) + " (" + h.PauseWhy + ")"
+				paused = h.PausedUntil.Format(time.RFC3339) + " (" + printable(h.PauseWhy) + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", h.Host, h.URLs, h.Done, h.OK, h.Pending,
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", printable(h.Host), h.URLs, h.Done, h.OK, h.Pending,
 				h.Throttled, h.Status429, h.Status503, h.Blocked, paused)
 		}
 		tw.Flush()
@@ -182,7 +182,7 @@ func runRetry(e *env, o *retryOptions) error {
 		for _, h := range s.Hosts {
 			if !h.PausedUntil.IsZero() && h.Pending > 0 {
 				fmt.Fprintf(e.stdout, "note: %s asked for a pause until %s (%s); its %d pending URLs end throttled again until then\n",
-					h.Host, h.PausedUntil.Format(time.RFC3339), h.PauseWhy, h.Pending)
+					printable(h.Host), h.PausedUntil.Format(time.RFC3339), printable(h.PauseWhy), h.Pending)
 			}
 		}
 	}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// printable returns s as it may be shown on a terminal: every rune that is
+// not graphic written as a Go escape (ESC as \x1b, BEL as \a, a newline as
+// \n, a C1 control as \u009b, a bidi override as \u202e, a byte that is not
+// UTF-8 as \xff), the rest as it is, so that valid printable UTF-8 stays
+// readable. Text a server or a URL list chose (a reason phrase, an invalid
+// line, a robots.txt value, an error quoting them) reaches a terminal only
+// through it: a reason phrase of "503 ESC[2J ESC]0;… BEL ESC]52;c;… BEL"
+// cleared the screen, set the title and wrote the clipboard (issue 29,
+// item 5). Text without such a rune is returned as it is, unallocated.
+func printable(s string) string {
+	i := 0
+	for i < len(s) {
+		if c := s[i]; c >= 0x20 && c < 0x7f {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 || !strconv.IsGraphic(r) {
+			break
+		}
+		i += n
+	}
+	if i == len(s) {
+		return s
+	}
+	const hex = "0123456789abcdef"
+	b := make([]byte, 0, len(s)+16)
+	b = append(b, s[:i]...)
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = append(b, '\\', 'x', hex[s[i]>>4], hex[s[i]&0xf])
+		case strconv.IsGraphic(r):
+			b = append(b, s[i:i+n]...)
+		default:
+			q := strconv.QuoteRuneToASCII(r) // '\x1b', '\u202e': never a quote inside
+			b = append(b, q[1:len(q)-1]...)
+		}
+		i += n
+	}
+	return string(b)
+}
