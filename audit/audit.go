@@ -228,6 +228,14 @@ func (l *Log) Close() error {
 // maxErr bounds the error message kept in a line.
 const maxErr = 200
 
+// maxRaw bounds the bytes a line keeps of each field it copies from a
+// server: the raw Retry-After, the RateLimit fields (all together) and a
+// detail. A server chooses their size, and 4 MB RateLimit fields made a
+// 410 MB log of 8 MB lines, one over Read's 1 MiB making a job's report fail
+// (issue 29, item 6). What is cut ends with cutMark and the field's whole
+// length: "…(cut, 4194304 bytes)". A line stays well under maxLine.
+const maxRaw = 1 << 10
+
 // appendEvent appends e's line to b. Keys are short (see Record) and
 // fields that do not apply are left out.
 func appendEvent(b []byte, e *polite.Event) []byte {
@@ -282,7 +290,7 @@ func appendEvent(b []byte, e *polite.Event) []byte {
 	}
 	if e.RetryAfter != "" {
 		b = append(b, `,"ra":`...)
-		b = appendString(b, e.RetryAfter)
+		b = appendRaw(b, e.RetryAfter, maxRaw)
 	}
 	if e.Requested != 0 {
 		b = appendMillis(b, "req", e.Requested)
@@ -295,15 +303,11 @@ func appendEvent(b []byte, e *polite.Event) []byte {
 	}
 	if e.Detail != "" {
 		b = append(b, `,"det":`...)
-		b = appendString(b, e.Detail)
+		b = appendRaw(b, e.Detail, maxRaw)
 	}
 	if e.Err != nil {
-		msg := e.Err.Error()
-		if len(msg) > maxErr {
-			msg = msg[:maxErr]
-		}
 		b = append(b, `,"err":`...)
-		b = appendString(b, msg)
+		b = appendRaw(b, e.Err.Error(), maxErr)
 	}
 	return append(b, "}\n"...)
 }
@@ -314,25 +318,75 @@ var rateLimitFields = [...]string{"Ratelimit", "Ratelimit-Policy", "Ratelimit-Li
 	"Ratelimit-Reset", "X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", "X-Ratelimit-Reset-After"}
 
 // appendRateLimit appends the raw RateLimit fields of h as "rl": one
-// string "Name: value; Name: value".
+// string "Name: value; Name: value", cut after maxRaw bytes.
 func appendRateLimit(b []byte, h http.Header) []byte {
-	start := len(b)
+	size := 0 // of the whole string
 	for _, name := range rateLimitFields {
 		for _, v := range h[name] {
-			if len(b) == start {
-				b = append(b, `,"rl":"`...)
-			} else {
-				b = append(b, "; "...)
+			if size > 0 {
+				size += len("; ")
 			}
-			b = appendEscaped(b, name)
-			b = append(b, ": "...)
-			b = appendEscaped(b, v)
+			size += len(name) + len(": ") + len(v)
 		}
 	}
-	if len(b) > start {
-		b = append(b, '"')
+	if size == 0 {
+		return b
 	}
-	return b
+	w := bounded{b: append(b, `,"rl":"`...), room: maxRaw}
+	whole := true
+	for _, name := range rateLimitFields {
+		for _, v := range h[name] {
+			if w.room < maxRaw {
+				whole = whole && w.add("; ")
+			}
+			whole = whole && w.add(name) && w.add(": ") && w.add(v)
+		}
+	}
+	if !whole {
+		w.b = appendCutMark(w.b, size)
+	}
+	return append(w.b, '"')
+}
+
+// appendRaw appends s as a JSON string, cut after max bytes and marked so.
+func appendRaw(b []byte, s string, max int) []byte {
+	w := bounded{b: append(b, '"'), room: max}
+	if !w.add(s) {
+		w.b = appendCutMark(w.b, len(s))
+	}
+	return append(w.b, '"')
+}
+
+// bounded appends escaped text to b, room bytes of it at the most.
+type bounded struct {
+	b    []byte
+	room int
+}
+
+// add appends s, or as much of it as there is room for, cut at a rune's
+// start, and reports whether all of it fit.
+func (w *bounded) add(s string) bool {
+	if len(s) <= w.room {
+		w.b = appendEscaped(w.b, s)
+		w.room -= len(s)
+		return true
+	}
+	n := w.room
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	w.b = appendEscaped(w.b, s[:n])
+	w.room = 0
+	return false
+}
+
+// cutMark ends a field cut short, before its whole length in bytes.
+const cutMark = "…(cut, "
+
+func appendCutMark(b []byte, size int) []byte {
+	b = append(b, cutMark...)
+	b = strconv.AppendInt(b, int64(size), 10)
+	return append(b, " bytes)"...)
 }
 
 func appendMillis(b []byte, key string, d time.Duration) []byte {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/polite-go/polite"
 )
@@ -89,8 +91,8 @@ func TestRoundTrip(t *testing.T) {
 	if got := recs[7].Detail; got != "Disallow: /\ufffd\u2028\"x\"" {
 		t.Errorf("detail = %q", got)
 	}
-	if got := len(recs[8].Err); got != maxErr {
-		t.Errorf("error kept %d bytes, want %d", got, maxErr)
+	if got, want := recs[8].Err, strings.Repeat("e", maxErr)+"…(cut, 500 bytes)"; got != want {
+		t.Errorf("error kept %q, want %q", got, want)
 	}
 	if avg := buf.Len() / len(recs); avg > 200 {
 		t.Errorf("%d bytes a line on average, want compact lines", avg)
@@ -224,6 +226,56 @@ func count(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// A server's 4 MB RateLimit fields were copied whole into each line (8 MB
+// lines, a 410 MB log; issue 29, item 6). Every field a server chose is
+// cut when the line is made, at a rune's start, and marked with its whole
+// length.
+func TestRawFieldsCut(t *testing.T) {
+	const big = 4 << 20
+	policy := strings.Repeat("x", big)
+	detail := strings.Repeat("é", big/2) // a cut could fall inside a rune
+	e := polite.Event{Kind: polite.EventPause, Time: t0, Host: "a.test", ID: 1, Reason: polite.ReasonRateLimit, Delay: time.Second,
+		RetryAfter: policy, Detail: detail, Err: errors.New(policy),
+		Header: http.Header{"Ratelimit-Policy": {policy}, "X-Ratelimit-Remaining": {"0"}}}
+	var buf bytes.Buffer
+	l := New(&buf, Options{FlushInterval: -1})
+	l.Observe(e)
+	l.Observe(events()[3]) // RateLimit fields of a sane size, kept whole
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(buf.String(), "\n")
+	if len(line) > 8<<10 {
+		t.Errorf("the line is %d bytes, want at most 8 KiB", len(line))
+	}
+	var recs []Record
+	if err := Read(&buf, func(r *Record) error { recs = append(recs, *r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
+	}
+	r := recs[0]
+	rlSize := len("Ratelimit-Policy: ") + big + len("; X-Ratelimit-Remaining: 0")
+	for _, tc := range []struct {
+		field, got, prefix string
+		size               int
+	}{
+		{"ra", r.RA, "xxxx", big},
+		{"rl", r.RL, "Ratelimit-Policy: xxxx", rlSize},
+		{"det", r.Detail, "éé", len(detail)},
+		{"err", r.Err, "xxxx", big},
+	} {
+		mark := fmt.Sprintf("…(cut, %d bytes)", tc.size)
+		if !strings.HasPrefix(tc.got, tc.prefix) || !strings.HasSuffix(tc.got, mark) || strings.ContainsRune(tc.got, utf8.RuneError) {
+			t.Errorf("%s = %.40q…%q, want %q… cut and marked %q", tc.field, tc.got, tc.got[max(0, len(tc.got)-40):], tc.prefix, mark)
+		}
+	}
+	if want := `Ratelimit: "default";r=0;t=30; Ratelimit-Policy: "default";q=100;w=60`; recs[1].RL != want {
+		t.Errorf("sane fields = %q, want %q whole", recs[1].RL, want)
+	}
 }
 
 // TestReadErrors: a malformed whole line is an error naming its number.
