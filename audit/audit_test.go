@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -290,6 +291,28 @@ func TestReadErrors(t *testing.T) {
 	}
 }
 
+// TestReadSkipping: lines that are too long or not records are skipped
+// and counted, the first one's number named, and the records around them
+// read; an overlong last line without its newline is a partial line.
+func TestReadSkipping(t *testing.T) {
+	long := "{\"det\":\"" + strings.Repeat("x", 2*maxLine) + "\"}"
+	log := "{\"t\":1}\n{nope}\n" + long + "\n{\"t\":2}\n\n" + long + "\n{\"t\":3}\n" + long
+	var ts []int64
+	s, err := ReadSkipping(strings.NewReader(log), func(r *Record) error { ts = append(ts, r.T); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ts, []int64{1, 2, 3}) {
+		t.Errorf("records %v, want [1 2 3]", ts)
+	}
+	if s.Lines != 3 || s.First == nil || !strings.Contains(s.First.Error(), "line 2") || s.Partial != len(long) {
+		t.Errorf("ReadSkipping = %+v, want 3 lines skipped, the first line 2, a partial line of %d bytes", s, len(long))
+	}
+	if err := Read(strings.NewReader(log), func(*Record) error { return nil }); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("Read = %v, want the error of line 2", err)
+	}
+}
+
 // TestFromTransport: a Log set as a Transport's Observer records its
 // decisions.
 func TestFromTransport(t *testing.T) {
@@ -339,6 +362,14 @@ func FuzzRead(f *testing.F) {
 	f.Add("{\"t\":1}\n{")
 	f.Add("\n\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		Read(strings.NewReader(s), func(*Record) error { return nil })
+		var strict, all int
+		rerr := Read(strings.NewReader(s), func(*Record) error { strict++; return nil })
+		sk, err := ReadSkipping(strings.NewReader(s), func(*Record) error { all++; return nil })
+		if err != nil {
+			t.Fatalf("ReadSkipping = %v", err)
+		}
+		if rerr == nil && (sk.Lines != 0 || all != strict) || all < strict {
+			t.Errorf("Read: %d records (%v); ReadSkipping: %d, %+v", strict, rerr, all, sk)
+		}
 	})
 }

@@ -42,10 +42,14 @@ func (r *Record) Time() time.Time { return time.UnixMilli(r.T) }
 // maxLine bounds a line Read accepts.
 const maxLine = 1 << 20
 
+// errLong is the error of a line longer than maxLine.
+var errLong = fmt.Errorf("longer than %d bytes", maxLine)
+
 // Read calls fn with each record of the log in r, in order, and stops at
 // fn's first error. A last line without its newline (a log still being
 // written, or cut by a kill) is skipped (ReadTail says how long it was); a
-// malformed or overlong whole line is an error naming its number.
+// malformed or overlong whole line is an error naming its number
+// (ReadSkipping skips those too).
 func Read(r io.Reader, fn func(*Record) error) error {
 	_, err := ReadTail(r, fn)
 	return err
@@ -54,57 +58,114 @@ func Read(r io.Reader, fn func(*Record) error) error {
 // ReadTail is Read that also returns the length in bytes of the partial
 // last line it skipped (0 when the log ends with a whole line).
 func ReadTail(r io.Reader, fn func(*Record) error) (partial int, err error) {
+	s, err := read(r, fn, false)
+	return s.Partial, err
+}
+
+// Skipped says what ReadSkipping left out of a log.
+type Skipped struct {
+	// Partial is the length in bytes of a last line without its newline.
+	Partial int
+	// Lines counts the whole lines that are not a record: longer than
+	// 1 MiB, or not JSON of one.
+	Lines int
+	// First says why the first of them was left out, naming its line
+	// number; nil when Lines is 0.
+	First error
+}
+
+// ReadSkipping is ReadTail that skips and counts, instead of stopping at,
+// a whole line it cannot read (overlong or malformed): one such line made
+// `polite report` fail for a whole job (issue 29, item 6). It holds at most
+// 1 MiB of a line. It stops at fn's first error or at the reader's.
+func ReadSkipping(r io.Reader, fn func(*Record) error) (Skipped, error) {
+	return read(r, fn, true)
+}
+
+func read(r io.Reader, fn func(*Record) error, skip bool) (Skipped, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var rec Record
+	var s Skipped
 	for n := 1; ; n++ {
-		line, err := readLine(br)
+		line, size, err := readLine(br, skip)
 		if err == io.EOF {
-			return len(line), nil
+			s.Partial = size
+			return s, nil
+		}
+		if err == errLong && skip {
+			s.skip(fmt.Errorf("audit: line %d: %w", n, err))
+			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("audit: line %d: %w", n, err)
+			return s, fmt.Errorf("audit: line %d: %w", n, err)
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		rec = Record{}
 		if err := json.Unmarshal(line, &rec); err != nil {
-			return 0, fmt.Errorf("audit: line %d: %w", n, err)
+			if !skip {
+				return s, fmt.Errorf("audit: line %d: %w", n, err)
+			}
+			s.skip(fmt.Errorf("audit: line %d: %w", n, err))
+			continue
 		}
 		if err := fn(&rec); err != nil {
-			return 0, err
+			return s, err
 		}
 	}
 }
 
-// readLine returns the next whole line, or io.EOF at the end with the
-// partial last line there is.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if err == nil {
-		return line, nil
+func (s *Skipped) skip(err error) {
+	s.Lines++
+	if s.First == nil {
+		s.First = err
 	}
-	if err == io.EOF {
-		return line, io.EOF // the end, or a partial last line
+}
+
+// readLine returns the next whole line and its length, or io.EOF at the
+// end with the partial last line there is and its length. A line longer
+// than maxLine is errLong; with drain, the rest of it is read (not kept)
+// first, and when the reader ends before its newline it is a partial last
+// line: io.EOF and its length.
+func readLine(br *bufio.Reader, drain bool) ([]byte, int, error) {
+	line, err := br.ReadSlice('\n')
+	if err == nil || err == io.EOF {
+		return line, len(line), err // io.EOF: the end, or a partial last line
 	}
 	if err != bufio.ErrBufferFull {
-		return nil, err
+		return nil, 0, err
 	}
 	long := append([]byte(nil), line...)
 	for {
 		line, err = br.ReadSlice('\n')
 		long = append(long, line...)
 		if len(long) > maxLine {
-			return nil, fmt.Errorf("longer than %d bytes", maxLine)
+			break
 		}
 		switch err {
 		case nil:
-			return long, nil
+			return long, len(long), nil
 		case bufio.ErrBufferFull:
 		case io.EOF:
-			return long, err // a partial last line
+			return long, len(long), err // a partial last line
 		default:
-			return nil, err
+			return nil, 0, err
 		}
 	}
+	if !drain {
+		return nil, 0, errLong
+	}
+	size := len(long)
+	for err == bufio.ErrBufferFull {
+		line, err = br.ReadSlice('\n')
+		size += len(line)
+	}
+	switch err {
+	case nil:
+		return nil, size, errLong
+	case io.EOF:
+		return nil, size, io.EOF
+	}
+	return nil, 0, err
 }

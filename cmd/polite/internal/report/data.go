@@ -84,6 +84,12 @@ type Data struct {
 	Detail     []*Host       // the most throttled hosts, for their plots
 	Events     int           // lines read
 	Partial    int           // bytes of a partial last line of events.jsonl skipped
+	// Unread are the whole lines of events.jsonl left out because they
+	// could not be read (longer than 1 MiB, or not a record), and
+	// ResultsUnread those of results.jsonl (not JSON): a report without a
+	// few lines beats none (issue 29, item 6).
+	Unread        audit.Skipped
+	ResultsUnread int
 
 	States   [len(States)][]int // [state][bucket] hosts in it (see States)
 	InFlight []int64            // [bucket] µs of attempts on the wire in it
@@ -147,7 +153,8 @@ type result struct {
 
 // Read reduces a job's results.jsonl and events.jsonl (either may be nil)
 // to its report's data. A partial last line (a job still writing) is
-// skipped.
+// skipped, and so is a whole line that cannot be read, counted in
+// Unread and ResultsUnread.
 func Read(results, events io.Reader, job Job) (*Data, error) {
 	d := &Data{Job: job, Outcomes: map[string]int{}, Statuses: map[int]int{}, WaitBy: map[string]float64{},
 		PauseBy: map[string]float64{}, GiveUps: map[string]int{}, Built: time.Now().UTC()}
@@ -163,7 +170,8 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 		return h
 	}
 	if results != nil {
-		if err := readResults(results, func(r *result) {
+		var err error
+		d.ResultsUnread, err = readResults(results, func(r *result) {
 			d.URLs++
 			d.Outcomes[r.Outcome]++
 			d.Retries[retryBin(r.Attempts)]++
@@ -178,7 +186,8 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 					h.URLsOK++
 				}
 			}
-		}); err != nil {
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -186,7 +195,7 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 	var attempts []attemptAt
 	if events != nil {
 		var err error
-		d.Partial, err = audit.ReadTail(events, func(r *audit.Record) error {
+		d.Unread, err = audit.ReadSkipping(events, func(r *audit.Record) error {
 			d.Events++
 			first, last = min(first, r.T), max(last, r.T)
 			h := host(r.Host)
@@ -265,6 +274,7 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 		if err != nil {
 			return nil, err
 		}
+		d.Partial = d.Unread.Partial
 	}
 	if first <= last {
 		d.Start, d.End = time.UnixMilli(first).UTC(), time.UnixMilli(last).UTC()
@@ -352,21 +362,23 @@ func quantiles(v []float64) (p50, p95 float64) {
 	return at(0.5), at(0.95)
 }
 
-// readResults calls fn for each whole line of results.jsonl.
-func readResults(r io.Reader, fn func(*result)) error {
+// readResults calls fn for each whole line of results.jsonl, and returns
+// how many lines it left out because they are not JSON.
+func readResults(r io.Reader, fn func(*result)) (unread int, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var res result
-	for n := 1; ; n++ {
+	for {
 		line, err := br.ReadBytes('\n')
 		if err == io.EOF {
-			return nil // the end, or a partial last line
+			return unread, nil // the end, or a partial last line
 		}
 		if err != nil {
-			return fmt.Errorf("results.jsonl: %w", err)
+			return unread, fmt.Errorf("results.jsonl: %w", err)
 		}
 		res = result{}
 		if err := json.Unmarshal(line, &res); err != nil {
-			return fmt.Errorf("results.jsonl line %d: %w", n, err)
+			unread++
+			continue
 		}
 		fn(&res)
 	}

@@ -68,6 +68,12 @@ func Write(w io.Writer, d *Data) error {
 	if d.Partial > 0 {
 		partial = fmt.Sprintf(" The last line of events.jsonl was cut (%d bytes: a job still writing it, or killed) and was left out.", d.Partial)
 	}
+	if n := d.Unread.Lines; n > 0 {
+		partial += fmt.Sprintf(" %s of events.jsonl could not be read and %s left out (the first: %v).", lines(n), were(n), d.Unread.First)
+	}
+	if n := d.ResultsUnread; n > 0 {
+		partial += fmt.Sprintf(" %s of results.jsonl could not be read and %s left out.", lines(n), were(n))
+	}
 	fmt.Fprintf(&b, `<h2>How this report was reduced</h2><p class="muted">%s events and %s results read; time buckets of %v;
 hosts table capped at %d rows (%d left out; every host is in %s beside this page); error groups capped at %d (%d left out);
 plots for the %d most throttled hosts.%s Built %s.</p>
@@ -315,4 +321,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// lines says "1 line" or "n lines".
+func lines(n int) string {
+	if n == 1 {
+		return "1 line"
+	}
+	return fmtNum(n) + " lines"
+}
+
+func were(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
 }

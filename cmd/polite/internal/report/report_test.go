@@ -312,6 +312,38 @@ func TestPartialLines(t *testing.T) {
 	}
 }
 
+// One events.jsonl line over 1 MiB (a server's 4 MB RateLimit fields,
+// copied whole by an older build) made the whole report fail (issue 29,
+// item 6). Lines that cannot be read, in events.jsonl or results.jsonl,
+// are skipped and counted, and the page says so.
+func TestUnreadableLinesSkipped(t *testing.T) {
+	res, ev := synth(100, 5, func(i int) string { return fmt.Sprintf("h%d.test", i) })
+	n := bytes.Count(ev, []byte("\n"))
+	long := `{"t":1,"k":"pause","h":"h1.test","r":"ratelimit","rl":"` + strings.Repeat("x", 2<<20) + "\"}\n"
+	cut := bytes.IndexByte(ev, '\n') + 1
+	ev = append(append(append([]byte(nil), ev[:cut]...), long+"{not json}\n"...), ev[cut:]...)
+	res = append([]byte("{not json}\n"), res...)
+	d, err := Read(bytes.NewReader(res), bytes.NewReader(ev), Job{})
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if d.Events != n || d.URLs != 100 {
+		t.Errorf("%d events and %d URLs read, want %d and 100", d.Events, d.URLs, n)
+	}
+	if d.Unread.Lines != 2 || !strings.Contains(d.Unread.First.Error(), "line 2") || d.ResultsUnread != 1 {
+		t.Errorf("unread %+v and %d results lines, want 2 events lines from line 2, 1 results line", d.Unread, d.ResultsUnread)
+	}
+	var page bytes.Buffer
+	if err := Write(&page, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 lines of events.jsonl could not be read", "1 line of results.jsonl could not be read"} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+}
+
 // TestBigJobSize: a 100,000-URL, 1,000-host job's page stays under 3 MB
 // (BenchmarkBuild times it).
 func TestBigJobSize(t *testing.T) {
