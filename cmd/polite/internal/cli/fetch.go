@@ -631,9 +631,13 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	}
 	writeSummary(e.stdout, job.Progress(-1), sum, o.Out, n)
 	job.Close() // events.jsonl written out, for the report
-	if path, rerr := writeReport(o.Out); rerr != nil {
-		fmt.Fprintf(e.stderr, "polite: %s\n", printable(rerr.Error()))
-	} else {
+	path, unread, rerr := writeReport(o.Out)
+	switch {
+	case rerr != nil:
+		fmt.Fprintf(e.stdout, "report: not written: %s\n", printable(rerr.Error()))
+	case unread != "":
+		fmt.Fprintf(e.stdout, "report: %s (%s)\n", path, printable(unread))
+	default:
 		fmt.Fprintf(e.stdout, "report: %s\n", path)
 	}
 	if o.Adaptive {
@@ -648,6 +652,11 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		return &exitError{code: ExitFatal, err: fmt.Errorf("stopped by --max-time %v with %d of %d URLs finished; run the same command again to resume", o.MaxTime, sum.Done, sum.Total)}
 	case sum.Interrupted:
 		return &exitError{code: ExitFatal, err: fmt.Errorf("interrupted with %d of %d URLs finished; run the same command again to resume", sum.Done, sum.Total)}
+	case rerr != nil:
+		// The job is whole, but not all of what fetch was to write was
+		// written: not a success (issue 29, item 6: it exited 0).
+		return &exitError{code: ExitFatal, err: fmt.Errorf("%w; the job's results are whole (%d of %d URLs finished): once that is fixed, write the report with 'polite report %s'",
+			rerr, sum.Done, sum.Total, o.Out)}
 	case sum.OK():
 		return nil
 	}

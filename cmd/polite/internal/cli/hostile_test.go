@@ -299,3 +299,31 @@ func TestServerTextQuoted(t *testing.T) {
 		}
 	}
 }
+
+// A fetch whose report could not be written exited 0, saying so only in a
+// line of stderr (issue 29, item 6): the summary says the report was not
+// written and why, and the exit status is 1 (the job itself is whole, and
+// `polite report DIR` writes the report once the cause is gone).
+func TestReportFailureIsAnError(t *testing.T) {
+	srv := httptest.NewServer(&testbed.Hostile{Body: "ok"})
+	defer srv.Close()
+	out := t.TempDir()
+	// A directory where the page goes: the rename that writes it fails.
+	if err := os.MkdirAll(filepath.Join(out, ReportFile, "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := politeIn(t, urls(srv.URL, "/a"), "fetch", "--progress", "none", "--out", out, "-")
+	if code != ExitFatal {
+		t.Errorf("exit %d, want %d; stdout:\n%s\nstderr: %s", code, ExitFatal, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "report: not written:") {
+		t.Errorf("the summary does not say the report was not written:\n%s", stdout)
+	}
+	if !strings.Contains(stderr, "polite report "+out) {
+		t.Errorf("stderr does not say how to write the report:\n%s", stderr)
+	}
+	_, res, _ := runHostile(t, out, urls(srv.URL, "/a"))
+	if r := res[srv.URL+"/a"]; r.Outcome != crawl.OK {
+		t.Errorf("the job's result: %+v, want ok", r)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -44,44 +45,58 @@ snapshot. Open it with a browser (xdg-open DIR/report.html).`,
 			if runF != nil {
 				return runF(c.Context(), o)
 			}
-			path, err := writeReport(o.Out)
+			path, unread, err := writeReport(o.Out)
 			if err != nil {
 				return &exitError{code: ExitFatal, err: err}
 			}
 			fmt.Fprintln(e.stdout, path)
+			if unread != "" {
+				fmt.Fprintf(e.stderr, "polite: report: %s\n", printable(unread))
+			}
 			return nil
 		},
 	}
 }
 
 // writeReport writes dir's report page and, beside it, hosts.csv (every
-// host's row), and returns the page's path. Each is written to a temporary
-// file and renamed, so a reader never sees half of one.
-func writeReport(dir string) (string, error) {
+// host's row), and returns the page's path and, when lines of the job's
+// files could not be read and were left out, a sentence saying so. Each
+// file is written to a temporary file and renamed, so a reader never sees
+// half of one.
+func writeReport(dir string) (path, unread string, err error) {
 	total, pending, err := crawl.ReadCounts(dir)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	results, err := openOptional(filepath.Join(dir, crawl.ResultsFile))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer closeOptional(results)
 	events, err := openOptional(filepath.Join(dir, crawl.EventsFile))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer closeOptional(events)
 	d, err := report.Read(reader(results), reader(events), report.Job{Total: total, Pending: pending})
 	if err != nil {
-		return "", fmt.Errorf("report: %s: %w", dir, err)
+		return "", "", fmt.Errorf("report: %s: %w", dir, err)
 	}
 	d.Dir = dir
 	if err := writeAtomic(dir, report.CSVFile, func(w io.Writer) error { return report.WriteCSV(w, d) }); err != nil {
-		return "", err
+		return "", "", err
 	}
-	path := filepath.Join(dir, ReportFile)
-	return path, writeAtomic(dir, ReportFile, func(w io.Writer) error { return report.Write(w, d) })
+	path = filepath.Join(dir, ReportFile)
+	if err := writeAtomic(dir, ReportFile, func(w io.Writer) error { return report.Write(w, d) }); err != nil {
+		return "", "", err
+	}
+	if n := d.Unread.Lines; n > 0 {
+		unread = fmt.Sprintf("%d lines of %s could not be read and were left out (the first: %v)", n, crawl.EventsFile, d.Unread.First)
+	}
+	if n := d.ResultsUnread; n > 0 {
+		unread = strings.TrimPrefix(unread+fmt.Sprintf("; %d lines of %s could not be read and were left out", n, crawl.ResultsFile), "; ")
+	}
+	return path, unread, nil
 }
 
 // writeAtomic writes dir/name with write through a temporary file it then
