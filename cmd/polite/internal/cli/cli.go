@@ -77,13 +77,13 @@ func exitStatus(err error, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "polite:", printable(ee.err.Error())) // it may quote a server or a list
+			fmt.Fprintln(stderr, "polite:", printableLines(ee.err.Error())) // it may quote a server or a list
 		}
 		return ee.code
 	}
 	// cobra's own errors: unknown command or flag, bad flag value, wrong
 	// number of arguments.
-	fmt.Fprintln(stderr, "polite:", printable(err.Error()))
+	fmt.Fprintln(stderr, "polite:", printableLines(err.Error()))
 	fmt.Fprintln(stderr, "Run 'polite --help' for usage.")
 	return ExitUsage
 }

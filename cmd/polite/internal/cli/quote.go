@@ -2,6 +2,7 @@ package cli
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -47,4 +48,17 @@ func printable(s string) string {
 		i += n
 	}
 	return string(b)
+}
+
+// printableLines is printable for text of several lines (an error of ours
+// may end with a line of advice): each line quoted, the newlines kept.
+func printableLines(s string) string {
+	if !strings.Contains(s, "\n") {
+		return printable(s)
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = printable(l)
+	}
+	return strings.Join(lines, "\n")
 }
