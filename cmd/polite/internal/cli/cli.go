@@ -16,6 +16,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/polite-go/polite/cmd/polite/internal/term"
 )
 
 // Exit statuses (DESIGN.md, the CLI contract).
@@ -77,13 +79,13 @@ func exitStatus(err error, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "polite:", printableLines(ee.err.Error())) // it may quote a server or a list
+			fmt.Fprintln(stderr, "polite:", term.QuoteLines(ee.err.Error())) // it may quote a server or a list
 		}
 		return ee.code
 	}
 	// cobra's own errors: unknown command or flag, bad flag value, wrong
 	// number of arguments.
-	fmt.Fprintln(stderr, "polite:", printableLines(err.Error()))
+	fmt.Fprintln(stderr, "polite:", term.QuoteLines(err.Error()))
 	fmt.Fprintln(stderr, "Run 'polite --help' for usage.")
 	return ExitUsage
 }

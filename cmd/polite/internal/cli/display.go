@@ -15,6 +15,7 @@ import (
 
 	"github.com/polite-go/polite/bucket"
 
+	"github.com/polite-go/polite/cmd/polite/internal/term"
 	"github.com/polite-go/polite/crawl"
 )
 
@@ -94,7 +95,7 @@ func (e estimate) String() string {
 		s = "<1s"
 	}
 	if e.slowest != nil {
-		s += fmt.Sprintf(" (slowest: %s, %d left at %s/s)", printable(e.slowest.Host), e.slowest.Left, fmtRate(e.slowest.Rate))
+		s += fmt.Sprintf(" (slowest: %s, %d left at %s/s)", term.Quote(e.slowest.Host), e.slowest.Left, fmtRate(e.slowest.Rate))
 	}
 	return s
 }
@@ -299,7 +300,7 @@ func (m *barModel) render() string {
 	line(nil, counts)
 	used := 2
 	if m.notice != "" {
-		line(&styleWarn, printable(m.notice))
+		line(&styleWarn, term.Quote(m.notice))
 		used++
 	}
 	rows := min(len(p.Hosts), height-used-3) // a blank line, the header, and the cursor's line
@@ -328,10 +329,10 @@ func (m *barModel) render() string {
 		rate := fmt.Sprintf("%.1f/%s", got, fmtRate(h.Rate))
 		var s string
 		if l.full {
-			s = fmt.Sprintf("%-*s %13s %9d %6d %6d %7d %8s  %s", l.host, fit(printable(hostLabel(h)), l.host), rate, h.InFlight, h.Left,
-				h.Throttled, h.Blocked, fmtDur(h.P95), printable(h.Why))
+			s = fmt.Sprintf("%-*s %13s %9d %6d %6d %7d %8s  %s", l.host, fit(term.Quote(hostLabel(h)), l.host), rate, h.InFlight, h.Left,
+				h.Throttled, h.Blocked, fmtDur(h.P95), term.Quote(h.Why))
 		} else {
-			s = fmt.Sprintf("%-*s %13s %6d %6d  %s", l.host, fit(printable(hostLabel(h)), l.host), rate, h.Left, h.Throttled, printable(h.Why))
+			s = fmt.Sprintf("%-*s %13s %6d %6d  %s", l.host, fit(term.Quote(hostLabel(h)), l.host), rate, h.Left, h.Throttled, term.Quote(h.Why))
 		}
 		var style *lipgloss.Style
 		switch {
@@ -421,7 +422,7 @@ func writeSummary(w io.Writer, p crawl.Progress, sum crawl.Summary, dir string, 
 	}
 	width := len("host")
 	for _, h := range hosts {
-		width = max(width, len(printable(h.Host)))
+		width = max(width, len(term.Quote(h.Host)))
 	}
 	fmt.Fprintf(w, "\n%-*s %8s %6s %6s %7s %7s %9s %7s %7s\n", width, "host", "requests", "done", "failed", "429/503", "blocked", "no answer", "p95", "rate/s")
 	i := 0
@@ -433,7 +434,7 @@ func writeSummary(w io.Writer, p crawl.Progress, sum crawl.Summary, dir string, 
 			break
 		}
 		i++
-		fmt.Fprintf(w, "%-*s %8d %6d %6d %7d %7d %9d %7s %7s\n", width, printable(h.Host), h.Requests, h.Done, h.Failed, h.Throttled, h.Blocked, h.Errors, fmtDur(h.P95), fmtRate(h.Rate))
+		fmt.Fprintf(w, "%-*s %8d %6d %6d %7d %7d %9d %7s %7s\n", width, term.Quote(h.Host), h.Requests, h.Done, h.Failed, h.Throttled, h.Blocked, h.Errors, fmtDur(h.P95), fmtRate(h.Rate))
 	}
 	if shown > n {
 		fmt.Fprintf(w, "  … and %d more hosts\n", shown-n)
@@ -476,7 +477,7 @@ func writeStats(w io.Writer, st crawl.Stats) {
 		})
 		fmt.Fprintf(w, "retries (this run): %d:", n)
 		for _, k := range whys {
-			fmt.Fprintf(w, " %s×%d;", printable(k), st.Retries[k])
+			fmt.Fprintf(w, " %s×%d;", term.Quote(k), st.Retries[k])
 		}
 		fmt.Fprintln(w)
 	}
@@ -498,7 +499,7 @@ func writeStats(w io.Writer, st crawl.Stats) {
 				fmt.Fprintf(w, " … and %d more hosts", len(hosts)-i)
 				break
 			}
-			fmt.Fprintf(w, " %s %s;", printable(h), st.Paused[h].Round(time.Millisecond))
+			fmt.Fprintf(w, " %s %s;", term.Quote(h), st.Paused[h].Round(time.Millisecond))
 		}
 		fmt.Fprintln(w)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/cmd/polite/internal/term"
 	"github.com/polite-go/polite/crawl"
 	"github.com/polite-go/polite/inflight"
 	"github.com/polite-go/polite/retry"
@@ -634,9 +635,9 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	path, unread, rerr := writeReport(o.Out)
 	switch {
 	case rerr != nil:
-		fmt.Fprintf(e.stdout, "report: not written: %s\n", printable(rerr.Error()))
+		fmt.Fprintf(e.stdout, "report: not written: %s\n", term.Quote(rerr.Error()))
 	case unread != "":
-		fmt.Fprintf(e.stdout, "report: %s (%s)\n", path, printable(unread))
+		fmt.Fprintf(e.stdout, "report: %s (%s)\n", path, term.Quote(unread))
 	default:
 		fmt.Fprintf(e.stdout, "report: %s\n", path)
 	}

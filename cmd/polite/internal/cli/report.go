@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/polite-go/polite/cmd/polite/internal/report"
+	"github.com/polite-go/polite/cmd/polite/internal/term"
 	"github.com/polite-go/polite/crawl"
 )
 
@@ -51,7 +52,7 @@ snapshot. Open it with a browser (xdg-open DIR/report.html).`,
 			}
 			fmt.Fprintln(e.stdout, path)
 			if unread != "" {
-				fmt.Fprintf(e.stderr, "polite: report: %s\n", printable(unread))
+				fmt.Fprintf(e.stderr, "polite: report: %s\n", term.Quote(unread))
 			}
 			return nil
 		},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polite-go/polite/cmd/polite/internal/term"
 	"github.com/polite-go/polite/crawl"
 	"github.com/polite-go/polite/robots"
 )
@@ -78,7 +79,7 @@ func runRobots(ctx context.Context, e *env, o *robotsOptions) error {
 			why = fmt.Sprint(r.StatusCode())
 		}
 		if r.Err() != nil {
-			why += ": " + printable(r.Err().Error())
+			why += ": " + term.Quote(r.Err().Error())
 		}
 		fmt.Fprintf(w, " (unreachable, %s: everything is disallowed for now)\n", why)
 	}
@@ -87,9 +88,9 @@ func runRobots(ctx context.Context, e *env, o *robotsOptions) error {
 	case g == nil:
 		fmt.Fprintf(w, "group       none applies to %q\n", o.UserAgent)
 	case g.Line() > 0:
-		fmt.Fprintf(w, "group       User-agent: %s (line %d)\n", printable(g.Agent()), g.Line())
+		fmt.Fprintf(w, "group       User-agent: %s (line %d)\n", term.Quote(g.Agent()), g.Line())
 	default:
-		fmt.Fprintf(w, "group       User-agent: %s\n", printable(g.Agent()))
+		fmt.Fprintf(w, "group       User-agent: %s\n", term.Quote(g.Agent()))
 	}
 	target := o.URL.RequestURI()
 	v := r.Test(o.UserAgent, target)
@@ -122,7 +123,7 @@ func runRobots(ctx context.Context, e *env, o *robotsOptions) error {
 	}
 	fmt.Fprintln(w)
 	for _, s := range r.Sitemaps() {
-		fmt.Fprintf(w, "sitemap     %s\n", printable(s))
+		fmt.Fprintf(w, "sitemap     %s\n", term.Quote(s))
 	}
 	if !v.Allowed {
 		return &exitError{code: ExitFailures}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/polite-go/polite/cmd/polite/internal/term"
 	"github.com/polite-go/polite/crawl"
 )
 
@@ -70,7 +71,7 @@ func runStatus(e *env, o *statusOptions) error {
 			if name == "" {
 				name = "not tried yet"
 			}
-			fmt.Fprintf(w, "  %-30s %d\n", printable(name), s.Waiting[k])
+			fmt.Fprintf(w, "  %-30s %d\n", term.Quote(name), s.Waiting[k])
 		}
 	}
 	if s.DeadTotal > 0 {
@@ -78,7 +79,7 @@ func runStatus(e *env, o *statusOptions) error {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "outcome\tstatus\tattempts\turl\treason")
 		for _, r := range s.Dead {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", r.Outcome, r.Status, r.Attempts, printable(r.URL), printable(r.Error))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", r.Outcome, r.Status, r.Attempts, term.Quote(r.URL), term.Quote(r.Error))
 		}
 		tw.Flush()
 		if n := s.DeadTotal - len(s.Dead); n > 0 {
@@ -93,9 +94,9 @@ func runStatus(e *env, o *statusOptions) error {
 		for _, h := range s.Hosts {
 			paused := "-"
 			if !h.PausedUntil.IsZero() {
-				paused = h.PausedUntil.Format(time.RFC3339) + " (" + printable(h.PauseWhy) + ")"
+				paused = h.PausedUntil.Format(time.RFC3339) + " (" + term.Quote(h.PauseWhy) + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", printable(h.Host), h.URLs, h.Done, h.OK, h.Pending,
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", term.Quote(h.Host), h.URLs, h.Done, h.OK, h.Pending,
 				h.Throttled, h.Status429, h.Status503, h.Blocked, paused)
 		}
 		tw.Flush()
@@ -182,7 +183,7 @@ func runRetry(e *env, o *retryOptions) error {
 		for _, h := range s.Hosts {
 			if !h.PausedUntil.IsZero() && h.Pending > 0 {
 				fmt.Fprintf(e.stdout, "note: %s asked for a pause until %s (%s); its %d pending URLs end throttled again until then\n",
-					printable(h.Host), h.PausedUntil.Format(time.RFC3339), printable(h.PauseWhy), h.Pending)
+					term.Quote(h.Host), h.PausedUntil.Format(time.RFC3339), term.Quote(h.PauseWhy), h.Pending)
 			}
 		}
 	}

@@ -1,4 +1,8 @@
-package cli
+// Package term quotes text for a terminal: what a server or a URL list
+// chose is shown with the characters a terminal would act on (escape
+// sequences, C1 controls, bidi overrides) written as Go escapes, and the
+// rest, printable UTF-8, as it is (issue 29, item 5).
+package term
 
 import (
 	"strconv"
@@ -6,16 +10,16 @@ import (
 	"unicode/utf8"
 )
 
-// printable returns s as it may be shown on a terminal: every rune that is
+// Quote returns s as it may be shown on a terminal: every rune that is
 // not graphic written as a Go escape (ESC as \x1b, BEL as \a, a newline as
 // \n, a C1 control as \u009b, a bidi override as \u202e, a byte that is not
 // UTF-8 as \xff), the rest as it is, so that valid printable UTF-8 stays
 // readable. Text a server or a URL list chose (a reason phrase, an invalid
-// line, a robots.txt value, an error quoting them) reaches a terminal only
-// through it: a reason phrase of "503 ESC[2J ESC]0;… BEL ESC]52;c;… BEL"
+// line, a robots.txt value, an error quoting them) reaches a terminal (or
+// a report page) only through it: a reason phrase of "503 ESC[2J ESC]0;… BEL ESC]52;c;… BEL"
 // cleared the screen, set the title and wrote the clipboard (issue 29,
 // item 5). Text without such a rune is returned as it is, unallocated.
-func printable(s string) string {
+func Quote(s string) string {
 	i := 0
 	for i < len(s) {
 		if c := s[i]; c >= 0x20 && c < 0x7f {
@@ -50,15 +54,15 @@ func printable(s string) string {
 	return string(b)
 }
 
-// printableLines is printable for text of several lines (an error of ours
+// QuoteLines is Quote for text of several lines (an error of ours
 // may end with a line of advice): each line quoted, the newlines kept.
-func printableLines(s string) string {
+func QuoteLines(s string) string {
 	if !strings.Contains(s, "\n") {
-		return printable(s)
+		return Quote(s)
 	}
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = printable(l)
+		lines[i] = Quote(l)
 	}
 	return strings.Join(lines, "\n")
 }

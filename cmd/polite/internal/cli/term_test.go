@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/polite-go/polite/crawl"
+)
+
+// The live view shows a host's name and what holds it back, which may
+// quote a server (a custom BlockDetector's reason, say): as escapes.
+func TestBarViewQuoted(t *testing.T) {
+	m := &barModel{p: crawl.Progress{Total: 2, Hosts: []crawl.HostProgress{{Host: "h.test\u202e", Why: "blocked: " + evilReason, Left: 1}}},
+		notice: "polite: \x1b]0;pwned\a", width: 120, height: 24}
+	out := m.render()
+	noControls(t, "the live view", out)
+	if want := `\x1b[2J`; !strings.Contains(out, want) {
+		t.Errorf("the live view does not say %q:\n%s", want, out)
+	}
+}
+
+// The error Main prints last is quoted line by line: a usage error's own
+// second line stays a line, a control in it does not reach the terminal.
+func TestErrorLinesKept(t *testing.T) {
+	code, _, stderr := politeCmd(t, "status")
+	if code != ExitUsage || !strings.Contains(stderr, "\nRun 'polite status --help' for usage.") || strings.Contains(stderr, `\n`) {
+		t.Errorf("status without DIR: exit %d, stderr %q, want the usage error on two lines", code, stderr)
+	}
+	var b strings.Builder
+	exitStatus(&exitError{code: ExitFatal, err: errors.New("line one \x1b[2J\nline two \a")}, &b)
+	if want := "polite: line one \\x1b[2J\nline two \\a\n"; b.String() != want {
+		t.Errorf("exitStatus wrote %q, want %q", b.String(), want)
+	}
+}
