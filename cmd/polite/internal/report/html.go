@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/polite-go/polite/cmd/polite/internal/term"
 )
 
 // style and script are the page's only CSS and JavaScript, allowed by
@@ -42,7 +44,11 @@ func hash(s string) string {
 var CSP = "default-src 'none'; style-src " + hash(style) + "; script-src " + hash(script) +
 	"; img-src 'none'; connect-src 'none'; form-action 'none'; base-uri 'none'"
 
-var esc = html.EscapeString
+// esc makes s text of the page: markup escaped, and the characters a
+// terminal acts on (s may be a server's reason phrase or a list's line,
+// and a page is also read with cat and grep) or that reorder text (bidi
+// overrides) written as Go escapes (issue 29, item 5).
+func esc(s string) string { return html.EscapeString(term.Quote(s)) }
 
 // Write writes d's report page to w.
 func Write(w io.Writer, d *Data) error {

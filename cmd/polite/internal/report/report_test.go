@@ -284,6 +284,27 @@ func TestEscaped(t *testing.T) {
 	}
 }
 
+// A failed URL's error quotes the server's reason phrase, and its URL is
+// the list's line: written into the page raw, their escape sequences
+// reached the terminal of whoever ran cat or grep on report.html, and a
+// bidi override reversed the page's text (issue 29, item 5). They come
+// out as Go escapes, as on a terminal.
+func TestServerTextQuotedInPage(t *testing.T) {
+	res := `{"url":"http://h.test/a\u001b]0;pwned\u0007","host":"h.test","outcome":"throttled","status":503,"attempts":2,` +
+		`"error":"throttled: 503 Unavailable \u001b[2J\u001b]52;c;cHduZWQ=\u0007\u009b31m\u202eevil after N attempts"}` + "\n"
+	page := build(t, []byte(res), nil)
+	for _, bad := range []string{"\x1b", "\a", "\u009b", "\u202e"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page holds %q raw", bad)
+		}
+	}
+	for _, want := range []string{`\x1b[NJ\x1b]N;c;cHduZWQ=\a\u009bNm\u202eevil`, `http://h.test/a\x1b]0;pwned\a`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+}
+
 // TestEmpty: a job with no results and no events yet still has a page.
 func TestEmpty(t *testing.T) {
 	d, err := Read(nil, nil, Job{Total: 5, Pending: 5})
