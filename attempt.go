@@ -35,8 +35,9 @@ type attempt struct {
 	first *firstSend // the first attempt's copy of req, when it needed one
 }
 
-// firstSend is what the first attempt of a request given a User-Agent
-// allocates beyond the header map: the shallow copy of the request, and the
+// firstSend is what the first attempt of a request given a User-Agent (or
+// with a name that is not ASCII, see wireHost) allocates beyond the header
+// map: the shallow copy of the request, and the
 // body that will hold the host's slot, in one allocation. The response
 // points at the copy anyway (Response.Request), so the body keeps nothing
 // alive that the response would not.
@@ -57,9 +58,11 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 			return err
 		}
 	} else if host, ok := wireHost(sentHost(req)); ok {
-		c := *req // a shallow copy, as withAgent makes: only a name that is not ASCII costs it
-		c.Host = host
-		r = &c
+		// A shallow copy, as withAgent makes, in the one allocation a
+		// first attempt makes: only a name that is not ASCII costs it.
+		a.first = &firstSend{req: *req}
+		a.first.req.Host = host
+		r = &a.first.req
 	}
 	start := a.now
 	a.sent++

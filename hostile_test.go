@@ -334,48 +334,56 @@ func TestStatusBeyond599NotRetried(t *testing.T) {
 // as it was.
 func TestIDNHostSentAsKeyed(t *testing.T) {
 	for _, raw := range []string{"http://BÜCHER.example/a", "http://Bücher.Example/a", "http://bücher.example/a"} {
-		t.Run(raw, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				var hosts, dials []string
-				var mu sync.Mutex
-				tr := &Transport{Limits: fast()}
-				c, _ := setup(t, tr, map[string]http.HandlerFunc{
-					"xn--bcher-kva.example": func(w http.ResponseWriter, r *http.Request) {
+		// The first attempt is sent as the caller's request, or a copy
+		// with a User-Agent; a retry is a clone: each gets the name right.
+		for _, agent := range []string{"", "bot/1"} {
+			t.Run(raw+" agent "+agent, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					var hosts, dials []string
+					var mu sync.Mutex
+					tr := &Transport{Limits: fast(), UserAgent: agent, IgnoreRobots: true, Backoff: retry.Backoff{Base: time.Second, Jitter: retry.NoJitter}}
+					c, _ := setup(t, tr, map[string]http.HandlerFunc{
+						"xn--bcher-kva.example": func(w http.ResponseWriter, r *http.Request) {
+							mu.Lock()
+							hosts = append(hosts, r.Host+" "+r.URL.String())
+							first := len(hosts) == 1
+							mu.Unlock()
+							if first {
+								w.WriteHeader(http.StatusInternalServerError) // retried
+							}
+						},
+					})
+					base := tr.Base.(*http.Transport)
+					dial := base.DialContext
+					base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 						mu.Lock()
-						hosts = append(hosts, r.Host+" "+r.URL.String())
+						dials = append(dials, addr)
 						mu.Unlock()
-					},
-				})
-				base := tr.Base.(*http.Transport)
-				dial := base.DialContext
-				base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+						return dial(ctx, network, addr)
+					}
+					req, err := http.NewRequest("GET", raw, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					wantReq := req.Host + " " + req.URL.String()
+					resp, err := c.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					resp.Body.Close()
 					mu.Lock()
-					dials = append(dials, addr)
-					mu.Unlock()
-					return dial(ctx, network, addr)
-				}
-				req, err := http.NewRequest("GET", raw, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				wantReq := req.Host + " " + req.URL.String()
-				resp, err := c.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				mu.Lock()
-				defer mu.Unlock()
-				if want := []string{"xn--bcher-kva.example /a"}; !slices.Equal(hosts, want) {
-					t.Errorf("server saw Host and URL %q, want %q", hosts, want)
-				}
-				if want := []string{"xn--bcher-kva.example:80"}; !slices.Equal(dials, want) {
-					t.Errorf("dialed %q, want %q", dials, want)
-				}
-				if got := req.Host + " " + req.URL.String(); got != wantReq {
-					t.Errorf("the caller's request became %q, was %q", got, wantReq)
-				}
+					defer mu.Unlock()
+					if want := []string{"xn--bcher-kva.example /a", "xn--bcher-kva.example /a"}; !slices.Equal(hosts, want) {
+						t.Errorf("server saw Host and URL %q, want %q", hosts, want)
+					}
+					if len(dials) == 0 || dials[0] != "xn--bcher-kva.example:80" {
+						t.Errorf("dialed %q, want xn--bcher-kva.example:80", dials)
+					}
+					if got := req.Host + " " + req.URL.String(); got != wantReq {
+						t.Errorf("the caller's request became %q, was %q", got, wantReq)
+					}
+				})
 			})
-		})
+		}
 	}
 }
