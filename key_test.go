@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestHostKey(t *testing.T) {
@@ -139,6 +140,18 @@ func FuzzHostKey(f *testing.F) {
 			t.Fatalf("HostKey not stable: %q → %q → %q, %v", host, k, k2, err)
 		}
 		_ = DomainKey(k)
+		// The name sent for a host that is not ASCII keys as the host
+		// does, and is what net/http writes as it is (issue 29, item 13).
+		if w, ok := wireHost(host); ok {
+			if kw, err := HostKey(scheme, w); err != nil || kw != k {
+				t.Fatalf("wireHost(%q) = %q, keyed %q (%v); the host keys %q", host, w, kw, err, k)
+			}
+			for i := range len(w) {
+				if c := w[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+					t.Fatalf("wireHost(%q) = %q: not lower-case ASCII", host, w)
+				}
+			}
+		}
 		u := &url.URL{Scheme: scheme, Host: host}
 		var kr Keyer
 		if k3, err := kr.Key(context.Background(), u); err != nil || k3 != k {
