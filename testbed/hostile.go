@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -29,6 +30,11 @@ type Hostile struct {
 	// plainly; otherwise /robots.txt gets 404, so robots.txt allows
 	// everything and the hostile answer is only the pages'.
 	Robots string
+	// Reason, when set, is the status line's reason phrase, written as it
+	// is: escape sequences, megabytes, whatever a server may send (net/http
+	// writes only the standard phrases). The answer then goes out on the
+	// hijacked connection (HTTP/1 only), which is closed after it.
+	Reason string
 
 	mu    sync.Mutex // guards count, auth
 	count map[string]int
@@ -69,8 +75,33 @@ func (h *Hostile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(h.Body)))
+	if h.Reason != "" {
+		h.writeRaw(w, status)
+		return
+	}
 	w.WriteHeader(status)
 	w.Write([]byte(h.Body))
+}
+
+// writeRaw writes the answer with the Hostile's own reason phrase on w's
+// hijacked connection and closes it.
+func (h *Hostile) writeRaw(w http.ResponseWriter, status int) {
+	header := w.Header().Clone()
+	header.Set("Connection", "close")
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic("testbed: Hostile.Reason needs an HTTP/1 connection to hijack")
+	}
+	conn, bw, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	fmt.Fprintf(bw, "HTTP/1.1 %03d %s\r\n", status, h.Reason)
+	header.Write(bw)
+	bw.WriteString("\r\n")
+	bw.WriteString(h.Body)
+	bw.Flush()
 }
 
 // Count returns how many requests the host got for path ("" for all paths
