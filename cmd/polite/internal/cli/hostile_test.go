@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -220,45 +219,6 @@ func TestLoopbackPortsTap(t *testing.T) {
 // the text after it, in a terminal that is given it raw.
 const evilReason = "Unavailable \x1b[2J\x1b]0;pwned\a\x1b]52;c;cHduZWQ=\a\u009b31m\u202eevil"
 
-// rawServer answers every request on loopback with statusLine (a 404 for
-// robots.txt), written as it is: net/http's server writes only standard
-// reason phrases. It returns the server's URL.
-func rawServer(t *testing.T, statusLine string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					line := statusLine
-					if req.URL.Path == "/robots.txt" {
-						line = "404 Not Found"
-					}
-					if _, err := io.WriteString(c, "HTTP/1.1 "+line+"\r\nContent-Length: 0\r\n\r\n"); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
-}
-
 // noControls fails t when out holds a control sequence of evilReason or
 // of the list's invalid line.
 func noControls(t *testing.T, what, out string) {
@@ -274,7 +234,9 @@ func noControls(t *testing.T, what, out string) {
 // by status, and status printed an invalid list line raw (issue 29, item
 // 5): control characters are written as escapes, the rest as it came.
 func TestServerTextQuoted(t *testing.T) {
-	base := rawServer(t, "503 "+evilReason)
+	srv := httptest.NewServer(&testbed.Hostile{Status: 503, Reason: evilReason})
+	defer srv.Close()
+	base := srv.URL
 	out := t.TempDir()
 	list := base + "/a\nnot-a-url\x1b[31m\x1b]0;pwned\a\n"
 	code, stdout, stderr := politeIn(t, list, "fetch", "--progress", "none", "--out", out,
