@@ -130,7 +130,9 @@ func (j *Job) flush(batch []commitMsg) error {
 			continue
 		}
 		if m.later != nil {
-			deferred = append(deferred, *m.later)
+			l := *m.later
+			l.reason = cut(l.reason)
+			deferred = append(deferred, l)
 			continue
 		}
 		redactResult(m.res)

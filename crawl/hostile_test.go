@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/retry"
 	"github.com/polite-go/polite/robots"
+	"github.com/polite-go/polite/testbed"
 )
 
 // On a full disk the committer stopped but the workers fetched every
@@ -188,6 +190,50 @@ func TestUserinfoNotInState(t *testing.T) {
 		if bytes.Contains(b, []byte("secret")) {
 			t.Errorf("%s holds the password", f.Name())
 		}
+	}
+}
+
+// A 4 MB reason phrase became a 4 MB error in results.jsonl, in state.db's
+// result and, as the reason a URL waits, in its reason column and the
+// closing summary's retries (issue 29, item 6, found beside the audit
+// log's copy): each is cut, marked with its whole length as the audit log
+// marks its cuts.
+func TestLongReasonPhraseCut(t *testing.T) {
+	const big = 4 << 20
+	srv := httptest.NewServer(&testbed.Hostile{Status: 503, Reason: strings.Repeat("x", big)})
+	defer srv.Close()
+	dir := t.TempDir()
+	tr := &polite.Transport{Base: srv.Client().Transport, Limits: polite.Limits{Rate: bucket.Inf, Concurrency: 1},
+		Backoff: retry.Backoff{Cap: time.Millisecond}, IgnoreRobots: true}
+	sum := runJob(t, dir, tr, srv.URL+"/a\n", Options{Retries: 1, Backoff: retry.Backoff{Cap: time.Millisecond}})
+	for k := range sum.Stats.Retries { // the closing summary's line of retries
+		if len(k) > 2<<10 {
+			t.Errorf("a retry reason of %d bytes, want at most 2 KiB", len(k))
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 4<<10 {
+		t.Errorf("results.jsonl is %d bytes, want at most 4 KiB", len(b))
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil || r.Attempts != 2 {
+		t.Fatalf("result %+v (%v), want the URL tried twice", r, err)
+	}
+	mark := fmt.Sprintf("…(cut, %d bytes)", len("throttled: 503 ")+big+len(" after 2 attempts"))
+	if e := r.Error; len(e) > 2<<10 || !strings.HasPrefix(e, "throttled: 503 xxx") || !strings.HasSuffix(e, mark) {
+		t.Errorf("error of %d bytes %.30q…%q, want at most 2 KiB, marked %q", len(e), e, e[max(0, len(e)-30):], mark)
+	}
+	j := loadJob(t, dir, "", Options{})
+	defer j.Close()
+	var reason, result int
+	if err := j.st.db.QueryRow(`SELECT max(length(reason)), max(length(result)) FROM urls`).Scan(&reason, &result); err != nil {
+		t.Fatal(err)
+	}
+	if reason > 2<<10 || result > 4<<10 {
+		t.Errorf("state.db holds a reason of %d bytes and a result of %d, want at most 2 KiB and 4 KiB", reason, result)
 	}
 }
 

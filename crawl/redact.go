@@ -1,6 +1,10 @@
 package crawl
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
 
 // redact replaces the password of every URL's userinfo in s with "xxxxx",
 // as url.URL.Redacted does, keeping the user name; it works on text that
@@ -45,10 +49,30 @@ func redact(s string) string {
 	return b.String()
 }
 
-// redactResult redacts the fields of r that may hold a URL.
+// redactResult redacts the fields of r that may hold a URL, and cuts its
+// error to maxText.
 func redactResult(r *Result) {
 	r.URL = redact(r.URL)
 	r.FinalURL = redact(r.FinalURL)
 	r.RedirectNotFollowed = redact(r.RedirectNotFollowed)
-	r.Error = redact(r.Error)
+	r.Error = cut(redact(r.Error))
+}
+
+// maxText bounds the bytes the job keeps of a text that may quote a
+// server: a result's error, the reason a URL waits. A reason phrase is the
+// server's to size, and a 4 MB one made 4 MB results.jsonl lines and
+// state.db rows (issue 29, item 6).
+const maxText = 1 << 10
+
+// cut returns s, or its first maxText bytes (at a rune's start) marked
+// "…(cut, N bytes)", N the length of s, as the audit log marks its cuts.
+func cut(s string) string {
+	if len(s) <= maxText {
+		return s
+	}
+	n := maxText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…(cut, " + strconv.Itoa(len(s)) + " bytes)"
 }

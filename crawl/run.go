@@ -364,7 +364,7 @@ func (j *Job) countRetry(why string) {
 	if j.stats.Retries == nil {
 		j.stats.Retries = map[string]int{}
 	}
-	j.stats.Retries[why]++
+	j.stats.Retries[cut(why)]++ // a reason phrase is the server's to size
 	j.mu.Unlock()
 }
 
