@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"log/slog"
-	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,10 +19,13 @@ import (
 type Outage int
 
 const (
-	// Local (the default): each host's rate is divided by the number of
-	// live workers this one last saw, so the fleet stays near the host's
-	// rate, for Options.MaxDegraded at most; Closed after that. Pauses,
-	// blocks and breakers are this worker's own meanwhile.
+	// Local (the default): each worker sends each host its part of the
+	// host's limits, dealt out among the live workers this one last saw
+	// so that no second sees more than the host's rate plus its burst
+	// from the fleet (see shareOf; a host whose rate and burst make fewer
+	// requests a second than there are workers is sent to by that many),
+	// for Options.MaxDegraded at most; Closed after that. Pauses, blocks
+	// and breakers are this worker's own meanwhile.
 	Local Outage = iota
 	// Closed sends nothing until Redis is back: requests wait (with
 	// ReasonStore) rather than fail.
@@ -70,12 +72,18 @@ const (
 )
 
 // health is the store's view of Redis: healthy, or degraded since when and
-// why, with the live worker count last seen.
+// why, with the live worker count and this worker's rank among them last
+// seen.
 type health struct {
 	degraded atomic.Bool
 	workers  atomic.Int64 // live workers last seen, this one included; 0 before any count
+	rank     atomic.Int64 // this worker's place among them (their names sorted)
+	// tail is when the shares of the last outage stop applying, in Unix ns
+	// on the callers' clock: 0 when they do not, tailNext before the first
+	// admission after it.
+	tail atomic.Int64
 
-	mu    sync.Mutex // guards since, why and probing
+	mu    sync.Mutex // guards since, why and probe; count and rank are stored under it
 	since time.Time
 	why   error
 	probe bool // a prober runs
@@ -89,6 +97,8 @@ func (s *Store) failed(err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.degraded.Load() {
+		s.shares.Clear() // each outage starts its shares empty
+		h.tail.Store(0)
 		h.degraded.Store(true)
 		h.since, h.why = time.Now(), err
 		s.log(slog.LevelWarn, "redis unreachable: degraded", slog.String("mode", s.modeLocked().String()),
@@ -138,6 +148,7 @@ func (s *Store) probe() {
 		d := time.Since(h.since)
 		h.degraded.Store(false)
 		h.since, h.why, h.probe = time.Time{}, nil, false
+		h.tail.Store(tailNext) // the shares apply a little longer (see shareTail)
 		h.mu.Unlock()
 		s.log(slog.LevelInfo, "redis answers again: shared limits back", slog.Duration("degraded", d.Round(time.Millisecond)))
 		return
@@ -154,32 +165,49 @@ func (s *Store) ping(ctx context.Context) error {
 // workerTTL, drops those whose time ran out, and returns how many are live,
 // in one transaction.
 func beatOnce(c redis.UniversalClient, key, member string, timeout time.Duration) (int64, error) {
+	n, _, err := beatRanked(c, key, member, timeout)
+	return n, err
+}
+
+// beatRanked is beatOnce, which also returns member's rank among the live
+// ones, their names sorted: every worker that reads the same set ranks the
+// same way.
+func beatRanked(c redis.UniversalClient, key, member string, timeout time.Duration) (n, rank int64, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	now := time.Now()
-	var card *redis.IntCmd
-	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	var live *redis.StringSliceCmd
+	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, key, redis.Z{Score: float64(now.Add(workerTTL).UnixMilli()), Member: member})
 		p.ZRemRangeByScore(ctx, key, "-inf", "("+itoa(now.UnixMilli()))
-		card = p.ZCard(ctx, key)
+		live = p.ZRange(ctx, key, 0, -1)
 		p.PExpire(ctx, key, 2*workerTTL)
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return card.Val(), nil
+	names := live.Val()
+	for _, w := range names {
+		if w < member {
+			rank++
+		}
+	}
+	return int64(len(names)), rank, nil
 }
 
-// beat keeps this worker counted among the live ones and reads the count,
-// every heartbeat until Close.
+// beat keeps this worker counted among the live ones and reads the count
+// and its rank, every heartbeat until Close.
 func (s *Store) beat() {
 	t := time.NewTicker(heartbeat)
 	defer t.Stop()
 	key := s.o.Prefix + "workers"
 	for {
-		if n, err := beatOnce(s.c, key, s.worker, s.o.Timeout); err == nil && n > 0 {
+		if n, rank, err := beatRanked(s.c, key, s.worker, s.o.Timeout); err == nil && n > 0 {
+			s.health.mu.Lock() // count and rank change together
 			s.health.workers.Store(n)
+			s.health.rank.Store(rank)
+			s.health.mu.Unlock()
 		}
 		select {
 		case <-s.done:
@@ -195,13 +223,7 @@ func (s *Store) degradedAdmit(h *polite.Host, q polite.Query) polite.Admission {
 	case Closed:
 		return polite.Admission{Wait: closedPoll, Poll: closedPoll, Reason: polite.ReasonStore}
 	case Local:
-		l := s.reg.LimitsFor(h.Key())
-		if n := s.health.workers.Load(); n > 1 && l.Rate > 0 && !math.IsInf(l.Rate, 1) {
-			share := l.Rate / float64(n)
-			if st := s.health.local.State(h, q.Now); st.Rate != share {
-				s.health.local.SetRate(h, q.Now, share)
-			}
-		}
+		return s.shareAdmit(h, q)
 	}
 	return s.health.local.Admit(h, q)
 }

@@ -79,8 +79,10 @@ func TestOutage(t *testing.T) {
 			}
 			switch mode {
 			case Local:
-				if st := s.State(h, time.Now()); st.Rate != 5 {
-					t.Errorf("Local with 2 workers: the host's rate is %v, want 5 (10 / 2)", st.Rate)
+				// Its part of rate + burst (11) a second is 5 or 6 requests,
+				// lateness allowed for (see shareOf).
+				if st := s.State(h, time.Now()); st.Rate > 5 || st.Rate < 4.5 {
+					t.Errorf("Local with 2 workers: the host's rate is %v, want its share: at most 5 (10 / 2), at least 4.5", st.Rate)
 				}
 			case Closed:
 				if a.Granted || a.Reason != polite.ReasonStore || a.Err != nil {

@@ -132,6 +132,7 @@ type Store struct {
 
 	health    health
 	hosts     sync.Map      // host key -> *combiner, while it has calls to make
+	shares    sync.Map      // host key -> *gcra, this worker's part of it while Redis is out (Local)
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
 
@@ -222,6 +223,14 @@ func (s *Store) Admit(h *polite.Host, q polite.Query) polite.Admission {
 	if s.health.degraded.Load() {
 		return s.degradedAdmit(h, q)
 	}
+	if g := s.tailShare(h, q.Now); g != nil {
+		return s.tailAdmit(h, q, g)
+	}
+	return s.sharedAdmit(h, q)
+}
+
+// sharedAdmit asks Redis.
+func (s *Store) sharedAdmit(h *polite.Host, q polite.Query) polite.Admission {
 	p := &pending{q: q, done: make(chan struct{})}
 	s.combine(h, p, "")
 	<-p.done
@@ -370,7 +379,11 @@ func (s *Store) SetCeiling(h *polite.Host, now time.Time, why polite.Reason, rat
 // controller, which does, reads one client's answers, not a fleet's).
 func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 	if s.health.degraded.Load() {
-		return s.health.local.State(h, now)
+		st := s.health.local.State(h, now)
+		if sh, ok := s.shareNow(h); ok && s.mode() == Local {
+			st.Rate = sh.rate // this worker's part while Redis is out
+		}
+		return st
 	}
 	key := h.Key()
 	st := polite.HostState{Key: key, Rule: s.reg.RuleFor(key)}

@@ -590,9 +590,14 @@ func TestFleetRedisOutage(t *testing.T) {
 			t.Errorf("%s requested %d times, want once", p, n)
 		}
 	}
-	// Each worker alone at rate/2 with a burst of its own while Redis is
-	// away: the host sees the rate, and a burst of one per worker.
+	// Each worker alone at its part of the rate with a burst of its own
+	// while Redis is away: over spans shorter than a second the host may
+	// see a burst of one per worker, but never more than rate + burst in
+	// a second (issue 29, item 4).
 	checkRate(t, s.url, s.log(), rate, workers)
+	if most := busiestSecond(s.log()); most > rate+1 {
+		t.Errorf("%d requests in the host's busiest second, want at most rate + burst = %v", most, rate+1)
+	}
 }
 
 // TestFleetAdaptive: eight workers with --adaptive against a host whose
