@@ -83,10 +83,11 @@ type health struct {
 	// admission after it.
 	tail atomic.Int64
 
-	mu    sync.Mutex // guards since, why and probe; count and rank are stored under it
-	since time.Time
-	why   error
-	probe bool // a prober runs
+	mu     sync.Mutex // guards since, why, probe and closed; count and rank are stored under it
+	since  time.Time
+	why    error
+	probe  bool // a prober runs
+	closed bool // the switch from Local to Closed has been said
 
 	local polite.Store // the local store used while degraded (Local, Open)
 }
@@ -100,9 +101,13 @@ func (s *Store) failed(err error) {
 		s.shares.Clear() // each outage starts its shares empty
 		h.tail.Store(0)
 		h.degraded.Store(true)
-		h.since, h.why = time.Now(), err
-		s.log(slog.LevelWarn, "redis unreachable: degraded", slog.String("mode", s.modeLocked().String()),
-			slog.Int64("workers", h.workers.Load()), slog.String("reason", err.Error()))
+		h.since, h.why, h.closed = time.Now(), err, false
+		attrs := []slog.Attr{slog.String("mode", s.o.Outage.String()), slog.Int64("workers", h.workers.Load()),
+			slog.String("reason", err.Error())}
+		if s.o.Outage == Local {
+			attrs = append(attrs, slog.Duration("closed_after", s.o.MaxDegraded))
+		}
+		s.log(slog.LevelWarn, "redis unreachable: degraded", attrs...)
 	}
 	if !h.probe {
 		h.probe = true
@@ -126,6 +131,58 @@ func (s *Store) modeLocked() Outage {
 	return s.o.Outage
 }
 
+// Status is a store's view of Redis, for a display or a watchdog.
+type Status struct {
+	// Degraded: Redis does not answer, since Since.
+	Degraded bool
+	Since    time.Time
+	// Mode is the outage mode in force while Degraded: Local turns Closed
+	// once it has lasted Options.MaxDegraded, at LocalUntil (zero unless
+	// Mode is Local). ClosedSince is when nothing more was sent (zero
+	// unless Mode is Closed).
+	Mode        Outage
+	LocalUntil  time.Time
+	ClosedSince time.Time
+	// Workers is the live worker count last seen, this one included (0
+	// before any count).
+	Workers int
+}
+
+// Status returns the store's view of Redis now.
+func (s *Store) Status() Status {
+	h := &s.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := Status{Degraded: h.degraded.Load(), Workers: int(h.workers.Load())}
+	if !st.Degraded {
+		return st
+	}
+	st.Since, st.Mode = h.since, s.modeLocked()
+	switch {
+	case st.Mode == Local:
+		st.LocalUntil = h.since.Add(s.o.MaxDegraded)
+	case st.Mode == Closed && s.o.Outage == Local:
+		st.ClosedSince = h.since.Add(s.o.MaxDegraded)
+	case st.Mode == Closed:
+		st.ClosedSince = h.since
+	}
+	return st
+}
+
+// sayClosed logs the switch from Local to Closed, once per outage, when it
+// has come.
+func (s *Store) sayClosed() {
+	h := &s.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || s.o.Outage != Local || !h.degraded.Load() || s.modeLocked() != Closed {
+		return
+	}
+	h.closed = true
+	s.log(slog.LevelWarn, "redis still unreachable: closed, nothing sent until it answers", slog.String("mode", Closed.String()),
+		slog.Duration("degraded", time.Since(h.since).Round(time.Millisecond)), slog.String("reason", h.why.Error()))
+}
+
 // probe asks Redis every probeEvery until it answers, then makes the store
 // healthy again.
 func (s *Store) probe() {
@@ -137,6 +194,7 @@ func (s *Store) probe() {
 			return
 		case <-t.C:
 		}
+		s.sayClosed()
 		ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
 		err := s.ping(ctx)
 		cancel()
@@ -145,12 +203,13 @@ func (s *Store) probe() {
 		}
 		h := &s.health
 		h.mu.Lock()
-		d := time.Since(h.since)
+		d, mode := time.Since(h.since), s.modeLocked()
 		h.degraded.Store(false)
-		h.since, h.why, h.probe = time.Time{}, nil, false
+		h.since, h.why, h.probe, h.closed = time.Time{}, nil, false, false
 		h.tail.Store(tailNext) // the shares apply a little longer (see shareTail)
 		h.mu.Unlock()
-		s.log(slog.LevelInfo, "redis answers again: shared limits back", slog.Duration("degraded", d.Round(time.Millisecond)))
+		s.log(slog.LevelInfo, "redis answers again: shared limits back", slog.String("was", mode.String()),
+			slog.Duration("degraded", d.Round(time.Millisecond)))
 		return
 	}
 }
@@ -226,6 +285,37 @@ func (s *Store) degradedAdmit(h *polite.Host, q polite.Query) polite.Admission {
 		return s.shareAdmit(h, q)
 	}
 	return s.health.local.Admit(h, q)
+}
+
+// degradedState is State while Redis does not answer: the local store's,
+// with what the outage mode adds. A host sent nothing (Closed, or not this
+// worker's in Local) reads as paused for closedPoll with ReasonStore, and in
+// Local a host's rate and next token are this worker's share's: a
+// scheduler that asks Ready then waits rather than asking again at once.
+func (s *Store) degradedState(h *polite.Host, now time.Time) polite.HostState {
+	st := s.health.local.State(h, now)
+	store := func() {
+		if until := now.Add(closedPoll); st.PausedUntil.Before(until) {
+			st.PausedUntil, st.PauseWhy = until, polite.ReasonStore
+		}
+	}
+	switch s.mode() {
+	case Closed:
+		store()
+	case Local:
+		sh, ok := s.shareNow(h)
+		switch {
+		case !ok:
+		case sh.rate == 0:
+			store()
+		default:
+			st.Rate = sh.rate
+			if v, ok := s.shares.Load(h.Key()); ok && v.(*gcra).share == sh {
+				st.Tokens, st.NextToken = v.(*gcra).tokens(now)
+			}
+		}
+	}
+	return st
 }
 
 func (s *Store) log(level slog.Level, msg string, attrs ...slog.Attr) {

@@ -33,6 +33,22 @@ func (w *syncBuffer) String() string {
 	return w.b.String()
 }
 
+// outageStore returns a store on the Redis at addr whose client gives up
+// on a dial or a read within 100 ms, so that a killed Redis is seen at
+// once; both are closed with the test.
+func outageStore(t *testing.T, addr string, reg *polite.Registry, o Options) *Store {
+	t.Helper()
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
+		DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { client.Close() })
+	s, err := New(client, reg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestOutage kills Redis under a store and starts it again: the store
 // notices within its timeout, goes on in its outage mode (Local: each host
 // at its rate divided by the live workers; Closed: nothing sent), says so
@@ -43,19 +59,14 @@ func TestOutage(t *testing.T) {
 	for _, mode := range []Outage{Local, Closed} {
 		t.Run(mode.String(), func(t *testing.T) {
 			srv.Restart(t)
-			client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1,
-				DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond})
-			defer client.Close()
 			// A second live worker, so Local divides each rate by two.
-			client.ZAdd(context.Background(), "o:workers", redis.Z{Score: 1e15, Member: "other"})
+			other := redis.NewClient(&redis.Options{Addr: srv.Addr})
+			other.ZAdd(context.Background(), "o:workers", redis.Z{Score: 1e15, Member: "other"})
+			other.Close()
 			var log syncBuffer
 			reg := &polite.Registry{Limits: polite.Limits{Rate: 10, Burst: 1, Concurrency: 1000}}
-			s, err := New(client, reg, Options{Prefix: "o:", Timeout: 200 * time.Millisecond, Outage: mode,
+			s := outageStore(t, srv.Addr, reg, Options{Prefix: "o:", Timeout: 200 * time.Millisecond, Outage: mode,
 				Logger: slog.New(slog.NewTextHandler(&log, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
 			for deadline := time.Now().Add(2 * time.Second); s.health.workers.Load() < 2 && time.Now().Before(deadline); {
 				time.Sleep(5 * time.Millisecond) // the first heartbeat counts the workers
 			}
@@ -111,5 +122,73 @@ func TestOutage(t *testing.T) {
 				t.Errorf("log %q does not say Redis is back", log.String())
 			}
 		})
+	}
+}
+
+// TestOutagePhases: a store whose Redis does not come back says each
+// change of phase (Redis lost, local, closed) in the log and in Status,
+// and says it is back, from which phase, when Redis answers again (issue
+// 29, item 2: the switch from local to closed went unsaid). Real time,
+// about 2 s.
+func TestOutagePhases(t *testing.T) {
+	srv := redistest.StartServer(t)
+	var log syncBuffer
+	const local = 400 * time.Millisecond
+	reg := &polite.Registry{Limits: polite.Limits{Rate: 10, Burst: 1, Concurrency: 1000}}
+	s := outageStore(t, srv.Addr, reg, Options{Prefix: "p:", Timeout: 100 * time.Millisecond, MaxDegraded: local,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	h := reg.Get("a.test")
+	defer reg.Put(h)
+	if st := s.Status(); st.Degraded {
+		t.Fatalf("Status() with Redis up = %+v", st)
+	}
+
+	srv.Kill()
+	lost := time.Now()
+	s.Admit(h, polite.Query{Now: time.Now()})
+	st := s.Status()
+	if !st.Degraded || st.Mode != Local || st.Since.Before(lost) || !st.LocalUntil.Equal(st.Since.Add(local)) || !st.ClosedSince.IsZero() {
+		t.Errorf("Status() once Redis is lost = %+v, want degraded, local until %v after Since", st, local)
+	}
+	if l := log.String(); !strings.Contains(l, "redis unreachable: degraded") || !strings.Contains(l, "mode=local") ||
+		!strings.Contains(l, "closed_after="+local.String()) {
+		t.Errorf("log %q does not say Redis is lost, the mode, and when it turns closed", l)
+	}
+	for deadline := time.Now().Add(3 * time.Second); !strings.Contains(log.String(), "closed, nothing sent"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line at the switch from local to closed:\n%s", log.String())
+		}
+	}
+	if d := time.Since(lost); d > local+time.Second {
+		t.Errorf("the switch to closed was said %v after Redis was lost, want about %v", d, local)
+	}
+	st = s.Status()
+	if !st.Degraded || st.Mode != Closed || !st.ClosedSince.Equal(st.Since.Add(local)) {
+		t.Errorf("Status() after %v = %+v, want closed since Since + %v", local, st, local)
+	}
+	if a := s.Admit(h, polite.Query{Now: time.Now()}); a.Granted || a.Reason != polite.ReasonStore {
+		t.Errorf("Admit while closed = %+v, want a wait for the store", a)
+	}
+	// A scheduler that asks State (Transport.Ready) waits too, rather than
+	// trying the host again at once, and again.
+	at := time.Now()
+	if st := s.State(h, at); st.PauseWhy != polite.ReasonStore || st.PausedUntil.Sub(at) < closedPoll {
+		t.Errorf("State while closed: paused until +%v for %q, want +%v for %q", st.PausedUntil.Sub(at), st.PauseWhy, closedPoll, polite.ReasonStore)
+	}
+	if n := strings.Count(log.String(), "closed, nothing sent"); n != 1 {
+		t.Errorf("the switch to closed was said %d times, want once", n)
+	}
+
+	srv.Restart(t)
+	for deadline := time.Now().Add(3 * time.Second); s.Status().Degraded; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not back on Redis 3 s after it answered again")
+		}
+	}
+	if l := log.String(); !strings.Contains(l, "answers again") || !strings.Contains(l, "was=closed") {
+		t.Errorf("log %q does not say Redis is back, and from which phase", l)
+	}
+	if st := s.Status(); st.Degraded || !st.Since.IsZero() || !st.ClosedSince.IsZero() {
+		t.Errorf("Status() once back = %+v", st)
 	}
 }

@@ -109,6 +109,19 @@ func (g *gcra) take(now time.Time, n int) time.Time {
 	return at
 }
 
+// tokens returns what the bucket holds at now, and when it next holds one
+// (the zero time when it does).
+func (g *gcra) tokens(now time.Time) (float64, time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	// Empty at tat − burst·interval, a token more each interval since.
+	n := min(float64(now.Sub(g.tat.Add(-time.Duration(g.burst)*g.interval)))/float64(g.interval), float64(g.burst))
+	if n >= 1 {
+		return n, time.Time{}
+	}
+	return max(n, 0), g.tat.Add(-time.Duration(g.burst-1) * g.interval)
+}
+
 // giveBack returns n tokens taken by take that will not be used.
 func (g *gcra) giveBack(n int) {
 	g.mu.Lock()

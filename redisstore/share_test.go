@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/internal/redistest"
 )
@@ -108,15 +106,8 @@ func TestOutageSecond(t *testing.T) {
 			}
 			ws := make([]*worker, tc.workers)
 			for i := range ws {
-				client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1,
-					DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond})
-				defer client.Close()
 				reg := &polite.Registry{Limits: polite.Limits{Rate: tc.rate, Burst: tc.burst, Concurrency: 1000}}
-				s, err := New(client, reg, Options{Prefix: prefix, Timeout: 100 * time.Millisecond, CallerClock: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
+				s := outageStore(t, srv.Addr, reg, Options{Prefix: prefix, Timeout: 100 * time.Millisecond, CallerClock: true})
 				h := reg.Get("a.test")
 				defer reg.Put(h)
 				ws[i] = &worker{s: s, h: h, rng: rand.New(rand.NewPCG(uint64(i), 29))}
@@ -245,4 +236,31 @@ func countIn(ts []time.Time, from, to time.Time) int {
 		}
 	}
 	return n
+}
+
+// TestGCRA: a worker's bucket for a host in an outage starts empty, holds
+// at most its burst, gives back exactly, and says when its next token
+// comes.
+func TestGCRA(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	g := newGCRA(share{rate: 10, burst: 2}, t0)
+	step := func(now time.Duration, n int, wantAt time.Duration) {
+		t.Helper()
+		if at := g.take(t0.Add(now), n); at != t0.Add(wantAt) {
+			t.Errorf("take(%v, %d) = %v, want %v", now, n, at.Sub(t0), wantAt)
+		}
+	}
+	if n, next := g.tokens(t0); n != 0 || next != t0.Add(100*time.Millisecond) {
+		t.Errorf("tokens at the start = %v, next at %v; want 0, next at 100ms", n, next.Sub(t0))
+	}
+	step(0, 1, 100*time.Millisecond) // empty: the first token in an interval
+	step(100*time.Millisecond, 1, 200*time.Millisecond)
+	g.giveBack(1)
+	step(100*time.Millisecond, 1, 200*time.Millisecond) // given back exactly
+	// Idle for a second: the bucket holds its burst (2), not 10.
+	if n, next := g.tokens(t0.Add(1200 * time.Millisecond)); n != 2 || !next.IsZero() {
+		t.Errorf("tokens after an idle second = %v, next %v; want 2, now", n, next)
+	}
+	step(1200*time.Millisecond, 2, 1200*time.Millisecond)
+	step(1200*time.Millisecond, 1, 1300*time.Millisecond)
 }

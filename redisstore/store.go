@@ -102,8 +102,9 @@ type Options struct {
 
 	// Outage is what the store does while Redis does not answer (Local
 	// by default), and MaxDegraded how long Local lasts before it turns
-	// Closed (5 minutes if zero). Logger, if set, says when the store
-	// degrades and recovers, in which mode and why.
+	// Closed (5 minutes if zero). Logger, if set, says each change of
+	// phase: degraded (in which mode, and why), Local turned Closed, and
+	// recovered (from which mode); Status tells the same to a program.
 	Outage      Outage
 	MaxDegraded time.Duration
 	Logger      *slog.Logger
@@ -379,11 +380,7 @@ func (s *Store) SetCeiling(h *polite.Host, now time.Time, why polite.Reason, rat
 // controller, which does, reads one client's answers, not a fleet's).
 func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 	if s.health.degraded.Load() {
-		st := s.health.local.State(h, now)
-		if sh, ok := s.shareNow(h); ok && s.mode() == Local {
-			st.Rate = sh.rate // this worker's part while Redis is out
-		}
-		return st
+		return s.degradedState(h, now)
 	}
 	key := h.Key()
 	st := polite.HostState{Key: key, Rule: s.reg.RuleFor(key)}
