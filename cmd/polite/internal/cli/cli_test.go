@@ -46,6 +46,7 @@ func TestFetchDefaults(t *testing.T) {
 		Retries: 5, MaxDelay: 60 * time.Second, MaxRetryAfter: 10 * time.Minute, Timeout: 30 * time.Second,
 		Grace: 10 * time.Second, HostGiveUp: crawl.DefaultHostGiveUp, BlockRecheck: crawl.DefaultBlockRecheck, UserAgent: defaultUserAgent(), Key: polite.KeyHost, Bodies: crawl.BodiesWARC,
 		MaxBody: 10 << 20, WARCGzip: true, WARCMaxSize: 1 << 30, MaxURLLen: 8 << 10, Progress: "auto", Fleet: "default", Outage: "local",
+		OutageLocalFor: 5 * time.Minute, OutageClosedFor: 10 * time.Minute,
 	}
 	if !reflect.DeepEqual(*o, want) {
 		t.Errorf("fetch urls.txt =\n%+v, want\n%+v", *o, want)
@@ -88,6 +89,9 @@ func TestFetchUsageErrors(t *testing.T) {
 		{"fetch", "--block-recheck", "-1s", "x"},
 		{"fetch", "--progress", "fancy", "x"},
 		{"fetch", "--config", "/nonexistent/rules.toml", "x"},
+		{"fetch", "--redis", "redis://127.0.0.1:1/0", "--outage", "maybe", "x"},
+		{"fetch", "--redis", "redis://127.0.0.1:1/0", "--outage-closed-for", "0s", "x"},
+		{"fetch", "--redis", "redis://127.0.0.1:1/0", "--outage-local-for", "-1s", "x"},
 		{"nope"},
 		{"robots", "not a url"},
 		{"testbed", "--hosts", "-1"},
@@ -210,7 +214,7 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 		if cmd == "fetch" {
 			for _, f := range []string{"--out", "--rate", "--max-rate", "--burst", "--concurrency", "--workers", "--adaptive",
 				"--retries", "--max-delay", "--timeout", "--robots", "--user-agent", "--key", "--config", "--redis", "--metrics",
-				"--bodies", "--max-body", "(default \"polite-out\")", "[[rule]]", "--header", "-H", "--max-time", "--max-urls", "--retry-on",
+				"--bodies", "--max-body", "(default \"polite-out\")", "--outage-local-for", "--outage-closed-for", "waiting for Redis (closed since", "[[rule]]", "--header", "-H", "--max-time", "--max-urls", "--retry-on",
 				"timeout ", "redirect_loop", "robots_unreachable", "not sent"} {
 				if !strings.Contains(out.String(), f) {
 					t.Errorf("fetch --help lacks %s", f)

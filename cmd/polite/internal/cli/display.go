@@ -36,12 +36,18 @@ const (
 	tableRows    = 8
 )
 
-func startDisplay(mode string, job *crawl.Job, w io.Writer) *display {
+// noteFunc gives the progress line a word on the fleet's Redis at an
+// instant (see redisNote): "" while it answers; halted when nothing is
+// sent, the note then standing in for the rate and the ETA. nil without a
+// fleet.
+type noteFunc func(time.Time) (note string, halted bool)
+
+func startDisplay(mode string, job *crawl.Job, w io.Writer, note noteFunc) *display {
 	switch mode {
 	case "bar":
-		return startBar(job, w)
+		return startBar(job, w, note)
 	case "log":
-		return startLog(job, w)
+		return startLog(job, w, note)
 	}
 	return &display{stop: func() {}, say: func(s string) { fmt.Fprintln(w, s) }}
 }
@@ -101,7 +107,7 @@ func (e estimate) String() string {
 }
 
 // startLog writes one structured line every logEvery.
-func startLog(job *crawl.Job, w io.Writer) *display {
+func startLog(job *crawl.Job, w io.Writer, note noteFunc) *display {
 	var mu sync.Mutex // one line at a time
 	lg := slog.New(slog.NewTextHandler(w, nil))
 	done := make(chan struct{})
@@ -119,8 +125,17 @@ func startLog(job *crawl.Job, w io.Writer) *display {
 				p := job.Progress(3)
 				r := m.add(now, int64(p.DoneNow))
 				slow, ok := job.Slowest()
-				attrs := []any{"done", p.Done, "total", p.Total, "rate", fmt.Sprintf("%.1f/s", r),
-					"eta", estimateLeft(p.Total-p.Done, r, slow, ok).String(), "in_flight", p.InFlight, "queued", p.Queued, "waiting", p.Delayed}
+				attrs := []any{"done", p.Done, "total", p.Total}
+				n, halted := note.at(now)
+				if halted {
+					attrs = append(attrs, "status", n)
+				} else {
+					attrs = append(attrs, "rate", fmt.Sprintf("%.1f/s", r), "eta", estimateLeft(p.Total-p.Done, r, slow, ok).String())
+					if n != "" {
+						attrs = append(attrs, "redis", n)
+					}
+				}
+				attrs = append(attrs, "in_flight", p.InFlight, "queued", p.Queued, "waiting", p.Delayed)
 				for _, o := range crawl.Outcomes {
 					if n := p.Outcomes[o]; n > 0 && o != crawl.OK {
 						attrs = append(attrs, o, n)
@@ -151,6 +166,14 @@ func startLog(job *crawl.Job, w io.Writer) *display {
 	return &display{stop: func() { close(done); wg.Wait() }, say: say}
 }
 
+// at calls f, when there is one.
+func (f noteFunc) at(now time.Time) (string, bool) {
+	if f == nil {
+		return "", false
+	}
+	return f(now)
+}
+
 // hostLabel is a host row's name: the host, and the budget it draws on when
 // that is not its own (--key domain|ip).
 func hostLabel(h crawl.HostProgress) string {
@@ -173,6 +196,9 @@ type barModel struct {
 	notice   string
 	width    int
 	height   int
+	note     noteFunc
+	redis    string // note's word at the last sample
+	halted   bool
 }
 
 // hostMeter is one host row's sending rate.
@@ -208,6 +234,7 @@ func (m *barModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *barModel) sample(now time.Time) {
 	m.p = m.job.Progress(tableRows)
 	m.rate = m.meter.add(now, int64(m.p.DoneNow))
+	m.redis, m.halted = m.note.at(now)
 	if now.Sub(m.slowAt) >= slowestEvery {
 		m.slow, m.haveSlow = m.job.Slowest()
 		m.slowAt = now
@@ -283,6 +310,9 @@ func (m *barModel) render() string {
 		}
 		est := estimateLeft(p.Total-p.Done, m.rate, m.slow, m.haveSlow)
 		text := fmt.Sprintf(" %d/%d  %.0f/s  ETA %s", p.Done, p.Total, m.rate, est)
+		if m.halted {
+			text = fmt.Sprintf(" %d/%d  %s", p.Done, p.Total, m.redis)
+		}
 		if barW := min(50, width-len([]rune(text))); barW >= 5 {
 			full := min(barW, int(frac*float64(barW)))
 			b.WriteString(styleBar.Render(strings.Repeat("█", full)) + styleDim.Render(strings.Repeat("░", barW-full)))
@@ -299,6 +329,10 @@ func (m *barModel) render() string {
 	}
 	line(nil, counts)
 	used := 2
+	if m.redis != "" && !m.halted {
+		line(&styleWarn, m.redis)
+		used++
+	}
 	if m.notice != "" {
 		line(&styleWarn, term.Quote(m.notice))
 		used++
@@ -374,8 +408,8 @@ func fmtDur(d time.Duration) string {
 }
 
 // startBar runs the bubbletea display on w until stop.
-func startBar(job *crawl.Job, w io.Writer) *display {
-	m := &barModel{job: job}
+func startBar(job *crawl.Job, w io.Writer, note noteFunc) *display {
+	m := &barModel{job: job, note: note}
 	m.sample(time.Now())
 	prog := tea.NewProgram(m, tea.WithOutput(w), tea.WithInput(nil), tea.WithoutSignalHandler())
 	done := make(chan struct{})

@@ -73,6 +73,11 @@ type fetchOptions struct {
 	Body          []byte       // --data; nil: no body
 	RetryPost     bool         // --retry-non-idempotent
 
+	// With --redis: how long --outage local lasts before closed, and how
+	// long closed lasts before the job stops.
+	OutageLocalFor  time.Duration
+	OutageClosedFor time.Duration
+
 	// Set by `polite demo`, not by flags.
 	base    http.RoundTripper // dials the built-in testbed
 	list    io.Reader         // the URL list
@@ -149,8 +154,19 @@ holds each URL exactly once. The first Ctrl-C (or SIGTERM) stops taking new
 work and lets requests in flight finish for up to --grace; a second one stops
 at once. Either way the state is kept.
 
+With --redis, workers share each host's budget through Redis (--fleet names
+them). When Redis stops answering each worker says so and goes on as
+--outage says: local (the default) sends each host this worker's share of
+its limits, so that the fleet keeps to rate + burst in any second, for
+--outage-local-for; then closed: nothing is sent, said in the log, and the
+progress line reads "waiting for Redis (closed since …)". Redis answering
+again ends the outage within a second (said too). A job closed for
+--outage-closed-for stops with exit status 1, its unfinished URLs pending in
+state.db: run the same command again to resume once Redis is back.
+
 Exit status: 0 when every URL ended ok; 4 when the job finished and some URLs
-did not; 2 for bad usage or config; 1 for a fatal error or an interrupted job.`
+did not; 2 for bad usage or config; 1 for a fatal error, an interrupted job,
+or a fleet's Redis gone for --outage-local-for and --outage-closed-for.`
 
 const configHelp = `
 --config FILE holds per-host rules in TOML. Each [[rule]] matches host keys
@@ -221,7 +237,9 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&o.Config, "config", "", "TOML `FILE` of per-host rules (see below)")
 	f.StringVar(&o.Redis, "redis", "", "Redis `URL` (redis://HOST:PORT/DB) through which a fleet of workers shares each host's rate, pause, breaker and retry budget")
 	f.StringVar(&o.Fleet, "fleet", "default", "the fleet's `NAME` in Redis: workers with the same --redis and --fleet share budgets")
-	f.StringVar(&o.Outage, "outage", "local", "while Redis does not answer: local (each host's rate divided by the live workers, for 5 minutes, then closed), closed (send nothing) or open (full rate per worker)")
+	f.StringVar(&o.Outage, "outage", "local", "while Redis does not answer: local (each worker sends each host its share, the fleet within rate + burst a second, for --outage-local-for, then closed), closed (send nothing) or open (full rate per worker)")
+	f.DurationVar(&o.OutageLocalFor, "outage-local-for", 5*time.Minute, "how long --outage local lasts before it turns closed")
+	f.DurationVar(&o.OutageClosedFor, "outage-closed-for", 10*time.Minute, "once nothing has been sent for this long waiting for Redis (closed), the job stops with exit status 1, unfinished URLs pending (run again to resume)")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR`'s /metrics while the job runs (\":9464\")")
 	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc.gz, WARC/1.1 with robots.txt fetches; index with polite cdxj DIR), files (DIR/bodies/) or none")
 	f.BoolVar(&o.WARCGzip, "warc-gzip", true, "gzip each WARC record on its own (bodies.warc.gz), as archives and replay tools expect; false writes bodies.warc (a job keeps what it was first run with)")
@@ -294,6 +312,9 @@ func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 	}
 	if o.BlockRecheck < 0 {
 		return usageErr("--block-recheck %v: must not be negative", o.BlockRecheck)
+	}
+	if err := o.parseOutage(); err != nil {
+		return err
 	}
 	if o.Key, err = polite.ParseKeyBy(key); err != nil {
 		return usageErr("--key %q: want host, domain or ip", key)
@@ -556,12 +577,14 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 			o.onMetrics(addr)
 		}
 	}
+	var fleet *fleetWatch
 	if o.Redis != "" {
-		closeRedis, err := o.fleetStore(ctx, e, tr)
+		w, closeRedis, err := o.fleetStore(ctx, tr, notice)
 		if err != nil {
 			return err
 		}
 		defer closeRedis()
+		fleet = w
 	}
 	opts := crawl.Options{
 		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
@@ -621,7 +644,19 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		run, cancel = context.WithTimeoutCause(soft, o.MaxTime, errMaxTime)
 		defer cancel()
 	}
-	d := startDisplay(mode, job, e.stderr)
+	var note noteFunc
+	if fleet != nil {
+		// A Redis that stays away stops the job (as --max-time does).
+		var stopRun context.CancelCauseFunc
+		run, stopRun = context.WithCancelCause(run)
+		defer stopRun(nil)
+		go fleet.watch(run, func(err error) {
+			notice("polite: " + err.Error() + "; stopping (unfinished URLs stay pending)")
+			stopRun(err)
+		})
+		note = fleet.note
+	}
+	d := startDisplay(mode, job, e.stderr, note)
 	say.Store(&d.say)
 	sum, err := job.Run(run, hard)
 	d.stop()
@@ -648,7 +683,10 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
 	}
+	var gone *redisGoneError
 	switch {
+	case sum.Interrupted && errors.As(context.Cause(run), &gone):
+		return &exitError{code: ExitFatal, err: fmt.Errorf("%v, with %d of %d URLs finished; run the same command again to resume once Redis answers", gone, sum.Done, sum.Total)}
 	case sum.Interrupted && context.Cause(run) == errMaxTime:
 		return &exitError{code: ExitFatal, err: fmt.Errorf("stopped by --max-time %v with %d of %d URLs finished; run the same command again to resume", o.MaxTime, sum.Done, sum.Total)}
 	case sum.Interrupted:
