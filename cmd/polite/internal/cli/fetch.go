@@ -651,7 +651,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		run, stopRun = context.WithCancelCause(run)
 		defer stopRun(nil)
 		go fleet.watch(run, func(err error) {
-			notice("polite: " + err.Error() + "; stopping (unfinished URLs stay pending)")
+			notice("polite: " + err.Error() + ": stopping; unfinished URLs stay pending")
 			stopRun(err)
 		})
 		note = fleet.note
@@ -686,7 +686,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	var gone *redisGoneError
 	switch {
 	case sum.Interrupted && errors.As(context.Cause(run), &gone):
-		return &exitError{code: ExitFatal, err: fmt.Errorf("%v, with %d of %d URLs finished; run the same command again to resume once Redis answers", gone, sum.Done, sum.Total)}
+		return &exitError{code: ExitFatal, err: fmt.Errorf("%v: stopped with %d of %d URLs finished; run the same command again to resume once Redis answers", gone, sum.Done, sum.Total)}
 	case sum.Interrupted && context.Cause(run) == errMaxTime:
 		return &exitError{code: ExitFatal, err: fmt.Errorf("stopped by --max-time %v with %d of %d URLs finished; run the same command again to resume", o.MaxTime, sum.Done, sum.Total)}
 	case sum.Interrupted:

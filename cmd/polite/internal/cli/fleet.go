@@ -150,7 +150,7 @@ type redisGoneError struct {
 }
 
 func (e *redisGoneError) Error() string {
-	return fmt.Sprintf("Redis at %s unreachable since %s, nothing sent since %s: stopped after --outage-closed-for %v",
+	return fmt.Sprintf("Redis at %s unreachable since %s, nothing sent since %s (--outage-closed-for %v)",
 		e.redis, clock(e.since), clock(e.closedSince), e.closedFor)
 }
 

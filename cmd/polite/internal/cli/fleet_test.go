@@ -74,7 +74,7 @@ func TestFleetRedisGone(t *testing.T) {
 	start := time.Now()
 	code, res, stderr := runHostile(t, out, list, argv...)
 	took := time.Since(start)
-	if code != ExitFatal || !strings.Contains(stderr, "stopped after --outage-closed-for 1s") ||
+	if code != ExitFatal || !strings.Contains(stderr, "(--outage-closed-for 1s): stopped with") ||
 		!strings.Contains(stderr, "run the same command again to resume once Redis answers") {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit %d and why it stopped", code, stderr, ExitFatal)
 	}
