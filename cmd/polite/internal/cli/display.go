@@ -126,15 +126,7 @@ func startLog(job *crawl.Job, w io.Writer, note noteFunc) *display {
 				r := m.add(now, int64(p.DoneNow))
 				slow, ok := job.Slowest()
 				attrs := []any{"done", p.Done, "total", p.Total}
-				n, halted := note.at(now)
-				if halted {
-					attrs = append(attrs, "status", n)
-				} else {
-					attrs = append(attrs, "rate", fmt.Sprintf("%.1f/s", r), "eta", estimateLeft(p.Total-p.Done, r, slow, ok).String())
-					if n != "" {
-						attrs = append(attrs, "redis", n)
-					}
-				}
+				attrs = append(attrs, pace(r, estimateLeft(p.Total-p.Done, r, slow, ok), note, now)...)
 				attrs = append(attrs, "in_flight", p.InFlight, "queued", p.Queued, "waiting", p.Delayed)
 				for _, o := range crawl.Outcomes {
 					if n := p.Outcomes[o]; n > 0 && o != crawl.OK {
@@ -164,6 +156,21 @@ func startLog(job *crawl.Job, w io.Writer, note noteFunc) *display {
 		mu.Unlock()
 	}
 	return &display{stop: func() { close(done); wg.Wait() }, say: say}
+}
+
+// pace is the progress line's rate and ETA, with the fleet's word on Redis;
+// while nothing is sent (Redis closed) that word in their place: a rate of
+// 0 and an ETA from before would say nothing true (issue 29, item 2).
+func pace(rate float64, est estimate, note noteFunc, now time.Time) []any {
+	n, halted := note.at(now)
+	if halted {
+		return []any{"status", n}
+	}
+	attrs := []any{"rate", fmt.Sprintf("%.1f/s", rate), "eta", est.String()}
+	if n != "" {
+		attrs = append(attrs, "redis", n)
+	}
+	return attrs
 }
 
 // at calls f, when there is one.

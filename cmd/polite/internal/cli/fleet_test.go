@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -111,4 +112,34 @@ func TestFleetRedisGone(t *testing.T) {
 		t.Errorf("the rerun sent %d requests, want %d (the URLs left pending)", got, want)
 	}
 	t.Logf("stopped %v after the start with %d of %d URLs finished; the rerun fetched the other %d", took.Round(10*time.Millisecond), first, len(paths), len(paths)-first)
+}
+
+// TestProgressWaitingForRedis: while a fleet's Redis is closed the
+// progress line (log and bar) says so in place of the rate and the ETA;
+// in local it adds its word to them; without a fleet it is as before.
+func TestProgressWaitingForRedis(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	closed := noteFunc(func(time.Time) (string, bool) { return "waiting for Redis (closed since 11:55:00Z, 5m0s; …)", true })
+	local := noteFunc(func(time.Time) (string, bool) { return "Redis unreachable since 11:59:00Z: …", false })
+	est := estimate{eta: 48 * time.Second}
+	for _, tc := range []struct {
+		name string
+		note noteFunc
+		want string
+	}{
+		{"no fleet", nil, "[rate 0.0/s eta 48s]"},
+		{"local", local, "[rate 0.0/s eta 48s redis Redis unreachable since 11:59:00Z: …]"},
+		{"closed", closed, "[status waiting for Redis (closed since 11:55:00Z, 5m0s; …)]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fmt.Sprint(pace(0, est, tc.note, now)); got != tc.want {
+				t.Errorf("pace = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	m := &barModel{p: crawl.Progress{Done: 14, Total: 50}, width: 120, height: 24}
+	m.redis, m.halted = closed.at(now)
+	if v := m.render(); !strings.Contains(v, "14/50  waiting for Redis (closed since") || strings.Contains(v, "ETA") {
+		t.Errorf("the bar view while closed:\n%s\nwant the wait in place of the rate and ETA", v)
+	}
 }
