@@ -56,7 +56,7 @@ func shareOf(rate float64, burst, n, rank int, hh uint32) share {
 		n, rank = 1, 0
 	}
 	// The whole requests a second may see, and the workers that send.
-	allow := int(math.Floor(rate + float64(burst) + 1e-9))
+	allow := int(min(math.Floor(rate+float64(burst)+1e-9), 1<<40)) // far beyond any worker count
 	m := min(n, allow)
 	o := (rank + n - int(hh%uint32(n))) % n // this worker's place for the host
 	if o >= m {

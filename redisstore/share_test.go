@@ -36,6 +36,7 @@ func TestShareOf(t *testing.T) {
 		{0.5, 1, 3, 0.5}, // one sends
 		{10, 1, 20, 9},
 		{100, 10, 7, 90},
+		{1e300, 1, 3, 1e11}, // no overflow: as good as no limit
 	} {
 		t.Run(fmt.Sprintf("rate%v_burst%d_workers%d", tc.rate, tc.burst, tc.n), func(t *testing.T) {
 			allow := math.Floor(tc.rate + float64(tc.burst))
