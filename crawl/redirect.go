@@ -68,8 +68,8 @@ func (j *Job) redirect(it *item, resp *http.Response) bool {
 	it.cur = next
 	it.reason = "redirect"
 	now := time.Now()
-	j.sched.retry(it, now)
 	j.deferred(it, now)
+	j.sched.retry(it, now)
 	return true
 }
 

@@ -272,8 +272,8 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		if it.attempts <= j.retries(h.key) {
 			j.countRetry("body broke off")
 			next := now.Add(j.backoff.Next(it.attempts, 0))
-			j.sched.retry(it, next)
 			j.deferred(it, next)
+			j.sched.retry(it, next)
 			return
 		}
 		out := NetworkError
@@ -353,8 +353,8 @@ func (j *Job) again(it *item, tr polite.Tried, why string) bool {
 	}
 	it.reason = why
 	j.countRetry(why)
-	j.sched.retry(it, next)
 	j.deferred(it, next)
+	j.sched.retry(it, next)
 	return true
 }
 
@@ -371,6 +371,18 @@ func (j *Job) countRetry(why string) {
 // notReady puts back a URL the Transport did not send because its host was
 // not ready: the host waits (the scheduler asks Ready), and the URL with it.
 func (j *Job) notReady(it *item, tr polite.Tried) {
+	// Everything about it is recorded before the scheduler has it back:
+	// from then on another worker may take it.
+	switch tr.Reason {
+	case polite.ReasonRate, polite.ReasonSlot:
+		// a race with another worker: nothing to record
+	case polite.ReasonBreaker:
+		it.reason = "breaker open"
+		j.deferred(it, tr.At)
+	default:
+		it.reason = "paused (" + string(tr.Reason) + ")"
+		j.deferred(it, tr.At)
+	}
 	if it.cur != "" {
 		// A redirect hop, maybe to another host than the one the
 		// scheduler asks about: wait for the hop's host (for a free
@@ -379,15 +391,6 @@ func (j *Job) notReady(it *item, tr polite.Tried) {
 	} else {
 		j.sched.retry(it, time.Now())
 	}
-	switch tr.Reason {
-	case polite.ReasonRate, polite.ReasonSlot:
-		return // a race with another worker: nothing to record
-	case polite.ReasonBreaker:
-		it.reason = "breaker open"
-	default:
-		it.reason = "paused (" + string(tr.Reason) + ")"
-	}
-	j.deferred(it, tr.At)
 }
 
 // outcomeOf maps the Transport's reading of an attempt to a result's outcome.
@@ -441,8 +444,8 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 		h.blk.refused(time.Now(), be.Reason)
 		it.reason = "host blocked (" + be.Reason + "); waiting for its re-check"
 		now := time.Now()
-		j.sched.retry(it, now)
 		j.deferred(it, now)
+		j.sched.retry(it, now)
 	case errors.Is(err, polite.ErrNotPublic):
 		// The destination (the URL's, a redirect's, or its robots.txt's)
 		// is an address the job may not connect to: retrying cannot help.
@@ -461,8 +464,8 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 		if it.robotsTries <= j.retries(it.host.key) {
 			next := time.Now().Add(j.maxDelay())
 			it.reason = "robots.txt unreachable"
-			j.sched.retry(it, next)
 			j.deferred(it, next)
+			j.sched.retry(it, next)
 			return
 		}
 		j.finishErr(it, RobotsUnreachable, 0, fmt.Sprintf("robots.txt unreachable (checked %d times): %v", it.robotsTries, err))
@@ -470,8 +473,8 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 		j.finishErr(it, RobotsDisallowed, 0, err.Error())
 	case context.Cause(ctx) != nil && errors.Is(context.Cause(ctx), context.Canceled):
 		// The job is stopping: leave the URL for the next run.
-		j.sched.retry(it, time.Now())
 		j.deferred(it, time.Time{})
+		j.sched.retry(it, time.Now())
 	case !tr.Sent && errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		// The request's --timeout ran out before it was sent: it waited
 		// for a robots.txt that trickles in (issue 17, defect 9). The
@@ -481,8 +484,8 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 		if it.robotsTries <= j.retries(it.host.key) {
 			it.reason = "waiting for robots.txt"
 			now := time.Now()
-			j.sched.retry(it, now)
 			j.deferred(it, now)
+			j.sched.retry(it, now)
 			return
 		}
 		// The URL itself was never sent (issue 18, item 2).
