@@ -34,11 +34,7 @@ const guardClients = 100_000
 //   - ulule:    github.com/ulule/limiter/v3 stdlib middleware, memory
 //     store (fixed window; three X-RateLimit fields)
 func BenchmarkGuardMiddleware(b *testing.B) {
-	reqs := make([]*http.Request, guardClients)
-	for i := range reqs {
-		reqs[i] = httptest.NewRequest("GET", "/items/1", nil)
-		reqs[i].RemoteAddr = "10." + strconv.Itoa(i>>16&255) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255) + ":5555"
-	}
+	reqs := clientRequests()
 	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 	g, err := guard.New(guard.Config{Identity: guard.Limit{Rate: 1e6, Burst: 1 << 20}, MaxKeys: 4 * guardClients})
 	if err != nil {
@@ -55,26 +51,77 @@ func BenchmarkGuardMiddleware(b *testing.B) {
 		{"ulule", stdlib.NewMiddleware(ul).Handler(bare)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			var next, refused atomic.Int64
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				w := &statusWriter{h: make(http.Header, 8)}
-				i := int(next.Add(7919)) % guardClients
-				for pb.Next() {
-					if i++; i == guardClients {
-						i = 0
-					}
-					clear(w.h)
-					w.code = 0
-					tc.h.ServeHTTP(w, reqs[i])
-					if w.code != 0 {
-						refused.Add(1)
-					}
-				}
-			})
-			checkAdmitted(b, refused.Load())
+			checkAdmitted(b, rotate(b, tc.h, reqs, 0))
 		})
 	}
+}
+
+// BenchmarkGuardMiddlewareRefuse: the same peers refusing (issue 29): each
+// of 100,000 client addresses spent before the timer starts (polite: one
+// token per 100 s, burst 1; httprate and ulule: one request an hour), so
+// every timed request is answered 429 with the peer's fields and body.
+func BenchmarkGuardMiddlewareRefuse(b *testing.B) {
+	reqs := clientRequests()
+	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	g, err := guard.New(guard.Config{Identity: guard.Limit{Rate: 0.01, Burst: 1}, MaxKeys: 4 * guardClients})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ul := limiter.New(memory.NewStore(), limiter.Rate{Period: time.Hour, Limit: 1})
+	for _, tc := range []struct {
+		name string
+		h    http.Handler
+	}{
+		{"polite", g.Handler(bare)},
+		{"httprate", httprate.LimitByIP(1, time.Hour)(bare)},
+		{"ulule", stdlib.NewMiddleware(ul).Handler(bare)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			w := &statusWriter{h: make(http.Header, 8)}
+			for _, r := range reqs {
+				clear(w.h)
+				tc.h.ServeHTTP(w, r)
+			}
+			b.ResetTimer()
+			if n := rotate(b, tc.h, reqs, http.StatusTooManyRequests); n > 0 {
+				b.Fatalf("%d of %d requests not refused", n, b.N)
+			}
+		})
+	}
+}
+
+// clientRequests returns a GET request from each of guardClients
+// addresses.
+func clientRequests() []*http.Request {
+	reqs := make([]*http.Request, guardClients)
+	for i := range reqs {
+		reqs[i] = httptest.NewRequest("GET", "/items/1", nil)
+		reqs[i].RemoteAddr = "10." + strconv.Itoa(i>>16&255) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255) + ":5555"
+	}
+	return reqs
+}
+
+// rotate sends reqs through h in turn under RunParallel and returns how
+// many answers had another status than want (0: an admission).
+func rotate(b *testing.B, h http.Handler, reqs []*http.Request, want int) int64 {
+	var next, other atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w := &statusWriter{h: make(http.Header, 8)}
+		i := int(next.Add(7919)) % len(reqs)
+		for pb.Next() {
+			if i++; i == len(reqs) {
+				i = 0
+			}
+			clear(w.h)
+			w.code = 0
+			h.ServeHTTP(w, reqs[i])
+			if w.code != want {
+				other.Add(1)
+			}
+		}
+	})
+	return other.Load()
 }
 
 // statusWriter keeps a refusal's status and discards the rest.

@@ -53,11 +53,7 @@ func BenchmarkDecide(b *testing.B) {
 // the difference of the two is the guard's cost per request.
 func BenchmarkMiddleware(b *testing.B) {
 	const keys = 100_000
-	reqs := make([]*http.Request, keys)
-	for i := range reqs {
-		reqs[i] = httptest.NewRequest("GET", "/items/1", nil)
-		reqs[i].RemoteAddr = "10." + strconv.Itoa(i>>16&255) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255) + ":5555"
-	}
+	reqs := clientRequests(keys)
 	bare := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 	g, err := New(Config{Identity: Limit{Rate: 1e6, Burst: 1 << 20}, MaxKeys: 4 * keys})
 	if err != nil {
@@ -76,20 +72,63 @@ func BenchmarkMiddleware(b *testing.B) {
 		{"guard", g.Handler(bare)},
 		{"guard+costs", costed.Handler(bare)},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
-			var next atomic.Int64
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				w := &nopWriter{h: make(http.Header, 8)}
-				i := int(next.Add(7919)) % keys
-				for pb.Next() {
-					if i++; i == keys {
-						i = 0
-					}
-					clear(w.h)
-					tc.h.ServeHTTP(w, reqs[i])
-				}
-			})
-		})
+		b.Run(tc.name, func(b *testing.B) { rotate(b, tc.h, reqs, 0) })
+	}
+}
+
+// The refusal path (issue 29): every request over its identity's budget
+// (one token per 100 s, burst 1, each of 100,000 addresses spent before
+// the timer starts), answered 429 with the fields, Retry-After and the
+// problem body. Floods are when it runs most: it should cost what an
+// admission does.
+func BenchmarkMiddlewareRefuse(b *testing.B) {
+	const keys = 100_000
+	reqs := clientRequests(keys)
+	g, err := New(Config{Identity: Limit{Rate: 0.01, Burst: 1}, MaxKeys: 4 * keys})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := g.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	w := &nopWriter{h: make(http.Header, 8)}
+	for _, r := range reqs {
+		clear(w.h)
+		h.ServeHTTP(w, r)
+	}
+	b.ResetTimer()
+	rotate(b, h, reqs, http.StatusTooManyRequests)
+}
+
+// clientRequests returns n GET requests from n client addresses.
+func clientRequests(n int) []*http.Request {
+	reqs := make([]*http.Request, n)
+	for i := range reqs {
+		reqs[i] = httptest.NewRequest("GET", "/items/1", nil)
+		reqs[i].RemoteAddr = "10." + strconv.Itoa(i>>16&255) + "." + strconv.Itoa(i>>8&255) + "." + strconv.Itoa(i&255) + ":5555"
+	}
+	return reqs
+}
+
+// rotate sends reqs through h in turn under RunParallel; every answer's
+// status must be want (0: any).
+func rotate(b *testing.B, h http.Handler, reqs []*http.Request, want int) {
+	var next, other atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w := &nopWriter{h: make(http.Header, 8)}
+		i := int(next.Add(7919)) % len(reqs)
+		for pb.Next() {
+			if i++; i == len(reqs) {
+				i = 0
+			}
+			clear(w.h)
+			w.code = 0
+			h.ServeHTTP(w, reqs[i])
+			if want != 0 && w.code != want {
+				other.Add(1)
+			}
+		}
+	})
+	if n := other.Load(); n > 0 {
+		b.Fatalf("%d of %d answers not %d", n, b.N, want)
 	}
 }
