@@ -41,5 +41,10 @@
 // The Memory store is sharded and bounded: at its bound it drops buckets
 // that are full first (a new bucket starts full, so nothing is lost), and
 // only then others. A decision allocates nothing; the middleware allocates
-// twice, for the response fields.
+// twice, for the response fields, whether it admits or refuses: a refusal's
+// body is cut ahead of time and written from pooled memory, since floods
+// are when refusals run most. A store failure is logged at most once per 10
+// s (the next line counts the ones left out), and Config.CloseRefused
+// closes the connection of every refusal, so a client over its budget keeps
+// none idle.
 package guard

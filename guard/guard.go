@@ -68,6 +68,13 @@ type Config struct {
 	// through, and sends no rate-limit fields: a shadow run of a policy.
 	DryRun bool
 
+	// CloseRefused answers every refusal (429, and 503 while the store
+	// fails) with Connection: close, so a client over its budget holds no
+	// idle connection open: a flood from one address cannot pile up
+	// keep-alive connections until the server runs out of file
+	// descriptors (issue 29). False keeps them, as net/http does.
+	CloseRefused bool
+
 	// Secret keys the partition-key hashes of the RateLimit fields. Give
 	// every guard of a fleet the same one so a client sees one pk; a
 	// random one per process if nil.
@@ -75,7 +82,8 @@ type Config struct {
 
 	// Observer receives an EventRefuse for every refusal (and dry-run
 	// refusal); Logger, if set, logs them at Debug and store failures at
-	// Warn.
+	// Warn, at most one Warn line per warnEvery (10 s), the next line
+	// saying how many were left out (suppressed=N).
 	Observer polite.Observer
 	Logger   *slog.Logger
 }
@@ -100,10 +108,13 @@ type Guard struct {
 	tenant   string // canonical TenantHeader
 	store    Store
 	dryRun   bool
+	close    bool
+	bodies   [NumLevels]refusalBody
 	secret   []byte
 	observer polite.Observer
 	logger   *slog.Logger
 	pool     sync.Pool
+	warns    throttle
 
 	refused, shadowed, tooCostly, storeErrors atomic.Int64
 }
@@ -116,7 +127,7 @@ func (cost) ServeHTTP(http.ResponseWriter, *http.Request) {}
 // New checks c and returns its Guard. Every error names the setting and
 // what is wrong with it.
 func New(c Config) (*Guard, error) {
-	g := &Guard{identify: c.Identify, store: c.Store, dryRun: c.DryRun,
+	g := &Guard{identify: c.Identify, store: c.Store, dryRun: c.DryRun, close: c.CloseRefused,
 		observer: c.Observer, logger: c.Logger, secret: c.Secret}
 	if c.Identity.Rate == 0 {
 		c.Identity.Rate = DefaultRate
@@ -140,6 +151,7 @@ func New(c Config) (*Guard, error) {
 	}
 	for i := range g.levels {
 		g.prefixes[i] = limitPrefix(g.levels[i].Name)
+		g.bodies[i] = newRefusalBody(g.levels[i].Name)
 	}
 	g.advert = [NumLevels]bool{true, g.inPlay[Tenant], g.inPlay[Global] && c.AdvertiseGlobal}
 	for mask := range g.policies {
@@ -176,7 +188,7 @@ func New(c Config) (*Guard, error) {
 		sum := sha256.Sum256(g.secret) // keeps partitionKey's buffer on the stack
 		g.secret = sum[:]
 	}
-	g.pool.New = func() any { return new(scratch) }
+	g.pool.New = func() any { return &scratch{body: make([]byte, 0, 512)} }
 	return g, nil
 }
 
@@ -243,6 +255,7 @@ type scratch struct {
 	dec  Decision
 	keys [NumLevels][]byte
 	pk   [NumLevels][pkLen]byte
+	body []byte // a refusal's body, written before s goes back
 }
 
 // routeCost returns r's cost.
@@ -380,8 +393,7 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 			next.ServeHTTP(w, r)
 			return
 		}
-		writeProblem(w, http.StatusServiceUnavailable, problemCapacity, "",
-			"the rate-limit store is unavailable", 1)
+		g.unavailable(w)
 		return
 	case v.allowed:
 		if !g.dryRun {
@@ -403,18 +415,55 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	}
 	g.refused.Add(1)
 	g.event(r.Context(), s, v, polite.ReasonRate, http.StatusTooManyRequests, nil)
-	g.setFields(w.Header(), s, v)
-	name, cost, burst := g.levels[v.binding].Name, s.req.Cost, s.req.Levels[v.binding].Burst
+	g.refuse(w, s, v)
 	g.pool.Put(s)
-	if v.retry < 0 {
-		writeProblem(w, http.StatusTooManyRequests, problemQuota, name,
-			"the request costs "+strconv.FormatInt(cost, 10)+" tokens, more than policy "+name+
-				" ever holds ("+strconv.FormatInt(burst, 10)+"): it can never be admitted", -1)
-		return
+}
+
+// refuse answers 429: the RateLimit fields, Retry-After (none when the
+// cost is above the burst: waiting cannot help) and a problem body naming
+// the policy, in as many allocations as an admission's fields.
+func (g *Guard) refuse(w http.ResponseWriter, s *scratch, v verdict) {
+	var arr [512]byte
+	f := g.appendFields(fieldValues{b: arr[:0]}, s, v)
+	if v.retry >= 0 {
+		f.b = strconv.AppendInt(f.b, v.retry, 10)
+		f.end(slotRetryAfter)
 	}
-	writeProblem(w, http.StatusTooManyRequests, problemQuota, name,
-		"policy "+name+": the request costs "+strconv.FormatInt(cost, 10)+
-			" token(s), fewer are left; retry after "+strconv.FormatInt(v.retry, 10)+" s", v.retry)
+	s.body = s.body[:0]
+	g.bodies[v.binding].append(&s.body, s.req.Cost, s.req.Levels[v.binding].Burst, v.retry)
+	f.b = strconv.AppendInt(f.b, int64(len(s.body)), 10)
+	f.end(slotLength)
+	h := w.Header()
+	f.set(h)
+	g.problemHeader(h)
+	w.WriteHeader(http.StatusTooManyRequests)
+	w.Write(s.body)
+}
+
+// problemHeader sets the fields every problem answer of the guard shares.
+func (g *Guard) problemHeader(h http.Header) {
+	h["Content-Type"] = valProblem
+	h["Cache-Control"] = valNoStore
+	if g.close {
+		h["Connection"] = valClose
+	}
+}
+
+// The 503 of a failing store, whole: while the store is down every
+// request gets it.
+var (
+	unavailableBody = appendProblem(nil, http.StatusServiceUnavailable, problemCapacity, "", "the rate-limit store is unavailable")
+	unavailableLen  = []string{strconv.Itoa(len(unavailableBody))}
+)
+
+// unavailable answers 503, retry in a second.
+func (g *Guard) unavailable(w http.ResponseWriter) {
+	h := w.Header()
+	h[fieldRetryAfter] = valOne
+	h["Content-Length"] = unavailableLen
+	g.problemHeader(h)
+	w.WriteHeader(http.StatusServiceUnavailable)
+	w.Write(unavailableBody)
 }
 
 // setFields sets the RateLimit fields and the legacy X-RateLimit fields,
@@ -422,11 +471,18 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 // them.
 func (g *Guard) setFields(h http.Header, s *scratch, v verdict) {
 	var arr [512]byte
-	b := arr[:0]
+	f := g.appendFields(fieldValues{b: arr[:0]}, s, v)
+	f.set(h)
+}
+
+// appendFields appends the values of the RateLimit fields and the legacy
+// X-RateLimit fields to f; none when no level is advertised. f goes by
+// value: a store through a pointer would move its buffer, on the caller's
+// stack, to the heap.
+func (g *Guard) appendFields(f fieldValues, s *scratch, v verdict) fieldValues {
 	mask := 0
 	tight := -1
 	var tightR, tightT int64
-	var ends [5]int
 	for i := range s.req.Levels {
 		bk := &s.req.Levels[i]
 		if bk.Key == nil || !g.advert[i] {
@@ -446,35 +502,24 @@ func (g *Guard) setFields(h http.Header, s *scratch, v verdict) {
 			g.partitionKey(&s.pk[i], bk.Key)
 			pk = s.pk[i][:]
 		}
-		if len(b) > 0 {
-			b = appendSeparator(b)
+		if mask != 1<<i {
+			f.b = appendSeparator(f.b)
 		}
-		b = appendLimitItem(b, g.prefixes[i], r, t, pk)
+		f.b = appendLimitItem(f.b, g.prefixes[i], r, t, pk)
 	}
 	if tight < 0 {
-		return
+		return f
 	}
-	ends[0] = len(b)
-	b = append(b, g.policies[mask]...)
-	ends[1] = len(b)
-	b = strconv.AppendInt(b, int64(g.levels[tight].Burst), 10)
-	ends[2] = len(b)
-	b = strconv.AppendInt(b, tightR, 10)
-	ends[3] = len(b)
-	b = strconv.AppendInt(b, time.Now().Unix()+tightT, 10)
-	ends[4] = len(b)
-	all := string(b)
-	vals := make([]string, 5)
-	start := 0
-	for i, e := range ends {
-		vals[i] = all[start:e]
-		start = e
-	}
-	h[fieldRateLimit] = vals[0:1:1]
-	h[fieldPolicy] = vals[1:2:2]
-	h[fieldXLimit] = vals[2:3:3]
-	h[fieldXRemaining] = vals[3:4:4]
-	h[fieldXReset] = vals[4:5:5]
+	f.end(slotRateLimit)
+	f.b = append(f.b, g.policies[mask]...)
+	f.end(slotPolicy)
+	f.b = strconv.AppendInt(f.b, int64(g.levels[tight].Burst), 10)
+	f.end(slotXLimit)
+	f.b = strconv.AppendInt(f.b, tightR, 10)
+	f.end(slotXRemaining)
+	f.b = strconv.AppendInt(f.b, time.Now().Unix()+tightT, 10)
+	f.end(slotXReset)
+	return f
 }
 
 // partitionKey writes the pk of a level's key: the first bytes of
@@ -488,27 +533,35 @@ func (g *Guard) partitionKey(dst *[pkLen]byte, key []byte) {
 }
 
 // event reports a refusal (or a store failure) to the observer and logger.
+// It builds nothing when neither would take it: a refusal logged at Debug
+// under an Info logger costs a call to Enabled.
 func (g *Guard) event(ctx context.Context, s *scratch, v verdict, why polite.Reason, status int, err error) {
-	if g.observer == nil && g.logger == nil {
+	level := slog.LevelDebug
+	if err != nil {
+		level = slog.LevelWarn
+	}
+	logging := g.logger != nil && g.logger.Enabled(ctx, level)
+	if g.observer == nil && !logging {
+		return
+	}
+	now := time.Now()
+	var suppressed int64
+	if logging && level == slog.LevelWarn {
+		logging, suppressed = g.warns.allow(now)
+	}
+	if g.observer == nil && !logging {
 		return
 	}
 	detail := g.levels[v.binding].Name
 	if g.dryRun {
 		detail += " (dry-run)"
 	}
-	e := polite.Event{Kind: polite.EventRefuse, Time: time.Now(), Host: string(s.keys[Identity][1:]),
+	e := polite.Event{Kind: polite.EventRefuse, Time: now, Host: string(s.keys[Identity][1:]),
 		Reason: why, Delay: v.wait, Status: status, Detail: detail, Err: err}
 	if g.observer != nil {
 		g.observer.Observe(e)
 	}
-	if g.logger == nil {
-		return
-	}
-	level := slog.LevelDebug
-	if err != nil {
-		level = slog.LevelWarn
-	}
-	if !g.logger.Enabled(ctx, level) {
+	if !logging {
 		return
 	}
 	attrs := []slog.Attr{slog.String("identity", e.Host), slog.String("reason", string(why)),
@@ -519,5 +572,32 @@ func (g *Guard) event(ctx context.Context, s *scratch, v verdict, why polite.Rea
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
+	if suppressed > 0 {
+		attrs = append(attrs, slog.Int64("suppressed", suppressed))
+	}
 	g.logger.LogAttrs(ctx, level, "guard refuse", attrs...)
+}
+
+// warnEvery is the least time between two of the guard's Warn lines: a
+// store that is down fails every request, and a flood would otherwise
+// write a line for each (issue 29: 1,001 lines in 5 s at 200 req/s).
+const warnEvery = 10 * time.Second
+
+// throttle lets one line through per warnEvery and counts the others. It
+// is safe for concurrent use: the line that moves next by a compare-and-
+// swap is the one written.
+type throttle struct {
+	next       atomic.Int64 // Unix ns before which lines are left out
+	suppressed atomic.Int64 // lines left out since the last one written
+}
+
+// allow reports whether a line may be written at now, and how many were
+// left out since the last one.
+func (t *throttle) allow(now time.Time) (bool, int64) {
+	n, ns := t.next.Load(), now.UnixNano()
+	if ns < n || !t.next.CompareAndSwap(n, ns+int64(warnEvery)) {
+		t.suppressed.Add(1)
+		return false, 0
+	}
+	return true, t.suppressed.Swap(0)
 }
