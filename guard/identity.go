@@ -103,6 +103,12 @@ func parseTrusted(s string) (netip.Prefix, error) {
 	return p, nil
 }
 
+// Trusted reports whether a is one of the Config's TrustedProxies, the
+// peers whose proxy header the guard reads. A server in front of the
+// guard that counts connections per client address (polite guard's
+// --max-conns-per-ip) leaves them out: one proxy carries many clients.
+func (g *Guard) Trusted(a netip.Addr) bool { return g.trust.trusted(canonical(a)) }
+
 // trusted reports whether a is a trusted proxy.
 func (t *trust) trusted(a netip.Addr) bool {
 	for _, p := range t.proxies {

@@ -3,6 +3,7 @@ package guard
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -203,5 +204,26 @@ func TestLongNamesHashed(t *testing.T) {
 	// The hash keeps distinct names apart.
 	if string(appendName(nil, "iu", long)) == string(appendName(nil, "iu", long+"x")) {
 		t.Error("two long names share a key")
+	}
+}
+
+func TestTrusted(t *testing.T) {
+	g := mustNew(t, Config{TrustedProxies: []string{"10.0.0.0/8", "2001:db8::1"}})
+	for _, tc := range []struct {
+		addr string
+		want bool
+	}{
+		{"10.1.2.3", true},
+		{"::ffff:10.1.2.3", true}, // IPv4-mapped, as a dual-stack listener sees it
+		{"11.0.0.1", false},
+		{"2001:db8::1", true},
+		{"2001:db8::2", false},
+	} {
+		if got := g.Trusted(netip.MustParseAddr(tc.addr)); got != tc.want {
+			t.Errorf("Trusted(%s) = %v, want %v", tc.addr, got, tc.want)
+		}
+	}
+	if mustNew(t, Config{}).Trusted(netip.MustParseAddr("10.1.2.3")) {
+		t.Error("Trusted with no TrustedProxies = true, want false")
 	}
 }
