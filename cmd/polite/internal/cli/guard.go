@@ -31,8 +31,28 @@ type guardOptions struct {
 	// RedisTimeout bounds one call to Redis before the outage mode takes
 	// over.
 	RedisTimeout time.Duration
-	Config       guard.Config // from --config and the flags; Store is set by run
+	// IdleTimeout closes a keep-alive connection idle this long;
+	// BodyTimeout bounds reading one request, headers and body;
+	// UpstreamTimeout bounds the wait for the upstream's response header.
+	// Zero: no bound.
+	IdleTimeout, BodyTimeout, UpstreamTimeout time.Duration
+	// MaxConnsPerIP is the most connections one client address (IPv6 /64)
+	// holds open, trusted proxies not counted; zero: no cap.
+	MaxConnsPerIP int
+	Config        guard.Config // from --config and the flags; Store is set by run
 }
+
+// Defaults of the abuse bounds (issue 29). Go's net/http sets none; these
+// are nginx's and Traefik's order of magnitude: nginx keeps idle
+// connections 75 s and waits 60 s for a body read and for an upstream
+// read, Traefik reads a request for 60 s at most.
+const (
+	guardIdleTimeout     = 30 * time.Second
+	guardBodyTimeout     = 60 * time.Second
+	guardUpstreamTimeout = 60 * time.Second
+	guardMaxConnsPerIP   = 64
+	guardHeaderTimeout   = 10 * time.Second
+)
 
 const guardLong = `Put a rate limit in front of any HTTP server: a reverse proxy that gives each
 client (its address, IPv6 grouped by /64; or a user named by a trusted auth
@@ -53,6 +73,7 @@ func newGuardCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	var rate float64
 	var burst int
 	var dryRun bool
+	closeRefused := true
 	c := &cobra.Command{
 		Use:   "guard --listen ADDR --upstream URL [flags]",
 		Short: "Rate-limit any HTTP server: a reverse proxy with honest 429s",
@@ -65,6 +86,7 @@ func newGuardCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 			if err := o.parse(cfg, upstream, rate, burst, f.Changed("rate"), f.Changed("burst"), dryRun); err != nil {
 				return err
 			}
+			o.Config.CloseRefused = closeRefused
 			if runF != nil {
 				return runF(c.Context(), o)
 			}
@@ -81,6 +103,14 @@ func newGuardCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.Float64Var(&rate, "rate", 0, "tokens per second per client (default 10; overrides the file's [identity] rate)")
 	f.IntVar(&burst, "burst", 0, "bucket size per client (default 20, or ceil(--rate) with --rate)")
 	f.BoolVar(&dryRun, "dry-run", false, "count and log refusals, but refuse nothing")
+	f.DurationVar(&o.IdleTimeout, "idle-timeout", guardIdleTimeout, "close a keep-alive client connection idle this long (0: never)")
+	f.DurationVar(&o.BodyTimeout, "body-timeout", guardBodyTimeout,
+		"the longest a client may take to send one request, headers and body; a slower one is cut and\nfrees its upstream connection (0: no bound; raise it for slow large uploads)")
+	f.DurationVar(&o.UpstreamTimeout, "upstream-timeout", guardUpstreamTimeout,
+		"answer 504 when the upstream sends no response header this long after the request (0: wait as\nlong as the client does)")
+	f.IntVar(&o.MaxConnsPerIP, "max-conns-per-ip", guardMaxConnsPerIP,
+		"connections one client address (IPv6: its /64) may hold open; more are closed when accepted.\nTrusted proxies are not counted (0: no cap)")
+	f.BoolVar(&closeRefused, "close-refused", true, "answer refusals (429, 503) with Connection: close, so a client over its budget keeps\nno idle connection (--close-refused=false keeps them)")
 	return c
 }
 
@@ -130,6 +160,17 @@ func (o *guardOptions) parse(cfg, upstream string, rate float64, burst int, rate
 	if o.RedisTimeout <= 0 {
 		return usageErr("--redis-timeout %v: must be positive", o.RedisTimeout)
 	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--idle-timeout", o.IdleTimeout}, {"--body-timeout", o.BodyTimeout}, {"--upstream-timeout", o.UpstreamTimeout}} {
+		if d.v < 0 {
+			return usageErr("%s %v: must be positive (0 for no bound)", d.flag, d.v)
+		}
+	}
+	if o.MaxConnsPerIP < 0 {
+		return usageErr("--max-conns-per-ip %d: must be positive (0 for no cap)", o.MaxConnsPerIP)
+	}
 	if _, ok := redisstore.ParseOutage(o.Outage); !ok {
 		return usageErr("--outage %q: want local, closed or open", o.Outage)
 	}
@@ -142,11 +183,14 @@ func (o *guardOptions) parse(cfg, upstream string, rate float64, burst int, rate
 // newProxy returns the reverse proxy to u: the inbound X-Forwarded-For
 // kept and the client's address appended (so the upstream can find the
 // rightmost untrusted hop, with this guard trusted), responses flushed as
-// they come (streaming), and an upstream failure answered 502 with a
-// problem body.
-func newProxy(u *url.URL, log *slog.Logger) *httputil.ReverseProxy {
+// they come (streaming). An upstream that sends no response header within
+// timeout (0: no bound) is answered 504, one that fails 502, both with a
+// problem body; a client whose request body outlives the server's read
+// deadline gets a 408, and the upstream connection it held is closed.
+func newProxy(u *url.URL, timeout time.Duration, log *slog.Logger) *httputil.ReverseProxy {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 256
+	tr.ResponseHeaderTimeout = timeout
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
@@ -157,15 +201,58 @@ func newProxy(u *url.URL, log *slog.Logger) *httputil.ReverseProxy {
 		Transport:     tr,
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if errors.Is(err, context.Canceled) {
-				return // the client went away
+			var ne net.Error
+			switch {
+			case errors.Is(err, context.Canceled), errors.Is(err, os.ErrDeadlineExceeded):
+				// The client went away, or its connection passed its read
+				// deadline (--body-timeout) while its body was forwarded,
+				// which cancels the request too. A client gone reads
+				// nothing; a slow one reads 408 rather than net/http's
+				// empty 200.
+				log.Debug("polite guard: request ended before it was sent", slog.String("error", err.Error()))
+				w.Header().Set("Connection", "close")
+				writeGatewayProblem(w, http.StatusRequestTimeout, "the request was not sent within the time allowed")
+			case errors.As(err, &ne) && ne.Timeout():
+				log.Warn("polite guard: upstream timed out", slog.String("error", err.Error()))
+				writeGatewayProblem(w, http.StatusGatewayTimeout, "the upstream did not answer in time")
+			default:
+				log.Warn("polite guard: upstream failed", slog.String("error", err.Error()))
+				writeGatewayProblem(w, http.StatusBadGateway, "the upstream did not answer")
 			}
-			log.Warn("polite guard: upstream failed", slog.String("error", err.Error()))
-			w.Header().Set("Content-Type", "application/problem+json")
-			w.WriteHeader(http.StatusBadGateway)
-			fmt.Fprintf(w, `{"type":"about:blank","title":"Bad Gateway","status":502,"detail":"the upstream did not answer"}`+"\n")
 		},
 	}
+}
+
+// writeGatewayProblem answers status with a problem body of type
+// about:blank.
+func writeGatewayProblem(w http.ResponseWriter, status int, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"type":"about:blank","title":%q,"status":%d,"detail":%q}`+"\n", http.StatusText(status), status, detail)
+}
+
+// guardServer returns the server of polite guard: g in front of the proxy
+// to the upstream, with o's timeouts.
+func guardServer(o *guardOptions, g *guard.Guard, log *slog.Logger) *http.Server {
+	return &http.Server{Handler: g.Handler(newProxy(o.Upstream, o.UpstreamTimeout, log)),
+		ReadHeaderTimeout: guardHeaderTimeout, ReadTimeout: o.BodyTimeout, IdleTimeout: o.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+}
+
+// guardListener caps ln's connections per client address as o says, the
+// guard's trusted proxies not counted; ln itself with no cap.
+func guardListener(o *guardOptions, g *guard.Guard, ln net.Listener) net.Listener {
+	if o.MaxConnsPerIP == 0 {
+		return ln
+	}
+	v4, v6 := o.Config.IPv4Prefix, o.Config.IPv6Prefix
+	if v4 == 0 {
+		v4 = 32
+	}
+	if v6 == 0 {
+		v6 = 64
+	}
+	return newAddrCap(ln, o.MaxConnsPerIP, v4, v6, g.Trusted)
 }
 
 func runGuard(ctx context.Context, e *env, o *guardOptions) error {
@@ -211,8 +298,8 @@ func runGuard(ctx context.Context, e *env, o *guardOptions) error {
 	if err != nil {
 		return &exitError{code: ExitFatal, err: fmt.Errorf("--listen: %v", err)}
 	}
-	srv := &http.Server{Handler: g.Handler(newProxy(o.Upstream, log)), ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	ln = guardListener(o, g, ln)
+	srv := guardServer(o, g, log)
 	rate, burst := effective(cfg.Identity)
 	fmt.Fprintf(e.stdout, "polite guard: http://%s -> %s (identity %v/s, burst %d)\n", ln.Addr(), o.Upstream.Redacted(), rate, burst)
 	done := make(chan error, 1)
@@ -226,7 +313,11 @@ func runGuard(ctx context.Context, e *env, o *guardOptions) error {
 	defer cancel()
 	srv.Shutdown(shut)
 	s := g.Stats()
-	fmt.Fprintf(e.stdout, "polite guard: stopped; refused %d, dry-run refusals %d, store errors %d\n", s.Refused, s.Shadowed, s.StoreErrors)
+	fmt.Fprintf(e.stdout, "polite guard: stopped; refused %d, dry-run refusals %d, store errors %d", s.Refused, s.Shadowed, s.StoreErrors)
+	if c, ok := ln.(*addrCap); ok {
+		fmt.Fprintf(e.stdout, ", connections over --max-conns-per-ip closed %d", c.refused.Load())
+	}
+	fmt.Fprintln(e.stdout)
 	return nil
 }
 

@@ -32,9 +32,9 @@ func newProxyBench(b *testing.B) *proxyBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bare := httptest.NewServer(newProxy(u, discard()))
+	bare := httptest.NewServer(newProxy(u, 0, discard()))
 	b.Cleanup(bare.Close)
-	guarded := httptest.NewServer(g.Handler(newProxy(u, discard())))
+	guarded := httptest.NewServer(g.Handler(newProxy(u, 0, discard())))
 	b.Cleanup(guarded.Close)
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	b.Cleanup(tr.CloseIdleConnections)

@@ -62,6 +62,21 @@ func TestGuardFlags(t *testing.T) {
 	if o.Config.Identity != (guard.Limit{Rate: 2.5}) || o.Config.Costs["POST /upload"] != 7 {
 		t.Errorf("config = %+v", o.Config)
 	}
+	// The abuse bounds (issue 29): defaults, then set.
+	if o.IdleTimeout != 30*time.Second || o.BodyTimeout != time.Minute || o.UpstreamTimeout != time.Minute ||
+		o.MaxConnsPerIP != 64 || !o.Config.CloseRefused {
+		t.Errorf("defaults: idle %v body %v upstream %v conns %d close %v; want 30s 1m 1m 64 true",
+			o.IdleTimeout, o.BodyTimeout, o.UpstreamTimeout, o.MaxConnsPerIP, o.Config.CloseRefused)
+	}
+	o, code, stderr = parseGuard(t, "guard", "--listen", ":8080", "--upstream", "http://app", "--idle-timeout", "5s",
+		"--body-timeout", "0", "--upstream-timeout", "2m", "--max-conns-per-ip", "8", "--close-refused=false")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if o.IdleTimeout != 5*time.Second || o.BodyTimeout != 0 || o.UpstreamTimeout != 2*time.Minute ||
+		o.MaxConnsPerIP != 8 || o.Config.CloseRefused {
+		t.Errorf("set: idle %v body %v upstream %v conns %d close %v", o.IdleTimeout, o.BodyTimeout, o.UpstreamTimeout, o.MaxConnsPerIP, o.Config.CloseRefused)
+	}
 	for _, tc := range []struct {
 		argv []string
 		want string
@@ -74,6 +89,10 @@ func TestGuardFlags(t *testing.T) {
 		{[]string{"guard", "--listen", ":1", "--upstream", "http://a", "--burst", "0"}, "--burst 0"},
 		{[]string{"guard", "--listen", ":1", "--upstream", "http://a", "--outage", "maybe"}, `--outage "maybe"`},
 		{[]string{"guard", "--listen", ":1", "--upstream", "http://a", "--config", "/nonexistent.toml"}, "--config"},
+		{[]string{"guard", "--listen", ":1", "--upstream", "http://a", "--idle-timeout", "-1s"}, "--idle-timeout -1s"},
+		{[]string{"guard", "--listen", ":1", "--upstream", "http://a", "--body-timeout", "-1s"}, "--body-timeout -1s"},
+		{[]string{"guard", "--listen", ":1", "--upstream", "http://a", "--upstream-timeout", "-1s"}, "--upstream-timeout -1s"},
+		{[]string{"guard", "--listen", ":1", "--upstream", "http://a", "--max-conns-per-ip", "-1"}, "--max-conns-per-ip -1"},
 	} {
 		_, code, stderr := parseGuard(t, tc.argv...)
 		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
@@ -118,7 +137,7 @@ func proxied(t *testing.T, c guard.Config, upstream http.Handler) (front, back *
 	if err != nil {
 		t.Fatal(err)
 	}
-	front = httptest.NewServer(g.Handler(newProxy(u, discard())))
+	front = httptest.NewServer(g.Handler(newProxy(u, 0, discard())))
 	t.Cleanup(front.Close)
 	return front, back
 }
