@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -191,6 +192,7 @@ func newProxy(u *url.URL, timeout time.Duration, log *slog.Logger) *httputil.Rev
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 256
 	tr.ResponseHeaderTimeout = timeout
+	var timedOut, failed warnLimit
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
@@ -213,14 +215,47 @@ func newProxy(u *url.URL, timeout time.Duration, log *slog.Logger) *httputil.Rev
 				w.Header().Set("Connection", "close")
 				writeGatewayProblem(w, http.StatusRequestTimeout, "the request was not sent within the time allowed")
 			case errors.As(err, &ne) && ne.Timeout():
-				log.Warn("polite guard: upstream timed out", slog.String("error", err.Error()))
+				timedOut.warn(log, "polite guard: upstream timed out", err)
 				writeGatewayProblem(w, http.StatusGatewayTimeout, "the upstream did not answer in time")
 			default:
-				log.Warn("polite guard: upstream failed", slog.String("error", err.Error()))
+				failed.warn(log, "polite guard: upstream failed", err)
 				writeGatewayProblem(w, http.StatusBadGateway, "the upstream did not answer")
 			}
 		},
 	}
+}
+
+// guardWarnEvery is the least time between two Warn lines of one kind
+// about the upstream: while it is down or hangs every request fails, and
+// a flood would otherwise write a line for each (as the guard's own store
+// failures, issue 29).
+const guardWarnEvery = 10 * time.Second
+
+// warnLimit writes one Warn line per guardWarnEvery and counts the others;
+// the next line written says how many (suppressed=N). It is safe for
+// concurrent use.
+type warnLimit struct {
+	mu         sync.Mutex // guards next, suppressed
+	next       time.Time
+	suppressed int64
+}
+
+func (l *warnLimit) warn(log *slog.Logger, msg string, err error) {
+	now := time.Now()
+	l.mu.Lock()
+	if now.Before(l.next) {
+		l.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	n := l.suppressed
+	l.next, l.suppressed = now.Add(guardWarnEvery), 0
+	l.mu.Unlock()
+	attrs := []slog.Attr{slog.String("error", err.Error())}
+	if n > 0 {
+		attrs = append(attrs, slog.Int64("suppressed", n))
+	}
+	log.LogAttrs(context.Background(), slog.LevelWarn, msg, attrs...)
 }
 
 // writeGatewayProblem answers status with a problem body of type

@@ -2,14 +2,20 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -235,4 +241,65 @@ func TestGuardConnCapSparesTrustedProxies(t *testing.T) {
 	if !closedWithin(second, bufio.NewReader(second), 5*time.Second) {
 		t.Error("untrusted, second connection over --max-conns-per-ip 1: still open after 5 s")
 	}
+}
+
+// An upstream that is down fails every request; the guard says so once
+// per guardWarnEvery, not once per request.
+func TestGuardUpstreamFailureLogThrottled(t *testing.T) {
+	back := httptest.NewServer(http.NotFoundHandler())
+	u, _ := url.Parse(back.URL)
+	back.Close()
+	var buf syncBuffer
+	front := httptest.NewServer(newProxy(u, 0, slog.New(slog.NewTextHandler(&buf, nil))))
+	t.Cleanup(front.Close)
+	for range 20 {
+		resp, err := http.Get(front.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadGateway {
+			t.Fatalf("upstream down: %d, want 502", resp.StatusCode)
+		}
+	}
+	if n := strings.Count(buf.String(), "upstream failed"); n != 1 {
+		t.Errorf("%d lines for 20 failures within a few ms, want 1:\n%s", n, buf.String())
+	}
+}
+
+// warnLimit writes the first line, then one per guardWarnEvery saying how
+// many it left out.
+func TestGuardWarnLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&buf, nil))
+		var l warnLimit
+		for range 5000 { // 200 a second for 25 s
+			l.warn(log, "upstream failed", errors.New("refused"))
+			time.Sleep(5 * time.Millisecond)
+		}
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		if len(lines) != 3 || strings.Contains(lines[0], "suppressed") ||
+			!strings.Contains(lines[1], "suppressed=1999") || !strings.Contains(lines[2], "suppressed=1999") {
+			t.Errorf("%d lines, want 3 (at 0, 10 and 20 s), the later ones counting 1999 left out:\n%s", len(lines), buf.String())
+		}
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for a server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
