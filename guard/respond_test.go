@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -114,4 +116,29 @@ func TestStoreFailureLogThrottled(t *testing.T) {
 			t.Errorf("first line %q: want a WARN naming the error", lines[0])
 		}
 	})
+}
+
+// Many goroutines failing at once: one line is written, and the next one
+// counts every other.
+func TestThrottleConcurrent(t *testing.T) {
+	var th throttle
+	now := time.Unix(1000, 0)
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 1000 {
+				if ok, _ := th.allow(now); ok {
+					allowed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := allowed.Load(); n != 1 {
+		t.Errorf("%d lines allowed at one instant, want 1", n)
+	}
+	if ok, n := th.allow(now.Add(warnEvery)); !ok || n != 7999 {
+		t.Errorf("allow after warnEvery = %v, %d; want true, 7999", ok, n)
+	}
 }
