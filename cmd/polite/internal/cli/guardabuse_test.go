@@ -132,7 +132,7 @@ func TestGuardCapsConnectionsPerIP(t *testing.T) {
 	}
 	// A closed connection gives its place back.
 	held[0].Close()
-	for range 50 { // the server sees the close a moment later
+	for range 250 { // the server sees the close a moment later: 5 s at most
 		c := dialFrom(t, "127.0.0.1", addr)
 		br := bufio.NewReader(c)
 		c.SetDeadline(time.Now().Add(5 * time.Second))
