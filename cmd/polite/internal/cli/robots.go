@@ -2,14 +2,17 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/cmd/polite/internal/term"
 	"github.com/polite-go/polite/crawl"
 	"github.com/polite-go/polite/robots"
@@ -17,9 +20,10 @@ import (
 
 // robotsOptions are the settings of `polite robots`.
 type robotsOptions struct {
-	URL       *url.URL
-	UserAgent string
-	Timeout   time.Duration
+	URL          *url.URL
+	UserAgent    string
+	Timeout      time.Duration
+	AllowPrivate bool
 }
 
 func newRobotsCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
@@ -33,6 +37,10 @@ between requests to the host, and the sitemaps the file lists.
 
 A robots.txt answered with 4xx means everything is allowed; 5xx, 429 or no
 answer means everything is disallowed, as RFC 9309 says.
+
+As fetch does, it connects only to public addresses (and URL's own loopback
+port): a robots.txt that redirects to a private or link-local address is
+unreachable, unless --allow-private.
 
 Exit status: 0 when URL is allowed, 4 when it is disallowed, 2 for bad usage,
 1 when robots.txt could not be asked for.`,
@@ -56,11 +64,21 @@ Exit status: 0 when URL is allowed, 4 when it is disallowed, 2 for bad usage,
 	}
 	c.Flags().StringVar(&o.UserAgent, "user-agent", defaultUserAgent(), "the crawler asking: its product token (before the first '/') picks the robots.txt group")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 30*time.Second, "time limit of the robots.txt fetch")
+	c.Flags().BoolVar(&o.AllowPrivate, "allow-private", false, "connect to non-public addresses too (private, link-local, loopback); by default only URL's own loopback port is")
 	return c
 }
 
 func runRobots(ctx context.Context, e *env, o *robotsOptions) error {
-	cache := &robots.Cache{Client: &http.Client{}, UserAgent: o.UserAgent, Timeout: o.Timeout}
+	// The same dial-time check as fetch's (issue 29, item 7): a redirect
+	// must not reach 169.254.169.254 or the private network.
+	base := crawl.NewBase()
+	if !o.AllowPrivate {
+		loop := &loopbackPorts{}
+		loop.line([]byte(o.URL.String()))
+		publicOnly(base, loop, func(netip.AddrPort) bool { return false })
+	}
+	defer base.CloseIdleConnections()
+	cache := &robots.Cache{Client: &http.Client{Transport: base}, UserAgent: o.UserAgent, Timeout: o.Timeout}
 	r, err := cache.Get(ctx, o.URL)
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
@@ -80,6 +98,9 @@ func runRobots(ctx context.Context, e *env, o *robotsOptions) error {
 		}
 		if r.Err() != nil {
 			why += ": " + term.Quote(r.Err().Error())
+			if errors.Is(r.Err(), polite.ErrNotPublic) {
+				why += " (--allow-private lifts this)"
+			}
 		}
 		fmt.Fprintf(w, " (unreachable, %s: everything is disallowed for now)\n", why)
 	}

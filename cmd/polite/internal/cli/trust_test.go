@@ -157,3 +157,28 @@ func TestRobotsNeverArrives(t *testing.T) {
 		t.Errorf("the page got %d requests", n)
 	}
 }
+
+// `polite robots URL` followed a robots.txt redirect to any address, where
+// fetch refuses one that is not public (issue 29, item 7): it checks each
+// connection's address as fetch does, URL's own loopback port excepted,
+// and --allow-private lifts the check.
+func TestRobotsCommandRefusesPrivateRedirect(t *testing.T) {
+	inner := &testbed.Hostile{Robots: "User-agent: *\nDisallow: /\n"}
+	isrv := httptest.NewServer(inner)
+	defer isrv.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, isrv.URL+"/robots.txt", http.StatusMovedPermanently)
+	}))
+	defer srv.Close()
+	code, stdout, stderr := politeCmd(t, "robots", srv.URL+"/a")
+	if n := inner.Count("/robots.txt"); n != 0 {
+		t.Errorf("the redirect's private target got %d requests, want 0", n)
+	}
+	if code != ExitFailures || !strings.Contains(stdout, "not public") || !strings.Contains(stdout, "--allow-private") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d, unreachable: not public, naming --allow-private", code, stdout, stderr, ExitFailures)
+	}
+	code, stdout, _ = politeCmd(t, "robots", "--allow-private", srv.URL+"/a")
+	if n := inner.Count("/robots.txt"); n != 1 || code != ExitFailures || !strings.Contains(stdout, "rules read") {
+		t.Errorf("with --allow-private: target asked %d times, exit %d, stdout %q; want 1, %d, rules read", n, code, stdout, ExitFailures)
+	}
+}
