@@ -1,12 +1,14 @@
 package crawl
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // hopWait is the least a redirect hop waits when its host has no free
@@ -30,7 +32,9 @@ const MaxRedirects = 10
 // A hop to a URL already visited, or more than MaxRedirects, ends the URL
 // as redirect_loop, never retried: the loop would only repeat (issue 18,
 // item 2). It reports whether resp was handled; it was not when resp is no
-// redirect to follow.
+// redirect to follow. One it cannot follow (a Location that does not parse,
+// or whose scheme is not http or https) is not handled either, but marks it
+// refused: the URL ends http_error, the target named.
 func (j *Job) redirect(it *item, resp *http.Response) bool {
 	switch resp.StatusCode {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
@@ -39,8 +43,19 @@ func (j *Job) redirect(it *item, resp *http.Response) bool {
 		return false
 	}
 	loc, err := resp.Location()
-	if err != nil || (loc.Scheme != "http" && loc.Scheme != "https") {
+	switch {
+	case errors.Is(err, http.ErrNoLocation):
 		return false // no Location to follow: the 3xx is the answer
+	case err != nil:
+		it.notFollowed = cutTarget(resp.Header.Get("Location"))
+		it.refused = fmt.Sprintf("redirect not followed: %s to %q, which does not parse", resp.Status, it.notFollowed)
+		return false
+	case loc.Scheme != "http" && loc.Scheme != "https":
+		// ftp:, file:, javascript:, data:: the page is not there, and
+		// the URL is not ok (issue 29, item 10).
+		it.notFollowed = cutTarget(loc.String())
+		it.refused = fmt.Sprintf("redirect not followed: %s to %q (only http and https are followed)", resp.Status, it.notFollowed)
+		return false
 	}
 	if j.opts.SameHost && !sameHostName(loc, it.url) {
 		it.notFollowed = loc.String() // the 3xx is the answer
@@ -71,6 +86,23 @@ func (j *Job) redirect(it *item, resp *http.Response) bool {
 	j.deferred(it, now)
 	j.sched.retry(it, now)
 	return true
+}
+
+// maxTarget is the most of a refused redirect's target a result keeps: a
+// data: URL may be megabytes long.
+const maxTarget = 2048
+
+// cutTarget returns s cut to maxTarget bytes (at a character's start),
+// marked by "…" when cut.
+func cutTarget(s string) string {
+	if len(s) <= maxTarget {
+		return s
+	}
+	n := maxTarget
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // sameHostName reports whether loc names the host of the listed URL

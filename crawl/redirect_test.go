@@ -130,6 +130,58 @@ func TestSameHost(t *testing.T) {
 	}
 }
 
+// A redirect to a scheme the job cannot follow (ftp:, file:, javascript:,
+// data:) was recorded ok, status 302, with no word of its target (issue 29,
+// item 10): the URL did not get its page. It ends http_error, not retried,
+// its error naming the refused target quoted and redirect_not_followed
+// holding it; a 3xx with no Location is still the answer, ok.
+func TestRedirectToOtherScheme(t *testing.T) {
+	long := "data:text/plain," + strings.Repeat("a", 5000)
+	targets := map[string]string{
+		"/ftp":  "ftp://user:secret@files.test/x",
+		"/file": "file:///etc/passwd",
+		"/js":   "javascript:alert(1)",
+		"/data": long,
+	}
+	base := serveAll(t, func(w http.ResponseWriter, r *http.Request) {
+		if to, ok := targets[r.URL.Path]; ok {
+			w.Header().Set("Location", to)
+			w.WriteHeader(http.StatusFound)
+			return
+		}
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+		case "/bare":
+			w.WriteHeader(http.StatusFound) // no Location: the answer
+		}
+	})
+	tr := &polite.Transport{Base: base, Limits: polite.Limits{Rate: bucket.Inf, Concurrency: 2}}
+	dir := t.TempDir()
+	runJob(t, dir, tr, "http://a.test/ftp\nhttp://a.test/file\nhttp://a.test/js\nhttp://a.test/data\nhttp://a.test/bare\n", Options{Bodies: BodiesNone})
+	want := map[string]string{
+		"/ftp":  "ftp://user:xxxxx@files.test/x",
+		"/file": "file:///etc/passwd",
+		"/js":   "javascript:alert(1)",
+		"/data": long[:maxTarget] + "…",
+	}
+	for _, r := range readResults(t, dir) {
+		path := strings.TrimPrefix(r.URL, "http://a.test")
+		if path == "/bare" {
+			if r.Outcome != OK || r.Status != http.StatusFound {
+				t.Errorf("%s: outcome %q status %d, want ok 302", r.URL, r.Outcome, r.Status)
+			}
+			continue
+		}
+		to := want[path]
+		if r.Outcome != HTTPError || r.Status != http.StatusFound || r.Attempts != 1 ||
+			r.RedirectNotFollowed != to || !strings.Contains(r.Error, fmt.Sprintf("%q", to)) {
+			t.Errorf("%s: outcome %q status %d attempts %d not followed %q error %q; want http_error 302 1, the target %q named quoted",
+				r.URL, r.Outcome, r.Status, r.Attempts, r.RedirectNotFollowed, r.Error, to)
+		}
+	}
+}
+
 // serveAll serves h on loopback and returns a base transport that sends
 // every host's requests there.
 func serveAll(t *testing.T, h http.HandlerFunc) *http.Transport {

@@ -43,7 +43,10 @@ type Result struct {
 	// FinalURL is the URL that answered, when redirects led elsewhere.
 	FinalURL string `json:"final_url,omitempty"`
 	// RedirectNotFollowed is the target of a redirect the job did not
-	// follow because it left the URL's host (Options.SameHost).
+	// follow: it left the URL's host (Options.SameHost; the 3xx is the
+	// answer, ok), or the job cannot follow it (a scheme other than http
+	// or https, or a Location that does not parse; http_error, Error
+	// naming it). Cut at 2048 bytes, marked "…".
 	RedirectNotFollowed string `json:"redirect_not_followed,omitempty"`
 	// WARCFile is the WARC file the response record is in, and WARC its
 	// offset there (--bodies warc): in a .warc.gz, the offset of its gzip

@@ -319,6 +319,9 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 			res.Error = fmt.Sprintf("%s after %d attempts", resp.Status, it.attempts)
 		}
 	}
+	if it.refused != "" { // a redirect the job cannot follow (issue 29, item 10)
+		res.Outcome, res.Error, it.refused = HTTPError, it.refused, ""
+	}
 	if j.opts.Bodies == BodiesFiles && len(body) > 0 {
 		if err := j.writeFile(res.SHA256, body); err != nil {
 			j.logError("writing a body", err)

@@ -29,8 +29,9 @@ type item struct {
 	hop  bool // the next request is a redirect hop, not a new attempt
 	// asGet: a redirect turned the job's method into a GET without body.
 	asGet bool
-	// notFollowed is a redirect's target left alone (Options.SameHost).
-	notFollowed string
+	// notFollowed is a redirect's target left alone (Options.SameHost, or
+	// refused: then refused is why).
+	notFollowed, refused string
 	// latency is the last request's, for its result.
 	latency time.Duration
 }
