@@ -94,6 +94,7 @@ func (j *Job) committer() error {
 		tm.Stop()
 		if firstErr == nil {
 			if err := j.flush(batch); err != nil {
+				err = namedFileErr(err)
 				firstErr = err
 				j.logError("commit", err)
 				j.fatal() // keep draining: workers finishing must not block
@@ -108,7 +109,7 @@ func (j *Job) committer() error {
 		return firstErr
 	}
 	// The last batch's lines are written: record that.
-	return j.st.commit(nil, nil, j.res.marks())
+	return namedFileErr(j.st.commit(nil, nil, j.res.marks()))
 }
 
 func (j *Job) flush(batch []commitMsg) error {

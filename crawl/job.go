@@ -69,7 +69,7 @@ type Options struct {
 	// never holding a worker; it never changes the Transport, which may be
 	// shared. Its Retries is not used: Retries and RetriesFor below count
 	// a URL's attempts over every run. If nil, the job builds one from
-	// Backoff, Budget and MaxRetryAfter below, sending through NewBase().
+	// Backoff, Budget and MaxRetryAfter below, sending through NewBase.
 	Transport *polite.Transport
 	// Workers is how many requests may be in flight over all hosts. If
 	// zero, DefaultWorkers.
@@ -344,7 +344,7 @@ func (j *Job) defaults() {
 	}
 	j.tr = o.Transport
 	if j.tr == nil {
-		j.tr = &polite.Transport{Base: NewBase(), Backoff: o.Backoff, Budget: o.Budget, MaxRetryAfter: o.MaxRetryAfter,
+		j.tr = &polite.Transport{Base: NewBase(o.Workers), Backoff: o.Backoff, Budget: o.Budget, MaxRetryAfter: o.MaxRetryAfter,
 			Breaker: BreakerFor(o.Backoff.Cap)}
 	}
 	j.backoff = j.tr.Backoff
@@ -363,12 +363,18 @@ func BreakerFor(maxDelay time.Duration) breaker.Config {
 }
 
 // NewBase returns the http.Transport a job sends through when it builds its
-// own polite.Transport: http.DefaultTransport's settings, but with no cap
-// on idle connections over all hosts and 16 kept per host, so a crawl of
-// many hosts keeps its connections.
-func NewBase() *http.Transport {
+// own polite.Transport: http.DefaultTransport's settings, but with 16 idle
+// connections kept per host, so that a busy host keeps its connections,
+// and over all hosts as many as the process's file descriptor limit leaves
+// after workers requests in flight (DefaultWorkers when zero) and a reserve
+// for the job's files (issue 29, item 3), at most 4,096; past that the
+// connection idle longest is closed.
+func NewBase(workers int) *http.Transport {
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 0 // no overall cap: every host keeps its own
+	t.MaxIdleConns = idleConns(fdLimit(), workers)
 	t.MaxIdleConnsPerHost = 16
 	t.IdleConnTimeout = 30 * time.Second
 	return t

@@ -501,10 +501,10 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 		}
 	case tr.Sent:
 		if !j.again(it, tr, "network error") {
-			j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (after %d attempts)", unwrapPolite(err), it.attempts))
+			j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (after %d attempts)", namedEMFILE(unwrapPolite(err)), it.attempts))
 		}
 	default:
-		j.finishErr(it, NetworkError, 0, unwrapPolite(err).Error())
+		j.finishErr(it, NetworkError, 0, namedEMFILE(unwrapPolite(err)).Error())
 	}
 }
 

@@ -477,7 +477,7 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 	}
 	base := o.base
 	if base == nil {
-		b := crawl.NewBase()
+		b := crawl.NewBase(o.Workers)
 		if !o.AllowPrivate {
 			publicOnly(b, loop, o.Connect.allows)
 		}

@@ -71,7 +71,7 @@ Exit status: 0 when URL is allowed, 4 when it is disallowed, 2 for bad usage,
 func runRobots(ctx context.Context, e *env, o *robotsOptions) error {
 	// The same dial-time check as fetch's (issue 29, item 7): a redirect
 	// must not reach 169.254.169.254 or the private network.
-	base := crawl.NewBase()
+	base := crawl.NewBase(1)
 	if !o.AllowPrivate {
 		loop := &loopbackPorts{}
 		loop.line([]byte(o.URL.String()))
