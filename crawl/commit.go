@@ -23,6 +23,10 @@ type kept struct {
 	payload             [32]byte // sha256 of body
 	respBlock, reqBlock [32]byte // sha256 of respHead+body, of reqHead
 	respID, reqID       [16]byte
+	// target and at are a redirect hop's URL and time (keepHop); a URL's
+	// final response has its result's.
+	target string
+	at     time.Time
 }
 
 // keep formats what the WARC files keep of resp; payload is body's sha256.
@@ -46,6 +50,7 @@ type commitMsg struct {
 	it     *item
 	res    *Result
 	kept   *kept
+	hops   []*kept // the redirects followed before kept, in order
 	later  *later
 	pause  *hostPause
 	robots *robotsFetch
@@ -138,8 +143,19 @@ func (j *Job) flush(batch []commitMsg) error {
 		}
 		redactResult(m.res)
 		m.res.ID = m.it.id
+		if j.warc != nil {
+			for _, h := range m.hops {
+				j.warc.response(redact(h.target), h.at, h)
+			}
+		}
 		if m.kept != nil && j.warc != nil {
-			name, off := j.warc.response(m.res.URL, m.res.Finished, m.kept)
+			// Under the URL that answered: after redirects, not the
+			// listed one (issue 29, item 11).
+			target := m.res.URL
+			if m.res.FinalURL != "" {
+				target = m.res.FinalURL
+			}
+			name, off := j.warc.response(target, m.res.Finished, m.kept)
 			m.res.WARCFile, m.res.WARC = name, &off
 		}
 		line, err := json.Marshal(m.res)

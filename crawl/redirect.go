@@ -1,10 +1,12 @@
 package crawl
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -35,7 +37,7 @@ const MaxRedirects = 10
 // redirect to follow. One it cannot follow (a Location that does not parse,
 // or whose scheme is not http or https) is not handled either, but marks it
 // refused: the URL ends http_error, the target named.
-func (j *Job) redirect(it *item, resp *http.Response) bool {
+func (j *Job) redirect(it *item, resp *http.Response, ip netip.Addr) bool {
 	switch resp.StatusCode {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
 		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
@@ -61,8 +63,7 @@ func (j *Job) redirect(it *item, resp *http.Response) bool {
 		it.notFollowed = loc.String() // the 3xx is the answer
 		return false
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
+	j.keepHop(it, resp, ip)
 	next := loc.String()
 	chain := append([]string{it.url}, it.hops...)
 	for _, u := range chain {
@@ -103,6 +104,35 @@ func cutTarget(s string) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// maxHopBody is the most of a redirect's body read: kept in the WARC files
+// (WARC-Truncated past it), or read to reuse the connection.
+const maxHopBody = 64 << 10
+
+// keepHop reads and closes the body of resp, a redirect about to be
+// followed, and with WARC on keeps the hop for the WARC files: a response
+// record with the hop's own URL, status, headers and server address (ip),
+// and its request record, as wget and Heritrix archive each hop (issue 29,
+// item 11). They reach the files with the URL's result, in the same commit,
+// so a job killed mid-chain fetches the chain again and never archives a
+// hop twice.
+func (j *Job) keepHop(it *item, resp *http.Response, ip netip.Addr) {
+	defer resp.Body.Close()
+	if j.warc == nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, maxHopBody))
+		return
+	}
+	body, _ := readUpTo(resp.Body, resp.ContentLength, maxHopBody)
+	truncated := false
+	if len(body) == maxHopBody {
+		var one [1]byte
+		n, _ := io.ReadFull(resp.Body, one[:])
+		truncated = n > 0
+	}
+	k := keep(resp, body, truncated, sha256.Sum256(body), ip)
+	k.target, k.at = resp.Request.URL.String(), time.Now()
+	it.hopsKept = append(it.hopsKept, k)
 }
 
 // sameHostName reports whether loc names the host of the listed URL

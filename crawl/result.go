@@ -48,7 +48,8 @@ type Result struct {
 	// or https, or a Location that does not parse; http_error, Error
 	// naming it). Cut at 2048 bytes, marked "…".
 	RedirectNotFollowed string `json:"redirect_not_followed,omitempty"`
-	// WARCFile is the WARC file the response record is in, and WARC its
+	// WARCFile is the WARC file the final response record is in (under
+	// FinalURL when redirected; each hop before it has its own), and WARC its
 	// offset there (--bodies warc): in a .warc.gz, the offset of its gzip
 	// member, as CDX indexes give it. Left out when none was written.
 	WARCFile string `json:"warc_file,omitempty"`

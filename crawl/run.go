@@ -259,7 +259,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		return
 	}
 	out := outcomeOf(tr.Outcome)
-	if out == OK && j.redirect(it, resp) {
+	if out == OK && j.redirect(it, resp, ip.get()) {
 		return
 	}
 	body, sum, truncated, rerr := j.readBody(resp)
@@ -530,11 +530,16 @@ func (j *Job) finishErr(it *item, outcome string, status int, msg string) {
 // finish hands a finished URL to the committer and the scheduler.
 func (j *Job) finish(it *item, res *Result, k *kept) {
 	j.logDone(it, res)
+	hops := it.hopsKept
+	it.hopsKept = nil
 	n := k.size()
+	for _, h := range hops {
+		n += h.size()
+	}
 	if n > 0 {
 		j.backlog.acquire(n) // back-pressure: the committer is behind
 	}
-	j.commits <- commitMsg{it: it, res: res, kept: k, size: n}
+	j.commits <- commitMsg{it: it, res: res, kept: k, hops: hops, size: n}
 	j.mu.Lock()
 	if j.stats.Statuses == nil {
 		j.stats.Statuses = map[int]int{}

@@ -32,6 +32,8 @@ type item struct {
 	// notFollowed is a redirect's target left alone (Options.SameHost, or
 	// refused: then refused is why).
 	notFollowed, refused string
+	// hopsKept are the redirects followed, for the WARC files (keepHop).
+	hopsKept []*kept
 	// latency is the last request's, for its result.
 	latency time.Duration
 }

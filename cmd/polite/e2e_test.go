@@ -392,16 +392,7 @@ func TestKillAndResume(t *testing.T) {
 	t.Logf("%d URLs fetched again: in flight at a kill", refetched)
 	// The WARC files, cut back at each resume and rotated meanwhile, hold
 	// each URL's response exactly once, where results.jsonl says.
-	idx := polite(t, "cdxj", out)
-	if idx.code != 0 {
-		t.Fatalf("polite cdxj: exit %d: %s", idx.code, idx.stderr)
-	}
-	inWARC := map[string]int{}
-	for _, l := range strings.Split(strings.TrimSpace(idx.stdout), "\n") {
-		var e struct{ URL string }
-		json.Unmarshal([]byte(l[strings.IndexByte(l, '{'):]), &e)
-		inWARC[e.URL]++
-	}
+	inWARC := indexed(t, out)
 	for u := range seen {
 		if inWARC[u] != 1 {
 			t.Errorf("%s: %d response records in the WARC files", u, inWARC[u])
