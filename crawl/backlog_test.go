@@ -1,7 +1,10 @@
 package crawl
 
 import (
+	"bytes"
+	"runtime"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 )
 
@@ -36,4 +39,42 @@ func TestBacklogBoundedByBytes(t *testing.T) {
 			t.Errorf("a 5 MiB body counted %d bytes", m.size)
 		}
 	})
+}
+
+// A body over --max-body, or of unknown length, was read into a
+// bytes.Buffer that doubled past the cap: at a 10 MiB cap each worker kept
+// a 16 MiB buffer and held 24 MiB while it grew (issue 29, item 14). The
+// buffer never passes the cap, and one announced longer gets the cap at
+// once.
+func TestReadUpToStaysUnderCap(t *testing.T) {
+	const limit = 5 << 20 // just above a power of two, as 10 MiB is
+	for _, c := range []struct {
+		name     string
+		n        int64 // announced length
+		body     int   // bytes sent
+		maxAlloc int64 // bytes allocated at most, growing included
+	}{
+		{"unknown length, longer", -1, 6 << 20, 3 * limit},
+		{"unknown length, shorter", -1, 3 << 20, 3 * (3 << 20)},
+		{"announced longer", 6 << 20, 6 << 20, limit + 64<<10},
+		{"announced, fits", 1 << 20, 1 << 20, 1<<20 + 64<<10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := iotest.HalfReader(bytes.NewReader(make([]byte, c.body)))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			body, err := readUpTo(r, c.n, limit)
+			runtime.ReadMemStats(&after)
+			want := min(int64(c.body), limit)
+			if err != nil || int64(len(body)) != want {
+				t.Fatalf("readUpTo = %d bytes, %v; want %d", len(body), err, want)
+			}
+			if cap(body) > limit {
+				t.Errorf("cap %d over the cap %d", cap(body), limit)
+			}
+			if got := int64(after.TotalAlloc - before.TotalAlloc); got > c.maxAlloc {
+				t.Errorf("allocated %d bytes, want at most %d", got, c.maxAlloc)
+			}
+		})
+	}
 }

@@ -135,12 +135,16 @@ type Options struct {
 	// MaxBacklog bounds the bytes of finished responses (bodies and heads)
 	// waiting to be written to the WARC files: a worker whose response would
 	// go over waits for the committer. If zero, DefaultMaxBacklog; never
-	// less than MaxBody. With WARC on, the bodies then hold at most about
-	// Workers × 1.6 × MaxBody (being read: a body without a
-	// Content-Length grows its buffer by doubling) + MaxBacklog (queued,
-	// and being written); the Go heap may reach twice that before a
-	// collection (GOGC=100). Measured: 400 endless bodies, 64 workers,
-	// 10 MiB MaxBody: 2.3 GB peak RSS (7.2 GB before the bound).
+	// less than MaxBody. With WARC on, the bodies then hold at most
+	// Workers × MaxBody (being read; a buffer never grows past MaxBody,
+	// though while one of unknown length grows, its old and new buffer
+	// are both held for a moment) + MaxBacklog (queued, and being
+	// written); the Go heap may reach twice that before a collection
+	// (GOGC=100) unless a soft memory limit (debug.SetMemoryLimit) holds
+	// it, as polite fetch sets. Measured: 200 bodies over MaxBody, 64
+	// workers, 10 MiB MaxBody: 2.3 GB peak RSS before the cap on buffers
+	// (issue 29, item 14; 7.2 GB before the bound), 1.5 GB with it, 1.0 GB
+	// with the limit.
 	MaxBacklog int64
 	// MaxHosts bounds the hosts whose URLs Run holds in memory at a time:
 	// pending URLs are streamed from state.db, at most 32 per host besides

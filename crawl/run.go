@@ -1,7 +1,6 @@
 package crawl
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -613,14 +612,12 @@ func (j *Job) readBody(resp *http.Response) (body []byte, sum [32]byte, truncate
 }
 
 // readUpTo reads r to its end, or to limit bytes. With the length the
-// response announced (n ≥ 0) it reads into one buffer of that size, which
+// response announced (0 ≤ n ≤ limit) it reads into one buffer of that size, which
 // stays its size: a bytes.Buffer would regrow it for its last read, to
 // twice and more (issue 17, defect 3: 18 KB allocated per 1 KB page).
 func readUpTo(r io.Reader, n, limit int64) ([]byte, error) {
 	if n < 0 || n > limit {
-		var buf bytes.Buffer
-		_, err := io.Copy(&buf, io.LimitReader(r, limit))
-		return buf.Bytes(), err
+		return readCapped(r, n, limit)
 	}
 	if n == 0 {
 		return nil, nil

@@ -513,6 +513,7 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 var errMaxTime = errors.New("--max-time reached")
 
 func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
+	defer limitMemory(o.Workers, o.MaxBody)()
 	list := o.list
 	if list == nil {
 		if o.List == "-" {
