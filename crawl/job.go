@@ -141,10 +141,11 @@ type Options struct {
 	// are both held for a moment) + MaxBacklog (queued, and being
 	// written); the Go heap may reach twice that before a collection
 	// (GOGC=100) unless a soft memory limit (debug.SetMemoryLimit) holds
-	// it, as polite fetch sets. Measured: 200 bodies over MaxBody, 64
-	// workers, 10 MiB MaxBody: 2.3 GB peak RSS before the cap on buffers
-	// (issue 29, item 14; 7.2 GB before the bound), 1.5 GB with it, 1.0 GB
-	// with the limit.
+	// it, as polite fetch sets. Measured: 200 chunked 12 MiB bodies, 64
+	// workers, 10 MiB MaxBody: 2,280 MiB peak RSS before the cap on
+	// buffers (issue 29, item 14), 1,549 MiB with it, 1,039 MiB with the
+	// limit too (400 endless bodies: 7.2 GB before the bound on the
+	// backlog, issue 17).
 	MaxBacklog int64
 	// MaxHosts bounds the hosts whose URLs Run holds in memory at a time:
 	// pending URLs are streamed from state.db, at most 32 per host besides
