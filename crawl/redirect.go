@@ -132,8 +132,27 @@ func (j *Job) keepHop(it *item, resp *http.Response, ip netip.Addr) {
 	}
 	k := keep(resp, body, truncated, sha256.Sum256(body), ip)
 	k.target, k.at = resp.Request.URL.String(), time.Now()
+	budget := j.hopBudget
+	if budget == 0 {
+		budget = hopBudget
+	}
+	// URLs mid-chain wait in the queue, as many as it holds: their hops
+	// share a bound, past which a hop is not archived rather than a
+	// worker held (a hostile server's 64 KiB redirects must not fill
+	// memory).
+	if n := k.size(); j.hopBytes.Add(n) > budget {
+		j.hopBytes.Add(-n)
+		if j.hopsDropped.Add(1) == 1 && j.opts.Logger != nil {
+			j.opts.Logger.Warn("crawl: redirect hops not archived: the ones waiting for their URL to finish passed the bound",
+				"bound", budget, "url", redact(k.target))
+		}
+		return
+	}
 	it.hopsKept = append(it.hopsKept, k)
 }
+
+// hopBudget bounds the bytes of redirect hops kept by URLs not finished yet.
+const hopBudget = 64 << 20
 
 // sameHostName reports whether loc names the host of the listed URL
 // listed, whatever the scheme and port.

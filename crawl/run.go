@@ -534,6 +534,7 @@ func (j *Job) finish(it *item, res *Result, k *kept) {
 	n := k.size()
 	for _, h := range hops {
 		n += h.size()
+		j.hopBytes.Add(-h.size()) // now in the backlog
 	}
 	if n > 0 {
 		j.backlog.acquire(n) // back-pressure: the committer is behind

@@ -144,3 +144,59 @@ func TestWARCRedirectHops(t *testing.T) {
 		}
 	}
 }
+
+// The hops kept by URLs still mid-chain share a bound (hopBudget): past it
+// a hop is not archived, the URL still fetched and its final response
+// kept; what finished URLs held is given back.
+func TestWARCHopsBounded(t *testing.T) {
+	base := serveAll(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			http.NotFound(w, r)
+		case "/end":
+			fmt.Fprint(w, "the final page")
+		default:
+			http.Redirect(w, r, "/end", http.StatusFound)
+		}
+	})
+	for _, c := range []struct {
+		name   string
+		budget int64
+		hops   int
+	}{
+		{"default", 0, 3},
+		{"none fits", 1, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := &polite.Transport{Base: base, Limits: polite.Limits{Rate: bucket.Inf, Concurrency: 2}}
+			dir := t.TempDir()
+			j := loadJob(t, dir, "http://a.test/1\nhttp://a.test/2\nhttp://a.test/3\n", Options{Transport: tr, Bodies: BodiesWARC})
+			defer j.Close()
+			j.hopBudget = c.budget
+			sum, err := j.Run(t.Context(), nil)
+			if err != nil || sum.Outcomes[OK] != 3 {
+				t.Fatalf("summary %+v, %v; want 3 ok", sum, err)
+			}
+			if n := j.hopBytes.Load(); n != 0 {
+				t.Errorf("%d bytes of hops still counted after the run", n)
+			}
+			hops, finals := 0, 0
+			f, _ := os.Open(filepath.Join(dir, WARCFile))
+			defer f.Close()
+			ReadWARC(f, true, func(r WARCRecord) error {
+				if r.Header.Get("WARC-Type") == "response" {
+					switch {
+					case r.Status == http.StatusFound:
+						hops++
+					case strings.HasSuffix(r.Header.Get("WARC-Target-URI"), "/end"):
+						finals++
+					}
+				}
+				return nil
+			})
+			if hops != c.hops || finals != 3 {
+				t.Errorf("%d hop and %d final response records, want %d and 3", hops, finals, c.hops)
+			}
+		})
+	}
+}
