@@ -1,10 +1,15 @@
 package crawl
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // File descriptors (issue 29, item 3). A job's connections, its state.db,
@@ -38,7 +43,7 @@ func idleConns(limit, workers int) int {
 	if limit <= 0 {
 		return maxIdleConns
 	}
-	return min(max(limit-fdReserve-fdPerWorker*workers, 1), maxIdleConns)
+	return min(max(connBudget(limit, workers)-workers, 1), maxIdleConns)
 }
 
 // errNoFiles says what to do when the process runs out of file descriptors.
@@ -75,4 +80,62 @@ func outOfFiles() bool {
 	}
 	f.Close()
 	return false
+}
+
+// LimitConns makes t close its idle connections, HTTP/2 ones included,
+// whenever a dial finds the connections it has open at what the file
+// descriptor limit leaves for them (connBudget). net/http's MaxIdleConns,
+// which NewBase sets, bounds only HTTP/1 connections: each HTTP/2 one
+// stays open for IdleConnTimeout whatever their number, and most of the web
+// answers HTTPS in HTTP/2. Closing every idle connection is blunt, but it
+// happens only near the limit, and only idle ones are closed. It wraps
+// t.DialContext (nil: a net.Dialer like net/http's default): call it after
+// setting that.
+func LimitConns(t *http.Transport, workers int) {
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	budget := int64(connBudget(fdLimit(), workers))
+	dial := t.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	open := new(atomic.Int64)
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if open.Load() >= budget {
+			t.CloseIdleConnections()
+		}
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		open.Add(1)
+		return &countedConn{Conn: c, open: open}, nil
+	}
+}
+
+// countedConn is a connection LimitConns counts until it is closed.
+type countedConn struct {
+	net.Conn
+	open   *atomic.Int64
+	closed atomic.Bool
+}
+
+func (c *countedConn) Close() error {
+	if !c.closed.Swap(true) {
+		c.open.Add(-1)
+	}
+	return c.Conn.Close()
+}
+
+// connBudget is how many connections a job may have open at a file
+// descriptor limit of limit (0: unknown) with workers requests in flight:
+// the limit less fdReserve and one more per worker (a DNS lookup's sockets,
+// a body file), at least workers; maxIdleConns more than the workers when
+// the limit is unknown.
+func connBudget(limit, workers int) int {
+	if limit <= 0 {
+		return maxIdleConns + workers
+	}
+	return max(limit-fdReserve-(fdPerWorker-1)*workers, workers)
 }

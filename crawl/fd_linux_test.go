@@ -4,8 +4,14 @@ package crawl
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/testbed"
 )
 
@@ -49,14 +56,55 @@ func TestManyHostsFewFiles(t *testing.T) {
 	for _, u := range srv.URLs() {
 		list.WriteString(u + "/page\n")
 	}
+	manyHostsChild(t, "TestManyHostsFewFiles", list.String(), hosts)
+}
+
+// Servers speaking HTTP/2 keep their connections the same way, and
+// net/http's MaxIdleConns bounds only HTTP/1's: 2,000 HTTPS hosts that
+// each keep an HTTP/2 connection, at 256 descriptors, all end ok.
+func TestManyHTTP2HostsFewFiles(t *testing.T) {
+	if dir := os.Getenv(fdChildDir); dir != "" {
+		fdChild(t, dir)
+		return
+	}
+	const hosts = 2000
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, r.Proto)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	var list strings.Builder
+	for i := range hosts {
+		fmt.Fprintf(&list, "https://h%d.test/page\n", i)
+	}
+	manyHostsChild(t, "TestManyHTTP2HostsFewFiles", list.String(), hosts,
+		fdChildTLS+"="+srv.Listener.Addr().String(), fdChildCert+"="+string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+}
+
+// More of the child's environment: the address of an HTTPS server that
+// every host is at, and its certificate (PEM).
+const (
+	fdChildTLS  = "POLITE_FD_CHILD_TLS"
+	fdChildCert = "POLITE_FD_CHILD_CERT"
+)
+
+// manyHostsChild runs test as a child at fdChildLimit descriptors over
+// list, with env added, and checks that its hosts URLs all ended ok.
+func manyHostsChild(t *testing.T, test, list string, hosts int, env ...string) {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "list"), []byte(list.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "list"), []byte(list), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute) // a bound on a hang
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestManyHostsFewFiles$", "-test.v")
-	cmd.Env = append(os.Environ(), fdChildDir+"="+dir)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+test+"$", "-test.v")
+	cmd.Env = append(append(os.Environ(), fdChildDir+"="+dir), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the job at %d descriptors: %v\n%s", fdChildLimit, err, tail(out, 4000))
@@ -88,7 +136,23 @@ func fdChild(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	j, err := Open(dir, Options{Workers: 32, Retries: -1, Timeout: 20 * time.Second, HostGiveUp: -1})
+	const workers = 32
+	opts := Options{Workers: workers, Retries: -1, Timeout: 20 * time.Second, HostGiveUp: -1}
+	if addr := os.Getenv(fdChildTLS); addr != "" {
+		// Every host at the one server, its certificate trusted under
+		// the name it has (the SNI is the same for all), as a job's own
+		// transport with a dialer and a trust store of its own.
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM([]byte(os.Getenv(fdChildCert)))
+		base := NewBase(workers)
+		base.TLSClientConfig = &tls.Config{RootCAs: roots, ServerName: "example.com"}
+		base.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}
+		LimitConns(base, workers)
+		opts.Transport = &polite.Transport{Base: base}
+	}
+	j, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,3 +61,18 @@ func tail(b []byte, n int) []byte {
 	}
 	return b
 }
+
+func TestConnBudget(t *testing.T) {
+	for _, c := range []struct {
+		limit, workers, want int
+	}{
+		{0, 64, maxIdleConns + 64},
+		{1024, 64, 1024 - 64 - 64},
+		{256, 32, 256 - 64 - 32},
+		{128, 96, 96}, // never fewer than the requests in flight
+	} {
+		if got := connBudget(c.limit, c.workers); got != c.want {
+			t.Errorf("connBudget(%d, %d) = %d, want %d", c.limit, c.workers, got, c.want)
+		}
+	}
+}

@@ -70,7 +70,8 @@ type Options struct {
 	// never holding a worker; it never changes the Transport, which may be
 	// shared. Its Retries is not used: Retries and RetriesFor below count
 	// a URL's attempts over every run. If nil, the job builds one from
-	// Backoff, Budget and MaxRetryAfter below, sending through NewBase.
+	// Backoff, Budget and MaxRetryAfter below, sending through NewBase
+	// with LimitConns.
 	Transport *polite.Transport
 	// Workers is how many requests may be in flight over all hosts. If
 	// zero, DefaultWorkers.
@@ -355,7 +356,9 @@ func (j *Job) defaults() {
 	}
 	j.tr = o.Transport
 	if j.tr == nil {
-		j.tr = &polite.Transport{Base: NewBase(o.Workers), Backoff: o.Backoff, Budget: o.Budget, MaxRetryAfter: o.MaxRetryAfter,
+		base := NewBase(o.Workers)
+		LimitConns(base, o.Workers)
+		j.tr = &polite.Transport{Base: base, Backoff: o.Backoff, Budget: o.Budget, MaxRetryAfter: o.MaxRetryAfter,
 			Breaker: BreakerFor(o.Backoff.Cap)}
 	}
 	j.backoff = j.tr.Backoff
@@ -379,7 +382,8 @@ func BreakerFor(maxDelay time.Duration) breaker.Config {
 // and over all hosts as many as the process's file descriptor limit leaves
 // after workers requests in flight (DefaultWorkers when zero) and a reserve
 // for the job's files (issue 29, item 3), at most 4,096; past that the
-// connection idle longest is closed.
+// connection idle longest is closed. That bounds HTTP/1 connections only:
+// see LimitConns, which a job that builds its own transport applies.
 func NewBase(workers int) *http.Transport {
 	if workers <= 0 {
 		workers = DefaultWorkers

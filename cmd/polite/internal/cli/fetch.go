@@ -482,6 +482,7 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 			publicOnly(b, loop, o.Connect.allows)
 		}
 		o.Connect.wrap(b)
+		crawl.LimitConns(b, o.Workers) // HTTP/2's idle connections too
 		base = b
 	}
 	tr := &polite.Transport{
