@@ -234,15 +234,16 @@ type Job struct {
 	robotsMu   sync.RWMutex
 	robotsOpen bool
 	backlog    *byteSem // bounds the bytes in commits
+	fatal      func()   // stops the fetchers after a fatal commit error
+	res        *resultsFile
+	warc       *warcWriter
+	events     *audit.Log // events.jsonl
+
 	// hopBytes are the bytes of redirect hops kept for the WARC files by
 	// URLs not finished yet, at most hopBudget (keepHop).
 	hopBytes    atomic.Int64
 	hopBudget   int64 // 0: the const hopBudget
 	hopsDropped atomic.Int64
-	fatal       func() // stops the fetchers after a fatal commit error
-	res         *resultsFile
-	warc        *warcWriter
-	events      *audit.Log // events.jsonl
 
 	mu         sync.Mutex // guards the fields below
 	total      int

@@ -38,6 +38,9 @@ const MaxRedirects = 10
 // or whose scheme is not http or https) is not handled either, but marks it
 // refused: the URL ends http_error, the target named.
 func (j *Job) redirect(it *item, resp *http.Response, ip netip.Addr) bool {
+	// Each answer decides anew: an earlier attempt's refusal (its body
+	// broke off, and the URL was retried) is not this one's.
+	it.notFollowed, it.refused = "", ""
 	switch resp.StatusCode {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
 		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/retry"
 )
 
 // Ten hosts redirecting to one slow host starved an unrelated host: the
@@ -179,6 +180,34 @@ func TestRedirectToOtherScheme(t *testing.T) {
 			t.Errorf("%s: outcome %q status %d attempts %d not followed %q error %q; want http_error 302 1, the target %q named quoted",
 				r.URL, r.Outcome, r.Status, r.Attempts, r.RedirectNotFollowed, r.Error, to)
 		}
+	}
+}
+
+// A refused redirect whose body broke off is retried like any response
+// that broke off; what the retry gets is the answer, not the refusal of the
+// attempt before.
+func TestRefusedRedirectRetried(t *testing.T) {
+	var n atomic.Int64
+	base := serveAll(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		if n.Add(1) == 1 {
+			w.Header().Set("Location", "ftp://files.test/x")
+			w.Header().Set("Content-Length", "100")
+			w.WriteHeader(http.StatusFound)
+			w.Write([]byte("cut short")) // then the connection closes
+			return
+		}
+		fmt.Fprint(w, "the page")
+	})
+	tr := &polite.Transport{Base: base, Limits: polite.Limits{Rate: bucket.Inf}}
+	dir := t.TempDir()
+	runJob(t, dir, tr, "http://a.test/p\n", Options{Bodies: BodiesNone, Backoff: retry.Backoff{Base: time.Millisecond, Cap: time.Millisecond}})
+	res := readResults(t, dir)
+	if len(res) != 1 || res[0].Outcome != OK || res[0].Status != http.StatusOK || res[0].Error != "" || res[0].RedirectNotFollowed != "" || res[0].Attempts != 2 {
+		t.Errorf("results %+v; want one ok, 200, after 2 attempts, no refusal", res)
 	}
 }
 

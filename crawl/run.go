@@ -318,7 +318,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 			res.Error = fmt.Sprintf("%s after %d attempts", resp.Status, it.attempts)
 		}
 	}
-	if it.refused != "" { // a redirect the job cannot follow (issue 29, item 10)
+	if it.refused != "" && out == OK { // a redirect the job cannot follow (issue 29, item 10)
 		res.Outcome, res.Error, it.refused = HTTPError, it.refused, ""
 	}
 	if j.opts.Bodies == BodiesFiles && len(body) > 0 {
