@@ -32,6 +32,19 @@ func TestSection(t *testing.T) {
 	}
 }
 
+// section reads any URL a list or a Location header gives: it never
+// panics, and a section is one path segment.
+func FuzzSection(f *testing.F) {
+	for _, s := range []string{"http://a.test/search?q=x", "https://a/b/c", "", "://", "http://a?x=/y#/z", "/p/1", "http://[::1]:80/x;y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, u string) {
+		if s := section(u); strings.ContainsAny(s, "/?#;") {
+			t.Errorf("section(%q) = %q: more than one segment", u, s)
+		}
+	})
+}
+
 // The rules of block.go, step by step: which answers make a wall, which
 // close a path, and which leave the host open.
 func TestBlockStateSteps(t *testing.T) {
