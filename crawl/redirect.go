@@ -52,14 +52,14 @@ func (j *Job) redirect(it *item, resp *http.Response, ip netip.Addr) bool {
 	case errors.Is(err, http.ErrNoLocation):
 		return false // no Location to follow: the 3xx is the answer
 	case err != nil:
-		it.notFollowed = cutTarget(resp.Header.Get("Location"))
-		it.refused = fmt.Sprintf("redirect not followed: %s to %q, which does not parse", resp.Status, it.notFollowed)
+		it.notFollowed = cutTo(resp.Header.Get("Location"), maxTarget)
+		it.refused = fmt.Sprintf("redirect not followed: %s to %q, which does not parse", resp.Status, cutTo(it.notFollowed, maxNamed))
 		return false
 	case loc.Scheme != "http" && loc.Scheme != "https":
 		// ftp:, file:, javascript:, data:: the page is not there, and
 		// the URL is not ok (issue 29, item 10).
-		it.notFollowed = cutTarget(loc.String())
-		it.refused = fmt.Sprintf("redirect not followed: %s to %q (only http and https are followed)", resp.Status, it.notFollowed)
+		it.notFollowed = cutTo(loc.String(), maxTarget)
+		it.refused = fmt.Sprintf("redirect not followed: %s to %q (only http and https are followed)", resp.Status, cutTo(it.notFollowed, maxNamed))
 		return false
 	}
 	if j.opts.SameHost && !sameHostName(loc, it.url) {
@@ -92,17 +92,22 @@ func (j *Job) redirect(it *item, resp *http.Response, ip netip.Addr) bool {
 	return true
 }
 
-// maxTarget is the most of a refused redirect's target a result keeps: a
-// data: URL may be megabytes long.
-const maxTarget = 2048
+// maxTarget is the most of a refused redirect's target a result keeps in
+// redirect_not_followed (a data: URL may be megabytes long), maxNamed the
+// most its error quotes, so that the error, itself kept to 1 KiB, always
+// ends with what it says about the target.
+const (
+	maxTarget = 2048
+	maxNamed  = 200
+)
 
-// cutTarget returns s cut to maxTarget bytes (at a character's start),
-// marked by "…" when cut.
-func cutTarget(s string) string {
-	if len(s) <= maxTarget {
+// cutTo returns s cut to max bytes (at a character's start), marked by
+// "…" when cut.
+func cutTo(s string, max int) string {
+	if len(s) <= max {
 		return s
 	}
-	n := maxTarget
+	n := max
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
