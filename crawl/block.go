@@ -199,7 +199,11 @@ func (j *Job) blockReady(h *host, now time.Time) (time.Duration, polite.Reason) 
 	defer b.mu.Unlock()
 	if b.wall != "" || j.opts.BlockRecheck < 0 {
 		if b.wall == "" {
-			b.wall = "re-checks are off (BlockRecheck < 0)"
+			why := b.first
+			if why == "" {
+				why = "a soft block"
+			}
+			b.wall = fmt.Sprintf("it answered with a challenge (%s), and re-checks are off", why)
 		}
 		return 0, polite.ReasonBlock
 	}

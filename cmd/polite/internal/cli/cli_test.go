@@ -164,7 +164,8 @@ func TestDemoTestbedRobotsParse(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo: exit %d", code)
 	}
-	if d := got.(*demoOptions); d.fetch.Rate != 3 || d.fetch.Out != "x" || d.fetch.Concurrency != 4 || !d.fetch.Adaptive {
+	if d := got.(*demoOptions); d.fetch.Rate != 3 || d.fetch.Out != "x" || d.fetch.Concurrency != 4 || !d.fetch.Adaptive ||
+		d.fetch.BlockRecheck != crawl.DefaultBlockRecheck {
 		t.Errorf("demo options = %+v", d.fetch)
 	}
 	got, code, _ = parse(t, "testbed", "--hosts", "3", "--urls", "u.txt", "--pages", "7")

@@ -80,6 +80,7 @@ job resume.`,
 	fo.MaxDelay = 10e9
 	fo.MaxRetryAfter = 60e9
 	fo.HostGiveUp = 5 * 60e9
+	fo.BlockRecheck = 2e9 // crawl.DefaultBlockRecheck; 0 would be never
 	fo.Timeout = 10e9
 	fo.Grace = 5e9
 	fo.MaxURLLen = 8 << 10
