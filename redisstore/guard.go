@@ -187,13 +187,15 @@ func (s *GuardStore) degradedDecide(ctx context.Context, r *guard.Request, d *gu
 // probeEvery and ends the outage when Redis answers.
 func (s *GuardStore) failed(err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.degraded.Load() {
+		s.mu.Unlock()
 		return
 	}
 	s.degraded.Store(true)
 	s.since = time.Now()
-	s.log(slog.LevelWarn, "guard: redis unreachable: degraded", slog.String("mode", s.modeLocked().String()),
+	mode := s.modeLocked()
+	s.mu.Unlock() // a Logger may block: never while holding mu
+	s.log(slog.LevelWarn, "guard: redis unreachable: degraded", slog.String("mode", mode.String()),
 		slog.Int64("workers", s.workers.Load()), slog.String("reason", err.Error()))
 }
 

@@ -92,26 +92,31 @@ type health struct {
 	local polite.Store // the local store used while degraded (Local, Open)
 }
 
-// failed records a failed call: the store is degraded from now on.
+// failed records a failed call: the store is degraded from now on. It
+// logs after letting go of health.mu: a Logger may block (a display that
+// is busy asking Status), and Status takes the lock.
 func (s *Store) failed(err error) {
 	h := &s.health
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	var attrs []slog.Attr
 	if !h.degraded.Load() {
 		s.shares.Clear() // each outage starts its shares empty
 		h.tail.Store(0)
 		h.degraded.Store(true)
 		h.since, h.why, h.closed = time.Now(), err, false
-		attrs := []slog.Attr{slog.String("mode", s.o.Outage.String()), slog.Int64("workers", h.workers.Load()),
+		attrs = []slog.Attr{slog.String("mode", s.o.Outage.String()), slog.Int64("workers", h.workers.Load()),
 			slog.String("reason", err.Error())}
 		if s.o.Outage == Local {
 			attrs = append(attrs, slog.Duration("closed_after", s.o.MaxDegraded))
 		}
-		s.log(slog.LevelWarn, "redis unreachable: degraded", attrs...)
 	}
 	if !h.probe {
 		h.probe = true
 		go s.probe()
+	}
+	h.mu.Unlock()
+	if attrs != nil {
+		s.log(slog.LevelWarn, "redis unreachable: degraded", attrs...)
 	}
 }
 
@@ -170,17 +175,19 @@ func (s *Store) Status() Status {
 }
 
 // sayClosed logs the switch from Local to Closed, once per outage, when it
-// has come.
+// has come; after letting go of health.mu, as failed does.
 func (s *Store) sayClosed() {
 	h := &s.health
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed || s.o.Outage != Local || !h.degraded.Load() || s.modeLocked() != Closed {
+		h.mu.Unlock()
 		return
 	}
 	h.closed = true
+	d, why := time.Since(h.since).Round(time.Millisecond), h.why.Error()
+	h.mu.Unlock()
 	s.log(slog.LevelWarn, "redis still unreachable: closed, nothing sent until it answers", slog.String("mode", Closed.String()),
-		slog.Duration("degraded", time.Since(h.since).Round(time.Millisecond)), slog.String("reason", h.why.Error()))
+		slog.Duration("degraded", d), slog.String("reason", why))
 }
 
 // probe asks Redis every probeEvery until it answers, then makes the store

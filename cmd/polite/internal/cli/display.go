@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -424,12 +425,50 @@ func startBar(job *crawl.Job, w io.Writer, note noteFunc) *display {
 		defer close(done)
 		prog.Run()
 	}()
+	// Notices reach the view through a queue and a goroutine of their
+	// own: prog.Send waits until the view takes the message, and the view
+	// may itself be waiting (a sample asks the job and the store, whose
+	// loggers say things): say must never block. Once the view has stopped,
+	// notices are written to w as lines.
+	notes, quit, fwd := make(chan string, 64), make(chan struct{}), make(chan struct{})
+	var stopped atomic.Bool
+	go func() {
+		defer close(fwd)
+		for {
+			select {
+			case s := <-notes:
+				prog.Send(noticeMsg(s))
+			case <-quit:
+				return
+			}
+		}
+	}()
 	return &display{
 		stop: func() {
 			prog.Quit()
 			<-done
+			stopped.Store(true)
+			close(quit)
+			<-fwd
+			for {
+				select {
+				case s := <-notes:
+					fmt.Fprintln(w, s)
+				default:
+					return
+				}
+			}
 		},
-		say: func(s string) { prog.Send(noticeMsg(s)) },
+		say: func(s string) {
+			if !stopped.Load() {
+				select {
+				case notes <- s:
+					return
+				default: // a flood of notices: the rest as plain lines
+				}
+			}
+			fmt.Fprintln(w, s)
+		},
 	}
 }
 
