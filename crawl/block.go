@@ -38,7 +38,9 @@ import (
 //
 // Every wait here is BlockRecheck after the latest challenge heard, so a
 // soft-blocked host never holds its URLs longer than that between two
-// requests, and it is asked at most blockCap times.
+// requests. A host that challenges more URLs than it answers is asked at
+// most blockCap times; one that answers more than it challenges (at
+// random, say) keeps being asked, one probe per challenge.
 
 // DefaultBlockRecheck is how long after a soft block a job asks the host
 // again, with one URL from another part of the site (Options.BlockRecheck).
@@ -199,11 +201,7 @@ func (j *Job) blockReady(h *host, now time.Time) (time.Duration, polite.Reason) 
 	defer b.mu.Unlock()
 	if b.wall != "" || j.opts.BlockRecheck < 0 {
 		if b.wall == "" {
-			why := b.first
-			if why == "" {
-				why = "a soft block"
-			}
-			b.wall = fmt.Sprintf("it answered with a challenge (%s), and re-checks are off", why)
+			b.wall = fmt.Sprintf("it answered with a challenge (%s), and re-checks are off", b.firstOr())
 		}
 		return 0, polite.ReasonBlock
 	}
@@ -219,9 +217,20 @@ func (j *Job) blockReady(h *host, now time.Time) (time.Duration, polite.Reason) 
 	if h.inflight > 0 {
 		return 0, polite.ReasonSlot // their answers may settle it; kicked when they end
 	}
-	if !j.tr.Unblock(j.budgetOf(h)) {
-		b.wall = "its block mark cannot be lifted (the Store keeps blocks)"
-		return 0, polite.ReasonBlock
+	if key := j.budgetOf(h); !j.tr.Unblock(key) {
+		// Another worker of a fleet (or another host under the same
+		// budget) may have lifted it first: then the probe goes. If the
+		// mark is still there, the wait starts again, at most blockCap
+		// times (a Store that keeps blocks).
+		if _, why := j.tr.Ready(key, now); why == polite.ReasonBlock {
+			b.since = now
+			b.refusals++
+			if b.refusals >= blockCap {
+				b.wall = fmt.Sprintf("its block mark (%s) could not be lifted in %d re-checks", b.firstOr(), b.refusals)
+				return 0, polite.ReasonBlock
+			}
+			return j.recheck(), polite.ReasonBlock
+		}
 	}
 	b.probing = true
 	b.pickProbe(h)
@@ -275,6 +284,15 @@ func (j *Job) recheck() time.Duration {
 		return d
 	}
 	return DefaultBlockRecheck
+}
+
+// firstOr is the first challenge's reason, or a stand-in. Called with mu
+// held.
+func (b *blockState) firstOr() string {
+	if b.first == "" {
+		return "a soft block"
+	}
+	return b.first
 }
 
 // probeOut reports whether a probe of h is out, for ready.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/adaptive"
+	"github.com/polite-go/polite/retry"
 	"github.com/polite-go/polite/testbed"
 )
 
@@ -347,10 +348,12 @@ func TestSoftBlocksAlwaysEnd(t *testing.T) {
 					p := []string{"/p/", "/q/", "/search/"}[i%3]
 					fmt.Fprintf(&list, "http://a.w.test%s%d\nhttp://b.w.test%s%d\n", p, i, p, i)
 				}
-				tr := &polite.Transport{Limits: polite.Limits{Rate: 100, Burst: 5, Concurrency: conc}}
+				tr := &polite.Transport{Limits: polite.Limits{Rate: 100, Burst: 5, Concurrency: conc}, Backoff: retry.Backoff{Cap: 300 * time.Millisecond}}
 				if domain {
 					tr.Key = polite.KeyDomain
 				}
+				// A robots.txt fetch refused by the shared mark waits the
+				// backoff's cap, as an unreachable one does: keep it short.
 				res, _ := blockJob(t, srv, list.String(), Options{Workers: 8, BlockRecheck: 20 * time.Millisecond, Transport: tr}, 30*time.Second)
 				if len(res) != 40 {
 					t.Errorf("%d results, want 40", len(res))
@@ -362,5 +365,37 @@ func TestSoftBlocksAlwaysEnd(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Two workers of a fleet wake for the same re-check: the first lifts the
+// block mark, and the second's Unblock finds none. The second must send
+// its probe too, not make the host a wall (its URLs all "not sent" as if
+// the Store kept blocks: review of issue 29).
+func TestMarkLiftedByAnotherWorker(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { challenge(w) }))
+	defer srv.Close()
+	tr := &polite.Transport{Limits: polite.Limits{Rate: 1000, Burst: 10}, IgnoreRobots: true}
+	j := loadJob(t, t.TempDir(), srv.URL+"/a\n", Options{Transport: tr, BlockRecheck: time.Second})
+	defer j.Close()
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h := &host{key: strings.TrimPrefix(srv.URL, "http://")}
+	now := time.Now()
+	if _, why := tr.Ready(j.budgetOf(h), now); why != polite.ReasonBlock {
+		t.Fatalf("after a challenge the host is %q, want blocked", why)
+	}
+	if d, why := j.blockReady(h, now); d <= 0 || why != polite.ReasonBlock {
+		t.Fatalf("blockReady at the challenge = %v, %q; want a wait", d, why)
+	}
+	tr.Unblock(j.budgetOf(h)) // the other worker
+	if d, why := j.blockReady(h, now.Add(2*time.Second)); d != 0 || why != "" {
+		t.Errorf("blockReady after the mark was lifted elsewhere = %v, %q; want the probe to go", d, why)
+	}
+	if why := h.blk.closed(srv.URL + "/b"); why != "" {
+		t.Errorf("the host is closed: %s", why)
 	}
 }

@@ -232,7 +232,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	if it.hop {
 		attempt-- // a redirect hop is part of the attempt that met the redirect
 	}
-	if why := h.blk.closed(target); why != "" {
+	if why := h.blk.closed(target); why != "" && (it.cur == "" || j.ownHop(h, req.URL)) {
 		j.finishErr(it, Blocked, 0, unsent(h.key, why))
 		return
 	}
@@ -426,28 +426,6 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 	case errors.As(err, &pe):
 		j.finishErr(it, Throttled, 0, pausedMsg(pe.Until, pe.Reason))
 		j.persistPause(it.host, pe.Until, pe.Reason)
-	case errors.As(err, &be):
-		// Not the record of the page that served the challenge: this
-		// URL was never requested (issue 18, item 2). It waits for the
-		// host's probe (see block.go) unless the host is a wall.
-		h := it.host
-		if be.Host != j.budgetOf(h) {
-			// A redirect hop to another host, which blocks this client:
-			// its block is that host's, and the hop would be refused
-			// again and again (it spun for good).
-			j.finishErr(it, Blocked, 0, fmt.Sprintf("blocked: its redirect to %s was not followed: host %s blocks this client (it answered another URL with a %s)",
-				it.cur, be.Host, be.Reason))
-			return
-		}
-		if why := h.blk.closed(nextURL(it)); why != "" {
-			j.finishErr(it, Blocked, 0, unsent(be.Host, why))
-			return
-		}
-		h.blk.refused(time.Now(), be.Reason)
-		it.reason = "host blocked (" + be.Reason + "); waiting for its re-check"
-		now := time.Now()
-		j.deferred(it, now)
-		j.sched.retry(it, now)
 	case errors.Is(err, polite.ErrNotPublic):
 		// The destination (the URL's, a redirect's, or its robots.txt's)
 		// is an address the job may not connect to: retrying cannot help.
@@ -471,6 +449,32 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 			return
 		}
 		j.finishErr(it, RobotsUnreachable, 0, fmt.Sprintf("robots.txt unreachable (checked %d times): %v", it.robotsTries, err))
+	case errors.As(err, &be):
+		// Not the record of the page that served the challenge: this
+		// URL was never requested (issue 18, item 2). It waits for the
+		// host's probe (see block.go) unless the host is a wall. (A
+		// robots.txt fetch the mark refused is ErrRobotsUnreachable,
+		// above, and waits as such: taken for this case, its URL went
+		// back to the queue at once, again and again for as long as the
+		// robots cache kept the failure: a spin.)
+		h := it.host
+		if be.Host != j.budgetOf(h) {
+			// A redirect hop to another host, which blocks this client:
+			// its block is that host's, and the hop would be refused
+			// again and again (it spun for good).
+			j.finishErr(it, Blocked, 0, fmt.Sprintf("blocked: its redirect to %s was not followed: host %s blocks this client (it answered another URL with a %s)",
+				it.cur, be.Host, be.Reason))
+			return
+		}
+		if why := h.blk.closed(nextURL(it)); why != "" {
+			j.finishErr(it, Blocked, 0, unsent(be.Host, why))
+			return
+		}
+		h.blk.refused(time.Now(), be.Reason)
+		it.reason = "host blocked (" + be.Reason + "); waiting for its re-check"
+		now := time.Now()
+		j.deferred(it, now)
+		j.sched.retry(it, now)
 	case errors.Is(err, robots.ErrDisallowed):
 		j.finishErr(it, RobotsDisallowed, 0, err.Error())
 	case context.Cause(ctx) != nil && errors.Is(context.Cause(ctx), context.Canceled):
