@@ -399,3 +399,22 @@ func TestMarkLiftedByAnotherWorker(t *testing.T) {
 		t.Errorf("the host is closed: %s", why)
 	}
 }
+
+// A server that words its 503 differently each time must not grow the
+// retry statistics by a key a retry (review of issue 29).
+func TestRetryReasonsBounded(t *testing.T) {
+	var j Job
+	for i := range 1000 {
+		j.countRetry(fmt.Sprintf("503 busy %d", i))
+	}
+	j.countRetry("503 busy 3")
+	if n := len(j.stats.Retries); n > maxRetryReasons+1 {
+		t.Errorf("%d retry reasons kept, want at most %d", n, maxRetryReasons+1)
+	}
+	if got, want := j.stats.Retries["other"], 1000-maxRetryReasons; got != want {
+		t.Errorf("other = %d, want %d", got, want)
+	}
+	if got := j.stats.Retries["503 busy 3"]; got != 2 {
+		t.Errorf("a reason seen before counts on: %d, want 2", got)
+	}
+}

@@ -360,13 +360,20 @@ func (j *Job) again(it *item, tr polite.Tried, why string) bool {
 	return true
 }
 
+// maxRetryReasons bounds the reasons Stats.Retries tells apart.
+const maxRetryReasons = 64
+
 // countRetry counts a retry scheduled for why, for the closing stats.
 func (j *Job) countRetry(why string) {
 	j.mu.Lock()
 	if j.stats.Retries == nil {
 		j.stats.Retries = map[string]int{}
 	}
-	j.stats.Retries[cut(why)]++ // a reason phrase is the server's to size
+	why = cut(why) // a reason phrase is the server's to size
+	if _, ok := j.stats.Retries[why]; !ok && len(j.stats.Retries) >= maxRetryReasons {
+		why = "other" // and to vary: a new phrase each time is not a new key each time
+	}
+	j.stats.Retries[why]++
 	j.mu.Unlock()
 }
 

@@ -209,8 +209,12 @@ func (s *Store) tailShare(h *polite.Host, now time.Time) *gcra {
 		return nil
 	}
 	ns := now.UnixNano()
-	if t == tailNext && s.health.tail.CompareAndSwap(tailNext, ns+int64(shareTail)) {
-		t = ns + int64(shareTail)
+	if t == tailNext {
+		if s.health.tail.CompareAndSwap(tailNext, ns+int64(shareTail)) {
+			t = ns + int64(shareTail)
+		} else if t = s.health.tail.Load(); t == 0 || t == tailNext {
+			return nil // another admission started (or ended) the tail meanwhile
+		}
 	}
 	if ns >= t {
 		if s.health.tail.CompareAndSwap(t, 0) && !s.health.degraded.Load() {

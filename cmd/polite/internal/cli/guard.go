@@ -270,7 +270,7 @@ func writeGatewayProblem(w http.ResponseWriter, status int, detail string) {
 // to the upstream, with o's timeouts.
 func guardServer(o *guardOptions, g *guard.Guard, log *slog.Logger) *http.Server {
 	return &http.Server{Handler: g.Handler(newProxy(o.Upstream, o.UpstreamTimeout, log)),
-		ReadHeaderTimeout: guardHeaderTimeout, ReadTimeout: o.BodyTimeout, IdleTimeout: o.IdleTimeout,
+		ReadHeaderTimeout: guardHeaderTimeout, ReadTimeout: o.BodyTimeout, IdleTimeout: idleTimeout(o.IdleTimeout),
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }
 
@@ -367,4 +367,13 @@ func effective(l guard.Limit) (float64, int) {
 		return l.Rate, max(1, int(math.Ceil(l.Rate)))
 	}
 	return l.Rate, l.Burst
+}
+
+// idleTimeout is http.Server's IdleTimeout for --idle-timeout d: 0 means
+// never, where net/http reads 0 as "ReadTimeout's" (--body-timeout).
+func idleTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

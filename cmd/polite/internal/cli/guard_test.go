@@ -284,3 +284,13 @@ func TestGuardUpstreamDown(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// --idle-timeout 0 means never: net/http would read a zero IdleTimeout
+// as ReadTimeout's (--body-timeout).
+func TestGuardIdleTimeoutZero(t *testing.T) {
+	for _, tc := range []struct{ in, want time.Duration }{{0, -1}, {time.Second, time.Second}} {
+		if got := idleTimeout(tc.in); got != tc.want {
+			t.Errorf("idleTimeout(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
