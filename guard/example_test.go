@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/polite-go/polite/guard"
 )
@@ -33,4 +34,20 @@ func Example() {
 	// Output:
 	// GET 200  "identity";q=2;w=2, "tenant";q=20;w=2
 	// POST 429 1 "identity";q=2;w=2, "tenant";q=20;w=2
+}
+
+// A LogThrottle keeps a failure that repeats on every request to one log
+// line per 10 s, the next line counting those left out.
+func ExampleLogThrottle() {
+	var th guard.LogThrottle
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 30 { // a failure a second for 30 s
+		if ok, left := th.Allow(start.Add(time.Duration(i) * time.Second)); ok {
+			fmt.Printf("at %2ds: a line, %d left out before it\n", i, left)
+		}
+	}
+	// Output:
+	// at  0s: a line, 0 left out before it
+	// at 10s: a line, 9 left out before it
+	// at 20s: a line, 9 left out before it
 }

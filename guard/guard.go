@@ -114,7 +114,7 @@ type Guard struct {
 	observer polite.Observer
 	logger   *slog.Logger
 	pool     sync.Pool
-	warns    throttle
+	warns    LogThrottle
 
 	refused, shadowed, tooCostly, storeErrors atomic.Int64
 }
@@ -547,7 +547,7 @@ func (g *Guard) event(ctx context.Context, s *scratch, v verdict, why polite.Rea
 	now := time.Now()
 	var suppressed int64
 	if logging && level == slog.LevelWarn {
-		logging, suppressed = g.warns.allow(now)
+		logging, suppressed = g.warns.Allow(now)
 	}
 	if g.observer == nil && !logging {
 		return
@@ -583,17 +583,19 @@ func (g *Guard) event(ctx context.Context, s *scratch, v verdict, why polite.Rea
 // write a line for each (issue 29: 1,001 lines in 5 s at 200 req/s).
 const warnEvery = 10 * time.Second
 
-// throttle lets one line through per warnEvery and counts the others. It
-// is safe for concurrent use: the line that moves next by a compare-and-
-// swap is the one written.
-type throttle struct {
+// LogThrottle lets one log line through per warnEvery (10 s) and counts
+// the others, for lines a flood would repeat (a store or an upstream that
+// is down fails every request). The zero value is ready; it is safe for
+// concurrent use: the line that moves next by a compare-and-swap is the
+// one written.
+type LogThrottle struct {
 	next       atomic.Int64 // Unix ns before which lines are left out
 	suppressed atomic.Int64 // lines left out since the last one written
 }
 
-// allow reports whether a line may be written at now, and how many were
-// left out since the last one.
-func (t *throttle) allow(now time.Time) (bool, int64) {
+// Allow reports whether a line may be written at now, and how many were
+// left out since the last one written.
+func (t *LogThrottle) Allow(now time.Time) (bool, int64) {
 	n, ns := t.next.Load(), now.UnixNano()
 	if ns < n || !t.next.CompareAndSwap(n, ns+int64(warnEvery)) {
 		t.suppressed.Add(1)

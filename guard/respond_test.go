@@ -121,14 +121,14 @@ func TestStoreFailureLogThrottled(t *testing.T) {
 // Many goroutines failing at once: one line is written, and the next one
 // counts every other.
 func TestThrottleConcurrent(t *testing.T) {
-	var th throttle
+	var th LogThrottle
 	now := time.Unix(1000, 0)
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for range 1000 {
-				if ok, _ := th.allow(now); ok {
+				if ok, _ := th.Allow(now); ok {
 					allowed.Add(1)
 				}
 			}
@@ -138,7 +138,7 @@ func TestThrottleConcurrent(t *testing.T) {
 	if n := allowed.Load(); n != 1 {
 		t.Errorf("%d lines allowed at one instant, want 1", n)
 	}
-	if ok, n := th.allow(now.Add(warnEvery)); !ok || n != 7999 {
+	if ok, n := th.Allow(now.Add(warnEvery)); !ok || n != 7999 {
 		t.Errorf("allow after warnEvery = %v, %d; want true, 7999", ok, n)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -225,32 +224,18 @@ func newProxy(u *url.URL, timeout time.Duration, log *slog.Logger) *httputil.Rev
 	}
 }
 
-// guardWarnEvery is the least time between two Warn lines of one kind
-// about the upstream: while it is down or hangs every request fails, and
-// a flood would otherwise write a line for each (as the guard's own store
-// failures, issue 29).
-const guardWarnEvery = 10 * time.Second
-
-// warnLimit writes one Warn line per guardWarnEvery and counts the others;
-// the next line written says how many (suppressed=N). It is safe for
-// concurrent use.
-type warnLimit struct {
-	mu         sync.Mutex // guards next, suppressed
-	next       time.Time
-	suppressed int64
-}
+// warnLimit writes one Warn line of a kind about the upstream per 10 s and
+// counts the others, the next line written saying how many
+// (suppressed=N): while the upstream is down or hangs every request
+// fails, and a flood would otherwise write a line for each (as the
+// guard's own store failures, issue 29). It is safe for concurrent use.
+type warnLimit struct{ t guard.LogThrottle }
 
 func (l *warnLimit) warn(log *slog.Logger, msg string, err error) {
-	now := time.Now()
-	l.mu.Lock()
-	if now.Before(l.next) {
-		l.suppressed++
-		l.mu.Unlock()
+	ok, n := l.t.Allow(time.Now())
+	if !ok {
 		return
 	}
-	n := l.suppressed
-	l.next, l.suppressed = now.Add(guardWarnEvery), 0
-	l.mu.Unlock()
 	attrs := []slog.Attr{slog.String("error", err.Error())}
 	if n > 0 {
 		attrs = append(attrs, slog.Int64("suppressed", n))

@@ -244,7 +244,7 @@ func TestGuardConnCapSparesTrustedProxies(t *testing.T) {
 }
 
 // An upstream that is down fails every request; the guard says so once
-// per guardWarnEvery, not once per request.
+// per 10 s, not once per request.
 func TestGuardUpstreamFailureLogThrottled(t *testing.T) {
 	back := httptest.NewServer(http.NotFoundHandler())
 	u, _ := url.Parse(back.URL)
@@ -267,7 +267,7 @@ func TestGuardUpstreamFailureLogThrottled(t *testing.T) {
 	}
 }
 
-// warnLimit writes the first line, then one per guardWarnEvery saying how
+// warnLimit writes the first line, then one per 10 s saying how
 // many it left out.
 func TestGuardWarnLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
