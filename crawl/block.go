@@ -180,11 +180,7 @@ func (b *blockState) refused(now time.Time, reason string) {
 	switch {
 	case b.probing:
 		b.probing = false
-		b.since = now
-		b.refusals++
-		if b.refusals >= blockCap && b.wall == "" {
-			b.wall = fmt.Sprintf("it stayed blocked (%s) through %d re-checks", b.first, b.refusals)
-		}
+		b.stillBlocked(now)
 	case b.since.IsZero():
 		b.since = now
 	}
@@ -223,10 +219,7 @@ func (j *Job) blockReady(h *host, now time.Time) (time.Duration, polite.Reason) 
 		// mark is still there, the wait starts again, at most blockCap
 		// times (a Store that keeps blocks).
 		if _, why := j.tr.Ready(key, now); why == polite.ReasonBlock {
-			b.since = now
-			b.refusals++
-			if b.refusals >= blockCap {
-				b.wall = fmt.Sprintf("its block mark (%s) could not be lifted in %d re-checks", b.firstOr(), b.refusals)
+			if b.stillBlocked(now) {
 				return 0, polite.ReasonBlock
 			}
 			return j.recheck(), polite.ReasonBlock
@@ -284,6 +277,19 @@ func (j *Job) recheck() time.Duration {
 		return d
 	}
 	return DefaultBlockRecheck
+}
+
+// stillBlocked follows a re-check that found the mark still there without
+// a challenge heard (a refused probe, a mark that could not be lifted):
+// the wait starts again, and blockCap of them make the host a wall, which
+// it reports. Called with mu held.
+func (b *blockState) stillBlocked(now time.Time) bool {
+	b.since = now
+	b.refusals++
+	if b.refusals >= blockCap && b.wall == "" {
+		b.wall = fmt.Sprintf("it stayed blocked (%s) through %d re-checks", b.firstOr(), b.refusals)
+	}
+	return b.wall != ""
 }
 
 // firstOr is the first challenge's reason, or a stand-in. Called with mu
