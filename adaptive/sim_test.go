@@ -41,6 +41,14 @@ func (h *simHost) admit(at time.Duration, inFlight int) bool {
 	return false
 }
 
+// simRater is what the simulations drive: a Controller, or one that
+// records the calls it hears (see recorder in snapshot_test.go).
+type simRater interface {
+	Observe(now time.Time, s Signal) float64
+	Rate() float64
+	Concurrency() int
+}
+
 type simResult struct {
 	sent, admitted, throttled int
 	perSec                    []int // requests sent per second
@@ -49,7 +57,7 @@ type simResult struct {
 
 // simulate sends requests evenly at the controller's rate for d (the
 // client always has work) and feeds the answers back in time order.
-func simulate(c *Controller, h *simHost, d time.Duration) simResult {
+func simulate(c simRater, h *simHost, d time.Duration) simResult {
 	h.tokens = h.burst
 	var res simResult
 	res.perSec = make([]int, int(d/time.Second)+1)
@@ -221,7 +229,7 @@ type queueResult struct {
 // simulateQueue sends requests evenly at the controller's rate, at most
 // its Concurrency in flight (as polite.Transport does), for d, and feeds the
 // answers back in time order.
-func simulateQueue(c *Controller, h *queueHost, d time.Duration) queueResult {
+func simulateQueue(c simRater, h *queueHost, d time.Duration) queueResult {
 	type answer struct{ at, lat time.Duration }
 	var res queueResult
 	res.perSec = make([]int, int(d/time.Second)+1)
