@@ -555,3 +555,79 @@ func BenchmarkSnapshotRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+// fuzzSignals are the calls a restored Controller must survive.
+var fuzzSignals = []struct {
+	after time.Duration
+	s     Signal
+}{
+	{0, Signal{Kind: OK, Latency: 30 * ms}},
+	{5 * ms, Signal{Kind: OK, Latency: 2 * time.Second, Spare: true}},
+	{time.Microsecond, Signal{Kind: Throttle, Latency: 10 * ms}},
+	{700 * ms, Signal{Kind: OK, Latency: 40 * ms}},
+	{50 * ms, Signal{Kind: Overload, Latency: time.Second}},
+	{3 * time.Second, Signal{Kind: Throttle, Wait: 2 * time.Second}},
+	{10 * ms, Signal{Kind: Failure}},
+	{8 * time.Second, Signal{Kind: OK, Latency: 20 * ms}},
+	{time.Millisecond, Signal{Kind: OK, Latency: 25 * ms}},
+	{40 * time.Second, Signal{Kind: Throttle}},
+	{200 * ms, Signal{Kind: OK, Latency: time.Hour}},
+}
+
+func FuzzUnmarshalBinary(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{snapshotVersion})
+	for _, cfg := range []Config{{}, {Initial: 3, Max: 60}} {
+		f.Add(snapshotOf(f, cfg, nil))
+		for seed := range uint64(2) {
+			ops := randomOps(seed, cfg, t0, 3000)
+			for _, n := range []int{5, 20, 100, 500, 1500, 3000} {
+				f.Add(snapshotOf(f, cfg, ops[:n]))
+			}
+		}
+	}
+	for _, ops := range [][]op{
+		record(Config{}, func(c simRater) {
+			simulate(c, &simHost{rate: 10, burst: 5, lat: 50 * ms, stepAt: 10 * time.Second, stepRate: 40}, 20*time.Second)
+		}),
+		record(Config{}, func(c simRater) {
+			simulateQueue(c, &queueHost{free: make([]time.Duration, 4), svc: 100 * ms, x: 1}, 20*time.Second)
+		}),
+	} {
+		for k := 1; k <= 4; k++ {
+			f.Add(snapshotOf(f, Config{}, ops[:len(ops)*k/4]))
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c := New(Config{}, t0)
+		before, _ := c.MarshalBinary()
+		if err := c.UnmarshalBinary(b); err != nil {
+			if !strings.HasPrefix(err.Error(), "adaptive: snapshot: ") {
+				t.Errorf("error %q lacks the package's prefix", err)
+			}
+			if after, _ := c.MarshalBinary(); !bytes.Equal(after, before) {
+				t.Fatalf("refused (%v), yet changed the Controller", err)
+			}
+			return
+		}
+		if again, _ := c.MarshalBinary(); !bytes.Equal(again, b) {
+			t.Fatalf("restored, the Controller marshals as\n%x, not\n%x", again, b)
+		}
+		lo, hi := c.cfg.Min, c.cfg.Max
+		at := t0.Add(time.Duration(c.last))
+		for i, x := range fuzzSignals {
+			at = at.Add(x.after)
+			if i == 6 {
+				c.SetMax(7)
+			}
+			r := c.Observe(at, x.s)
+			if !(r >= lo && r <= hi) || r != c.Rate() {
+				t.Fatalf("call %d: Observe = %v, Rate = %v; want the same, within [%g, %g]", i, r, c.Rate(), lo, hi)
+			}
+			c.Concurrency()
+			c.Capacity()
+			c.CapacityError()
+			c.Phase()
+		}
+	})
+}
