@@ -195,4 +195,16 @@
 // Rate changes are discrete: increases at most every 100 ms and only by at
 // least 1 %, decreases at once. A Controller is safe for concurrent use (one
 // mutex), Observe does not allocate, and its state is about 1.5 KB.
+//
+// # Snapshots
+//
+// A Controller's state marshals to 530 bytes (MarshalBinary, AppendBinary)
+// and restores into another (UnmarshalBinary), so that a fleet of processes
+// can keep replicas of one host's controller: each hears the same Observe
+// and SetMax calls, and a process that joins late restores a snapshot and
+// hears the rest. The snapshot holds what the Controller learned, not its
+// Config nor its start: restore into New(cfg, start) with the original's.
+// The replicas answer alike, call for call, when every instant they are
+// given comes from one clock the fleet shares, without a monotonic reading
+// (time.UnixMicro of it, say), never time.Now of each process.
 package adaptive
