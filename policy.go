@@ -469,11 +469,7 @@ var kinds = [...]adaptive.Kind{
 // answers, under the host's ceilings. It returns the new rate, 0 if the
 // rate did not change, and the rate before.
 func (s *localStore) adapt(h *Host, p *hostPolicy, r *Report, advertised time.Duration) (rate, from float64) {
-	// Only a wait the server advertised, never our own backoff.
-	sig := adaptive.Signal{Kind: kinds[r.Outcome], Wait: advertised, Spare: r.Spare}
-	if r.Outcome != NetworkError && r.Outcome != Canceled {
-		sig.Latency = r.Latency
-	}
+	sig := SignalOf(*r, advertised)
 	ceiling := p.maxRate()
 	if m, ok := p.rater.(interface{ SetMax(float64) }); ok {
 		if b := math.Float64bits(ceiling); p.lastMax.Swap(b) != b {

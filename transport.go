@@ -256,27 +256,36 @@ func (t *Transport) rater() func(key string, l Limits) adaptive.Rater {
 	}
 	cfg := *t.Adaptive
 	return func(key string, l Limits) adaptive.Rater {
-		c := cfg
-		switch {
-		case c.Initial != 0 || !(l.Rate > 0):
-		case l.Rate >= bucket.Inf:
-			// No limit asked for: start at the ceiling, and let the
-			// host's first throttle bring the rate down.
-			c.Initial = c.Max
-			if c.Initial <= 0 {
-				c.Initial = adaptive.DefaultMax
-			}
-		default:
-			c.Initial = l.Rate
-		}
-		if l.MaxRate > 0 && (c.Max <= 0 || l.MaxRate < c.Max) {
-			c.Max = l.MaxRate
-			if c.Initial > c.Max {
-				c.Initial = c.Max
-			}
-		}
-		return adaptive.New(c, time.Now())
+		return adaptive.New(HostAdaptive(cfg, l), time.Now())
 	}
+}
+
+// HostAdaptive returns the controller Config a host with Limits l gets from
+// a Transport's Adaptive cfg: l.Rate is the starting rate unless cfg sets
+// Initial (bucket.Inf starts at the Config's Max), and l.MaxRate lowers
+// the Config's Max. A fleet's store (package redisstore) makes its hosts'
+// controllers with it, so that one process and a fleet start alike.
+func HostAdaptive(cfg adaptive.Config, l Limits) adaptive.Config {
+	c := cfg
+	switch {
+	case c.Initial != 0 || !(l.Rate > 0):
+	case l.Rate >= bucket.Inf:
+		// No limit asked for: start at the ceiling, and let the
+		// host's first throttle bring the rate down.
+		c.Initial = c.Max
+		if c.Initial <= 0 {
+			c.Initial = adaptive.DefaultMax
+		}
+	default:
+		c.Initial = l.Rate
+	}
+	if l.MaxRate > 0 && (c.Max <= 0 || l.MaxRate < c.Max) {
+		c.Max = l.MaxRate
+		if c.Initial > c.Max {
+			c.Initial = c.Max
+		}
+	}
+	return c
 }
 
 // Registry returns the Transport's per-host entries, for inspection.

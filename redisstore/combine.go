@@ -109,21 +109,28 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string) {
 	if l.Concurrency > 0 && l.Concurrency < inflight.Max {
 		fleetCap = l.Concurrency
 	}
+	// The fleet's controller may cap the requests in flight too (lua
+	// admit): every grant then takes a lease.
+	leased := fleetCap > 0 || s.o.Adaptive != nil
 	// The batch runs at one instant: Redis's TIME, or with CallerClock the
 	// first admission's (tests ask concurrent admissions at one instant).
 	now := time.Now()
 	if len(qs) > 0 {
 		now = qs[0].q.Now
 	}
-	args := s.common(now, l, flag(s.o.KeepBlocked), s.br.OpenDelay.Microseconds(), s.cut(),
-		s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds(), fleetCap, s.lease, len(rels))
+	args := s.args(now, l, nAdmit)
+	a := args[nCommon:]
+	a[adKeepBlocked], a[adOpenDelay], a[adCut] = flag(s.o.KeepBlocked), s.br.OpenDelay.Microseconds(), s.cut()
+	a[adBudgetRatio], a[adBudgetMin], a[adBudgetWindow] = s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds()
+	a[adCap], a[adLeaseTTL], a[adPressed], a[adReleases] = fleetCap, s.lease, flag(s.pressed(key, now)), len(rels)
+	a[adAdaptive] = flag(s.o.Adaptive != nil)
 	for _, r := range rels {
 		args = append(args, r)
 	}
 	args = append(args, len(qs))
 	seqs := make([]uint64, len(qs))
 	for i, p := range qs {
-		if fleetCap > 0 {
+		if leased {
 			seqs[i] = s.seq.Add(1)
 		}
 		cost := max(p.q.Cost, 1)
@@ -150,21 +157,23 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string) {
 	}
 }
 
-// admission reads one result of the admit script for q; false for a reply
-// that is not one (it grants nothing).
+// admission reads one result of the admit script for q (admitOut's
+// slots); false for a reply that is not one (it grants nothing).
 func (s *Store) admission(key string, q polite.Query, res any, seq uint64, poll time.Duration) (polite.Admission, bool) {
 	a, ok := res.([]any)
-	if !ok || len(a) != 3 {
+	if !ok || len(a) != nAdmitOut {
 		return polite.Admission{}, false
 	}
-	code, ok1 := a[0].(int64)
-	_, ok2 := a[1].(int64)
-	_, ok3 := a[2].(string)
+	code, ok1 := a[aoCode].(int64)
+	_, ok2 := a[aoMicros].(int64)
+	_, ok3 := a[aoReason].(string)
 	if !ok1 || !ok2 || !ok3 || code < 0 || code > 6 {
 		return polite.Admission{}, false
 	}
-	us, why := max(micros(integer(res, 1)), 0), str(res, 2)
-	return s.decode(key, q, code, us, why, seq, poll), true
+	us, why := max(micros(integer(res, aoMicros)), 0), str(res, aoReason)
+	adm := s.decode(key, q, code, us, why, seq, poll)
+	adm.Spare = adm.Granted && integer(res, aoSpare) == 1
+	return adm, true
 }
 
 func (s *Store) decode(key string, q polite.Query, code int64, us time.Duration, why string, seq uint64, poll time.Duration) polite.Admission {

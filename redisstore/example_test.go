@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/redisstore"
 )
 
@@ -25,10 +26,10 @@ func Example() {
 		UserAgent: "mycrawler/1.0 (+https://example.com/bot)",
 	}
 	s, err := redisstore.New(client, tr.Registry(), redisstore.Options{
-		Prefix:       "polite:crawl1:",  // the fleet's name
-		LocalOptions: tr.LocalOptions(), // the same breaker, budget and backoff rules
-		Outage:       redisstore.Local,  // Redis away: each worker takes its share
-		Adaptive:     &redisstore.Adaptive{Max: 20},
+		Prefix:       "polite:crawl1:",          // the fleet's name
+		LocalOptions: tr.LocalOptions(),         // the same breaker, budget and backoff rules
+		Outage:       redisstore.Local,          // Redis away: each worker takes its share
+		Adaptive:     &adaptive.Config{Max: 20}, // polite's controller, shared by the fleet
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -20,9 +20,13 @@ func TestRepeatedCallsChangeNothing(t *testing.T) {
 	defer reg.Put(h)
 	now := time.Now()
 	base := "rep:{a.test}:"
-	keys := []string{base + "h", base + "f", base + "l", base + "d"}
+	keys := []string{base + "h", base + "f", base + "l", base + "g", base + "s", base + "d"}
 	l := reg.LimitsFor("a.test")
-	args := append(s.common(now, l, 0, 0, 0, 0.2, 1, 10.0, 0, 0, 0, 1, 0, 0, s.leaseID(0)), "call-1")
+	args := s.args(now, l, nAdmit)
+	a := args[nCommon:]
+	a[adKeepBlocked], a[adOpenDelay], a[adCut], a[adBudgetRatio], a[adBudgetMin], a[adBudgetWindow] = 0, 0, 0, 0.2, 1, 10.0
+	a[adCap], a[adLeaseTTL], a[adPressed], a[adAdaptive], a[adReleases] = 0, 0, 0, 0, 0
+	args = append(args, 1, 0, 0, s.leaseID(0), 1, "call-1")
 	ctx := context.Background()
 	first, err := admitScript.Run(ctx, client, keys, args...).Result()
 	if err != nil {

@@ -224,7 +224,8 @@ func (s *Store) probe() {
 // ping checks Redis through the script path: a state read of a canary key.
 func (s *Store) ping(ctx context.Context) error {
 	base := s.o.Prefix + "{polite-canary}:"
-	return stateScript.Run(ctx, s.c, []string{base + "h", base + "f", base + "l"}, 0, -1, 1, 1000).Err()
+	return stateScript.Run(ctx, s.c, []string{base + "h", base + "f", base + "l", base + "g", base + "s"},
+		0, -1, 1, 1000).Err()
 }
 
 // beatOnce counts member among the live ones in the sorted set key for
@@ -268,7 +269,10 @@ func (s *Store) beat() {
 	t := time.NewTicker(heartbeat)
 	defer t.Stop()
 	key := s.o.Prefix + "workers"
-	for {
+	for n := 0; ; n++ {
+		if n%64 == 63 {
+			s.sweepReplicas(time.Now())
+		}
 		if n, rank, err := beatRanked(s.c, key, s.worker, s.o.Timeout); err == nil && n > 0 {
 			s.health.mu.Lock() // count and rank change together
 			s.health.workers.Store(n)

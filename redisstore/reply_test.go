@@ -27,7 +27,7 @@ func TestMalformedReplies(t *testing.T) {
 			t.Errorf("reply %#v: negative wait %+v", res, a)
 		}
 	}
-	if a, ok := s.admission("h.test", q, []any{int64(4), int64(-5), ""}, 1, 100*time.Millisecond); !ok || a.Wait < 0 || a.Poll < 0 {
+	if a, ok := s.admission("h.test", q, []any{int64(4), int64(-5), "", int64(0)}, 1, 100*time.Millisecond); !ok || a.Wait < 0 || a.Poll < 0 {
 		t.Errorf("a refusal with a negative wait = %+v, %v; want read, waits clamped at 0", a, ok)
 	}
 	if f := float([]any{"NaN"}, 0); f != 0 {

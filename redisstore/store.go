@@ -33,6 +33,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/breaker"
 	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/inflight"
@@ -60,18 +61,21 @@ var (
 	releaseLua string
 	//go:embed lua/unblock.lua
 	unblockLua string
+	//go:embed lua/log.lua
+	logLua string
 )
 
-// Each script is the shared prelude followed by its own body. go-redis runs
-// them with EVALSHA, and with EVAL when Redis does not have them yet.
+// Each script is the header its tables name (schema.go), the shared
+// prelude and its own body. go-redis runs them with EVALSHA, and with EVAL
+// when Redis does not have them yet.
 var (
-	admitScript      = redis.NewScript(prelude + admitLua)
-	reportScript     = redis.NewScript(prelude + reportLua)
-	keepScript       = redis.NewScript(prelude + keepLua)
-	cancelScript     = redis.NewScript(prelude + cancelLua)
-	setRateScript    = redis.NewScript(prelude + setRateLua)
-	setCeilingScript = redis.NewScript(prelude + setCeilingLua)
-	stateScript      = redis.NewScript(prelude + stateLua)
+	admitScript      = luaScript(admitArgs[:], admitOut[:], true, admitLua)
+	reportScript     = luaScript(reportArgs[:], reportOut[:], true, reportLua)
+	keepScript       = luaScript(keepArgs[:], nil, true, keepLua)
+	cancelScript     = luaScript(cancelArgs[:], nil, true, cancelLua)
+	setRateScript    = luaScript(setRateArgs[:], nil, true, setRateLua)
+	setCeilingScript = luaScript(setCeilingArgs[:], setCeilingOut[:], true, setCeilingLua)
+	stateScript      = luaScript(nil, stateOut[:], true, stateLua)
 	releaseScript    = redis.NewScript(releaseLua) // no prelude: it touches the leases only
 	unblockScript    = redis.NewScript(unblockLua) // no prelude: it touches the block mark only
 )
@@ -89,9 +93,13 @@ type Options struct {
 	// as polite.LocalOptions has it (Transport.LocalOptions gives a
 	// Transport's). NewRater is not used: the fleet's rate is Adaptive's.
 	polite.LocalOptions
-	// Adaptive, when set, has the fleet tune each host's shared rate (see
-	// Adaptive).
-	Adaptive *Adaptive
+	// Adaptive, when set, has polite's own rate controller (package
+	// adaptive, the one Transport.Adaptive gives one process) tune each
+	// host's shared rate and in-flight cap from every worker's answers and
+	// latencies; each host's Config is polite.HostAdaptive(*Adaptive, its
+	// Limits). Pass the Transport's Adaptive. See replica.go for how the
+	// workers agree.
+	Adaptive *adaptive.Config
 	// IdleTimeout is how long an idle host's keys live; the registry's
 	// default (polite.DefaultIdleTimeout) if zero.
 	IdleTimeout time.Duration
@@ -133,6 +141,8 @@ type Store struct {
 
 	health    health
 	hosts     sync.Map      // host key -> *combiner, while it has calls to make
+	replicas  sync.Map      // host key -> *replica of its controller (with Adaptive)
+	restores  atomic.Int64  // replicas restored from a snapshot (for tests)
 	shares    sync.Map      // host key -> *gcra, this worker's part of it while Redis is out (Local)
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -271,7 +281,9 @@ func (s *Store) Keep(h *polite.Host, now, reserved time.Time, cost int) bool {
 		return s.health.local.Keep(h, now, reserved, cost)
 	}
 	key := h.Key()
-	res, err := s.run(keepScript, key, s.common(now, s.reg.LimitsFor(key), s.theirs(reserved), max(cost, 1)))
+	args := s.args(now, s.reg.LimitsFor(key), nKeep)
+	args[nCommon+kpReserved], args[nCommon+kpCost] = s.theirs(reserved), max(cost, 1)
+	res, err := s.run(keepScript, key, args)
 	return err == nil && integer([]any{res}, 0) == 1
 }
 
@@ -282,7 +294,9 @@ func (s *Store) Cancel(h *polite.Host, now time.Time, cost int) {
 		return
 	}
 	key := h.Key()
-	s.run(cancelScript, key, s.common(now, s.reg.LimitsFor(key), max(cost, 1)))
+	args := s.args(now, s.reg.LimitsFor(key), nCancel)
+	args[nCommon+cnCost] = max(cost, 1)
+	s.run(cancelScript, key, args)
 }
 
 // Report implements polite.Store.
@@ -291,39 +305,94 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 		return s.health.local.Report(h, r)
 	}
 	key := h.Key()
+	l := s.reg.LimitsFor(key)
 	rd := polite.ReadReport(r, polite.ReadOptions{Backoff: s.o.Backoff, MaxRetryAfter: s.o.MaxRetryAfter, MaxSpacing: s.o.MaxSpacing,
 		Adaptive: s.o.Adaptive != nil})
 	v := polite.Verdict{Advertised: rd.Advertised, GiveUp: rd.GiveUp}
-	args := s.common(r.Now, s.reg.LimitsFor(key),
-		s.theirs(r.Sent), flag(rd.Throttle), rd.Pause.Microseconds(), string(rd.PauseWhy),
-		flag(rd.Failure), flag(rd.Success), rd.Block, rd.QuotaPause.Microseconds(), rd.Ceiling, flag(rd.Retry),
-		s.br.Threshold, s.br.Window.Microseconds(), s.br.OpenDelay.Microseconds(), s.br.MaxOpenDelay.Microseconds(), s.cut(),
-		s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds())
-	args = append(args, s.adaptiveArgs()...)
+	args := s.args(r.Now, l, nReport)
+	a := args[nCommon:]
+	a[rpSent], a[rpThrottle], a[rpPause], a[rpPauseWhy] = s.theirs(r.Sent), flag(rd.Throttle), rd.Pause.Microseconds(), string(rd.PauseWhy)
+	a[rpFailure], a[rpSuccess], a[rpBlock] = flag(rd.Failure), flag(rd.Success), rd.Block
+	a[rpQuotaPause], a[rpCeiling], a[rpRetry] = rd.QuotaPause.Microseconds(), rd.Ceiling, flag(rd.Retry)
+	a[rpThreshold], a[rpWindow], a[rpOpenDelay] = s.br.Threshold, s.br.Window.Microseconds(), s.br.OpenDelay.Microseconds()
+	a[rpMaxOpen], a[rpCut] = s.br.MaxOpenDelay.Microseconds(), s.cut()
+	a[rpBudgetRatio], a[rpBudgetMin], a[rpBudgetWindow] = s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds()
+	a[rpAdaptive], a[rpKind], a[rpLatency], a[rpWait], a[rpSpare] = 0, -1, 0, 0, 0
+	a[rpEpoch], a[rpSeen], a[rpSnapSeq], a[rpSnap] = 0, -1, 0, ""
+	var rep *replica
+	if s.o.Adaptive != nil {
+		rep = s.replica(key)
+		sig := polite.SignalOf(r, rd.Advertised)
+		a[rpAdaptive], a[rpKind], a[rpWait], a[rpSpare] = 1, int(sig.Kind), sig.Wait.Microseconds(), flag(sig.Spare)
+		if sig.Kind == adaptive.Neutral {
+			a[rpKind] = -1
+		}
+		a[rpLatency] = sig.Latency.Microseconds()
+		epoch, seen, snapSeq, snap := rep.follow()
+		a[rpEpoch], a[rpSeen], a[rpSnapSeq], a[rpSnap] = epoch, seen, snapSeq, snap
+	}
 	res, err := s.run(reportScript, key, args)
 	if err != nil {
 		return s.health.local.Report(h, r)
 	}
-	if d := integer(res, 0); d >= 0 {
+	if d := integer(res, roPause); d >= 0 {
 		v.Pause, v.PauseWhy = micros(d), rd.PauseWhy
 	}
-	if integer(res, 1) == 1 {
+	if integer(res, roQuotaPause) == 1 {
 		v.QuotaPause = rd.QuotaPause
 	}
-	v.Blocked = integer(res, 2) == 1
-	v.Breaker = breaker.Transition{From: breaker.State(integer(res, 3)), To: breaker.State(integer(res, 4))}
+	v.Blocked = integer(res, roBlocked) == 1
+	v.Breaker = breaker.Transition{From: breaker.State(integer(res, roFrom)), To: breaker.State(integer(res, roTo))}
 	if v.Breaker.To == breaker.Open && v.Breaker.From != breaker.Open {
-		v.Breaker.Until = r.Now.Add(micros(integer(res, 5) - integer(res, 9)))
+		v.Breaker.Until = r.Now.Add(micros(integer(res, roUntil) - integer(res, roNow)))
 	}
-	v.QuotaRate = float(res, 6)
-	v.Rate = float(res, 7)
-	v.Retry = integer(res, 8) == 1
-	if v.QuotaRate > 0 || v.Rate > 0 {
-		v.RateFrom = rateOf(float(res, 10))
+	v.QuotaRate = float(res, roQuotaRate)
+	v.Retry = integer(res, roRetry) == 1
+	if v.QuotaRate > 0 {
+		v.RateFrom = rateOf(float(res, roRateFrom))
 	}
-	// Capacity, Measured and Phase stay zero: the fleet's AIMD (Adaptive)
-	// keeps no capacity estimate and has no phases.
+	if rep != nil {
+		s.follow(h, rep, r.Now, l, slot(res, roLog), &v)
+	}
 	return v
+}
+
+// follow brings rep up to the log a report returned and, when its
+// controller's rate or cap differs from the one in force, writes its own
+// with the entry it follows, saying so in v as the local store does.
+func (s *Store) follow(h *polite.Host, rep *replica, now time.Time, l polite.Limits, log any, v *polite.Verdict) {
+	key := h.Key()
+	w, ok := s.catchUp(rep, key, log)
+	if !ok {
+		return
+	}
+	rep.mu.Lock()
+	rate, conc, seq := rep.ctl.Rate(), int64(rep.ctl.Concurrency()), rep.seen
+	if l.Concurrency > 0 && int64(l.Concurrency) < conc {
+		conc = int64(l.Concurrency)
+	}
+	capacity, measured := rep.ctl.Capacity()
+	capErr, phase := rep.ctl.CapacityError(), rep.ctl.Phase()
+	rep.mu.Unlock()
+	cur := l.Rate
+	if w.hasRate {
+		cur = w.rate
+	}
+	if rate > cur*0.98 && rate < cur*1.02 {
+		rate = cur // changes under 2 % are skipped, as the local store skips them
+	}
+	if seq <= w.seq || (rate == cur && conc == w.conc) {
+		return
+	}
+	args := s.args(now, l, nSetRate)
+	args[nCommon+srRate], args[nCommon+srSeq], args[nCommon+srConc] = rate, seq, conc
+	if _, err := s.run(setRateScript, key, args); err != nil || rate == cur {
+		return
+	}
+	v.Rate, v.Capacity, v.CapacityErr, v.Measured, v.Phase = rate, capacity, capErr, measured, phase
+	if v.QuotaRate == 0 {
+		v.RateFrom = cur
+	}
 }
 
 // SetRate implements polite.Store.
@@ -333,7 +402,9 @@ func (s *Store) SetRate(h *polite.Host, now time.Time, rate float64) float64 {
 	}
 	key := h.Key()
 	l := s.reg.LimitsFor(key)
-	res, err := s.run(setRateScript, key, s.common(now, l, rate))
+	args := s.args(now, l, nSetRate)
+	args[nCommon+srRate], args[nCommon+srSeq], args[nCommon+srConc] = rate, 0, 0
+	res, err := s.run(setRateScript, key, args)
 	if err != nil {
 		return s.health.local.SetRate(h, now, rate)
 	}
@@ -358,7 +429,8 @@ func (s *Store) Unblock(h *polite.Host) bool {
 	return lifted || n == 1
 }
 
-// SetCeiling implements polite.Store.
+// SetCeiling implements polite.Store. The fleet's controller hears the
+// change through the host's log.
 func (s *Store) SetCeiling(h *polite.Host, now time.Time, why polite.Reason, rate float64) (float64, bool) {
 	if s.health.degraded.Load() {
 		return s.health.local.SetCeiling(h, now, why, rate)
@@ -368,16 +440,17 @@ func (s *Store) SetCeiling(h *polite.Host, now time.Time, why polite.Reason, rat
 	if why != polite.ReasonCrawlDelay && rate > 0 {
 		rate = max(rate, polite.MinCeiling(s.o.MaxSpacing))
 	}
-	res, err := s.run(setCeilingScript, key, s.common(now, l, string(why), max(rate, 0)))
+	args := s.args(now, l, nSetCeiling)
+	args[nCommon+scWhy], args[nCommon+scRate], args[nCommon+scAdaptive] = string(why), max(rate, 0), flag(s.o.Adaptive != nil)
+	res, err := s.run(setCeilingScript, key, args)
 	if err != nil {
 		return s.health.local.SetCeiling(h, now, why, rate)
 	}
-	return rateOf(float(res, 0)), integer(res, 1) == 1
+	return rateOf(float(res, coRate)), integer(res, coChanged) == 1
 }
 
-// State implements polite.Store. Capacity and Measured stay zero: the
-// fleet's AIMD (Adaptive) keeps no capacity estimate (polite's own
-// controller, which does, reads one client's answers, not a fleet's).
+// State implements polite.Store. With Adaptive, the capacity estimate is
+// this worker's replica's of the fleet's controller.
 func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 	if s.health.degraded.Load() {
 		return s.degradedState(h, now)
@@ -386,23 +459,30 @@ func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 	st := polite.HostState{Key: key, Rule: s.reg.RuleFor(key)}
 	st.InFlight, st.Concurrency = h.InFlight()
 	l := s.reg.LimitsFor(key)
-	res, err := s.run(stateScript, key, s.common(now, l))
+	res, err := s.run(stateScript, key, s.args(now, l, 0))
 	if err != nil {
 		return s.health.local.State(h, now)
 	}
+	fleetCap := 0
 	if l.Concurrency > 0 && l.Concurrency < inflight.Max {
-		st.InFlight, st.Concurrency = int(integer(res, 10)), l.Concurrency // the fleet's
+		fleetCap = l.Concurrency
 	}
-	rnow := integer(res, 8)
+	if cc := int(integer(res, stConc)); cc > 0 && (fleetCap == 0 || cc < fleetCap) {
+		fleetCap = cc
+	}
+	if fleetCap > 0 {
+		st.InFlight, st.Concurrency = int(integer(res, stLeases)), fleetCap // the fleet's
+	}
+	rnow := integer(res, stNow)
 	at := func(us int64) time.Time { return now.Add(micros(us - rnow)) }
-	st.Rate, st.Tokens, st.Ceiling = rateOf(float(res, 0)), float(res, 1), float(res, 2)
+	st.Rate, st.Tokens, st.Ceiling = rateOf(float(res, stRate)), float(res, stTokens), float(res, stCeiling)
 	if st.Tokens < 1 && st.Rate > 0 {
 		st.NextToken = now.Add(time.Duration((1 - st.Tokens) / st.Rate * float64(time.Second)))
 	}
-	if pu := integer(res, 3); pu > rnow {
-		st.PausedUntil, st.PauseWhy = at(pu), polite.Reason(str(res, 4))
+	if pu := integer(res, stPause); pu > rnow {
+		st.PausedUntil, st.PauseWhy = at(pu), polite.Reason(str(res, stPauseWhy))
 	}
-	cbs, cbu := breaker.State(integer(res, 5)), integer(res, 6)
+	cbs, cbu := breaker.State(integer(res, stBreaker)), integer(res, stBreakerUntil)
 	switch {
 	case cbs == breaker.Open && cbu <= rnow:
 		st.Breaker = breaker.HalfOpen
@@ -412,8 +492,17 @@ func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 	if cbs != breaker.Closed && cbu > rnow {
 		st.BreakerUntil = at(cbu)
 	}
-	st.Blocked = str(res, 7)
-	st.RetryBudget = s.retryTokens(float(res, 11), float(res, 12), integer(res, 13), rnow)
+	st.Blocked = str(res, stBlock)
+	st.RetryBudget = s.retryTokens(float(res, stBudgetFloor), float(res, stBudgetEarned), integer(res, stBudgetAt), rnow)
+	if v, ok := s.replicas.Load(key); ok {
+		r := v.(*replica)
+		r.mu.Lock()
+		if r.ctl != nil {
+			st.Capacity, st.Measured = r.ctl.Capacity()
+			st.CapacityErr = r.ctl.CapacityError()
+		}
+		r.mu.Unlock()
+	}
 	return st
 }
 
@@ -435,9 +524,10 @@ func (s *Store) retryTokens(floor, earned float64, bt, now int64) float64 {
 	return floor + earned
 }
 
-// common builds a script's arguments: the four every script takes (the
-// clock, the host's rate and burst, the idle lifetime), then rest.
-func (s *Store) common(now time.Time, l polite.Limits, rest ...any) []any {
+// args returns a script's arguments: the common four (the clock, the
+// host's rate and burst, the idle lifetime; see schema.go) set, then n of
+// its own for the caller to set.
+func (s *Store) args(now time.Time, l polite.Limits, n int) []any {
 	var clock int64
 	if s.o.CallerClock {
 		clock = now.UnixMicro()
@@ -446,7 +536,9 @@ func (s *Store) common(now time.Time, l polite.Limits, rest ...any) []any {
 	if math.IsInf(rate, 1) || rate == bucket.Inf {
 		rate = -1
 	}
-	return append([]any{clock, rate, max(l.Burst, 1), s.idle}, rest...)
+	a := make([]any, nCommon+n)
+	a[aClock], a[aRate], a[aBurst], a[aIdle] = clock, rate, max(l.Burst, 1), s.idle
+	return a
 }
 
 // theirs converts an instant of ours to Redis's clock, in µs.
@@ -471,7 +563,7 @@ func (s *Store) run(script *redis.Script, key string, args []any) (any, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
 	defer cancel()
 	base := s.o.Prefix + "{" + key + "}:"
-	keys := []string{base + "h", base + "f", base + "l"}
+	keys := []string{base + "h", base + "f", base + "l", base + "g", base + "s"}
 	mutating := script == admitScript || script == reportScript
 	if mutating {
 		// Named, so that sending it again (below) is safe: see prelude.lua.
@@ -532,6 +624,15 @@ func str(res any, i int) string {
 	}
 	v, _ := a[i].(string)
 	return v
+}
+
+// slot returns element i of a script's reply (nil when it is missing).
+func slot(res any, i int) any {
+	a, ok := res.([]any)
+	if !ok || i >= len(a) {
+		return nil
+	}
+	return a[i]
 }
 
 func float(res any, i int) float64 {

@@ -110,3 +110,41 @@ func TestCluster(t *testing.T) {
 		t.Errorf("the hosts' keys landed on %d node(s); the test wants them spread", len(nodes))
 	}
 }
+
+// TestOneController: the fleet's adaptive rate is polite's controller,
+// answer by answer, whether one worker hears every answer or three hear
+// them in turn (storetest.RunAdaptive, the cases the local store passes).
+func TestOneController(t *testing.T) {
+	addr := redistest.Start(t)
+	for _, workers := range []int{1, 3} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			var stores []*Store
+			defer func() {
+				var restored int64
+				for _, s := range stores {
+					restored += s.restores.Load()
+				}
+				if workers > 1 && restored == 0 {
+					t.Errorf("no late joiner restored a snapshot: the snapshot path went untested")
+				}
+			}()
+			storetest.RunAdaptive(t, func(t *testing.T, c storetest.Config, workers int) []storetest.Worker {
+				prefix := fmt.Sprintf("one%d:", caseN.Add(1))
+				var fleet []storetest.Worker
+				for range workers {
+					reg := &polite.Registry{Limits: c.Limits}
+					s, _ := newStore(t, addr, reg, Options{
+						Prefix:       prefix,
+						LocalOptions: polite.LocalOptions{Breaker: breaker.Config{Threshold: c.BreakerThreshold, OpenDelay: c.BreakerOpen, Jitter: -1}},
+						LeaseTTL:     c.LeaseTTL,
+						Adaptive:     c.Adaptive,
+						CallerClock:  true,
+					})
+					stores = append(stores, s)
+					fleet = append(fleet, storetest.Worker{Store: s, Registry: reg})
+				}
+				return fleet
+			}, workers)
+		})
+	}
+}

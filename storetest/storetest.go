@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/breaker"
 )
 
@@ -33,6 +34,11 @@ type Config struct {
 	// LeaseTTL is how long an in-flight lease lives, for a store that
 	// leases slots (Admission.Lease); the others ignore it.
 	LeaseTTL time.Duration
+	// Adaptive, for RunAdaptive's cases only: each host's rate is polite's
+	// controller with this Config (polite.HostAdaptive of it and the
+	// host's Limits), born at Origin (adaptive.New(..., Origin)).
+	Adaptive *adaptive.Config
+	Origin   time.Time
 }
 
 // New makes the store under test for one case.

@@ -4,37 +4,54 @@
 -- (taken now, or reserved within the wait it allows). A worker sends the
 -- admissions its callers made to one host while its previous call was out:
 -- one call serves them all.
--- ARGV[5] keep blocked (1: a block does not refuse), [6] open delay (µs),
--- [7] jitter cut, [8..10] budget ratio, floor per second, window (s),
--- [11] the fleet's cap on requests in flight (0: none), [12] how long a
--- lease lives (µs), [13] the number of releases r, then r lease ids, then
--- the number of admissions n, then n quadruples: max wait (µs), first
--- attempt (1: earns the retry budget its share), lease id, cost (tokens).
--- Returns {now, n results}, a result {code, µs, reason}: code 0 granted
--- (µs: wait for the reserved token), 1 blocked, 2 paused (µs left), 3
--- breaker open (µs left), 4 no token within the wait (µs until one), 5
--- every in-flight slot leased, 6 the cost exceeds the burst (µs: 0).
-local keepBlocked, openDelay, cut = ARGV[5] == '1', num(ARGV[6], 0), num(ARGV[7], 0)
-local ratio, minps, window = num(ARGV[8], 0), num(ARGV[9], 0), num(ARGV[10], 10)
-local cap, leaseTTL = num(ARGV[11], 0), num(ARGV[12], 0)
+-- Arguments (schema.go, admitArgs): the settings, then A.releases: the
+-- number of releases r, then r lease ids, then the number of admissions
+-- n, then n quadruples: max wait (µs), first attempt (1: earns the retry
+-- budget its share), lease id, cost (tokens).
+-- Returns {now, n results}, each result with admitOut's slots: code 0
+-- granted (µs: wait for the reserved token), 1 blocked, 2 paused (µs
+-- left), 3 breaker open (µs left), 4 no token within the wait (µs until
+-- one), 5 every in-flight slot leased, 6 the cost exceeds the burst (µs:
+-- 0); and spare (1: the bucket was full and a slot left over, so neither
+-- the rate nor the cap held the request back).
+local keepBlocked, openDelay, cut = ARGV[A.keepBlocked] == '1', num(ARGV[A.openDelay], 0), num(ARGV[A.cut], 0)
+local ratio, minps, window = num(ARGV[A.budgetRatio], 0), num(ARGV[A.budgetMin], 0), num(ARGV[A.budgetWindow], 10)
+local cap, leaseTTL, pressed = num(ARGV[A.cap], 0), num(ARGV[A.leaseTTL], 0), ARGV[A.pressed] == '1'
+-- The fleet's controller caps the requests in flight too (Little's law
+-- at the host's unloaded latency), under the configured cap.
+if st.cc > 0 and (cap == 0 or st.cc < cap) then cap = st.cc end
+if ARGV[A.adaptive] == '1' then logStart() end
 
-local i = 13
+local i = A.releases
 local r = num(ARGV[i], 0)
 if r > 0 then redis.call('ZREM', L, unpack(ARGV, i + 1, i + r)) end
 i = i + r + 1
 local n = num(ARGV[i], 0)
 i = i + 1
 
+local function result(code, us, why, spare)
+  local res = {}
+  res[O.code], res[O.micros], res[O.reason], res[O.spare] = code, us, why, spare or 0
+  return res
+end
+
 local function admitOne(maxWait, first, lease, cost)
-  if st.blk ~= '' and not keepBlocked then return {1, 0, st.blk} end
-  if st.pu > now then return {2, st.pu - now, st.pw} end
+  if st.blk ~= '' and not keepBlocked then return result(1, 0, st.blk) end
+  if st.pu > now then return result(2, st.pu - now, st.pw) end
   -- The breaker is asked without taking its probe, which goes to the
   -- request that gets a token.
-  if st.cbs ~= 0 and now < st.cbu then return {3, st.cbu - now, ''} end
-  if cap > 0 and inflight() >= cap then return {5, 0, ''} end
+  if st.cbs ~= 0 and now < st.cbu then return result(3, st.cbu - now, '') end
+  local live = 0
+  if cap > 0 then
+    live = inflight()
+    if live >= cap then return result(5, 0, '') end
+  end
+  local rr, bb = inforce()
+  local spare = 0
+  if not pressed and tokens(rr, bb) >= bb and (cap == 0 or live + 1 < cap) then spare = 1 end
   local ok, wait, over = take(maxWait, cost)
-  if over then return {6, 0, ''} end
-  if not ok then return {4, wait, ''} end
+  if over then return result(6, 0, '') end
+  if not ok then return result(4, wait, '') end
   if st.cbs ~= 0 then
     -- Open with its delay over, or half-open with its probe presumed
     -- lost: this request is the probe.
@@ -49,7 +66,7 @@ local function admitOne(maxWait, first, lease, cost)
     advance(ratio, minps, window)
     if ratio > 0 then st.be = st.be + ratio end
   end
-  return {0, wait, ''}
+  return result(0, wait, '', spare)
 end
 
 local out = {now}

@@ -2,11 +2,14 @@
 --
 -- KEYS[1] is the host's hash, KEYS[2] its list of recent breaker failure
 -- times, KEYS[3] its in-flight leases (a sorted set: member a worker's
--- lease id, score when the lease expires); all carry the host key as their
--- hash tag, so one host's keys share a Cluster slot. ARGV[1..4] are the same for every script: the caller's
--- clock in microseconds (0: Redis's TIME, as in production), the host's
--- configured rate (-1: unlimited), its burst, and how long an idle host's
--- keys live (microseconds).
+-- lease id, score when the lease expires), KEYS[4] the fleet controller's
+-- log (a list of entries, see log.lua) and KEYS[5] a snapshot of the
+-- controller; all carry the host key as their hash tag, so one host's keys
+-- share a Cluster slot. Arguments and reply slots are named (A.<name>,
+-- O.<name>) by the header schema.go generates; the first four are the
+-- same for every script: the caller's clock in microseconds (0: Redis's
+-- TIME, as in production), the host's configured rate (-1: unlimited),
+-- its burst, and how long an idle host's keys live (microseconds).
 --
 -- Times are integer microseconds since the Unix epoch, exact in Lua's
 -- doubles until about 2255; they are written with %.0f, never tostring
@@ -22,14 +25,18 @@
 --   lt       when the last counted throttle was heard
 --   bf, be, bt   the retry budget: floor tokens, earned tokens, last update
 --   ln       the latest instant seen, so Redis's clock never runs backwards here
---   ti       when the fleet's AIMD last raised (or cut) the rate
-local H, F, L = KEYS[1], KEYS[2], KEYS[3]
+--   sq, lf   the controller log's last and first entry numbers (0: none)
+--   t0       when the log began (µs): its epoch, the replicas' origin
+--   ss       the entry the stored snapshot stands at (0: none)
+--   rs       the entry the controller's rate (r) follows
+--   cc       the controller's cap on requests in flight (0: none)
+local H, F, L, G, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 
 -- A mutating script (admit, report) is safe to repeat: its caller names
--- the call (the last ARGV) and KEYS[4] keeps each call's reply for a
+-- the call (the last ARGV) and KEYS[6] keeps each call's reply for a
 -- minute. A call repeated because its reply was lost gets the first reply
 -- back and changes nothing again: no second token, no second failure.
-local D, rid = KEYS[4], nil
+local D, rid = KEYS[6], nil
 if D then
   rid = ARGV[#ARGV]
   local prev = redis.call('HGET', D, rid)
@@ -55,17 +62,19 @@ local function int(x) return string.format('%.0f', x) end
 local function flt(x) return string.format('%.17g', x) end
 
 local st = {}
-local fields = {'f', 'r', 'c', 'rc', 'pu', 'pw', 'blk', 'cbs', 'cbu', 'cbd', 'lt', 'bf', 'be', 'bt', 'ln', 'ti'}
+local fields = {'f', 'r', 'c', 'rc', 'pu', 'pw', 'blk', 'cbs', 'cbu', 'cbd', 'lt', 'bf', 'be', 'bt', 'ln',
+  'sq', 'lf', 't0', 'ss', 'rs', 'cc'}
 local raw = redis.call('HMGET', H, unpack(fields)) -- as stored, so save writes only what changed
 do
   local v = raw
   st.f, st.r, st.c, st.rc = num(v[1], nil), num(v[2], nil), num(v[3], 0), num(v[4], 0)
   st.pu, st.pw, st.blk = num(v[5], 0), v[6] or '', v[7] or ''
   st.cbs, st.cbu, st.cbd, st.lt = num(v[8], 0), num(v[9], 0), num(v[10], 0), num(v[11], 0)
-  st.bf, st.be, st.bt, st.ln, st.ti = num(v[12], nil), num(v[13], 0), num(v[14], 0), num(v[15], 0), num(v[16], 0)
+  st.bf, st.be, st.bt, st.ln = num(v[12], nil), num(v[13], 0), num(v[14], 0), num(v[15], 0)
+  st.sq, st.lf, st.t0, st.ss, st.rs, st.cc = num(v[16], 0), num(v[17], 0), num(v[18], 0), num(v[19], 0), num(v[20], 0), num(v[21], 0)
 end
 
-local now = num(ARGV[1], 0)
+local now = num(ARGV[A.clock], 0)
 if now <= 0 then
   local t = redis.call('TIME')
   -- After a failover to a replica whose clock is behind, time still
@@ -75,7 +84,7 @@ if now <= 0 then
 end
 st.ln = math.max(now, st.ln)
 
-local baseRate, baseBurst, idle = num(ARGV[2], -1), math.max(num(ARGV[3], 1), 1), num(ARGV[4], 0)
+local baseRate, baseBurst, idle = num(ARGV[A.baseRate], -1), math.max(num(ARGV[A.baseBurst], 1), 1), num(ARGV[A.idle], 0)
 
 -- inforce returns the rate in force (-1: unlimited) and the burst.
 local function inforce()
@@ -231,4 +240,8 @@ local function save()
   redis.call('PEXPIRE', H, ms)
   redis.call('PEXPIRE', F, ms)
   redis.call('PEXPIRE', L, ms)
+  if st.sq > 0 then
+    redis.call('PEXPIRE', G, ms)
+    redis.call('PEXPIRE', S, ms)
+  end
 end

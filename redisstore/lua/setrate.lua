@@ -1,8 +1,15 @@
--- setrate: set the host's own rate to ARGV[5] (req/s), keeping its tokens.
+-- setrate: set the host's own rate to A.rate (req/s), keeping its tokens.
+-- A rate the fleet's controller set follows log entry A.seq, and comes
+-- with its cap on requests in flight (A.conc): a replica that is behind
+-- (an older entry than the rate in force follows) changes nothing.
 -- Returns the rate in force, under the ceilings (-1: unlimited).
-local r0, b0 = inforce()
-st.r = num(ARGV[5], st.r)
-local r1, b1 = inforce()
-retime(r0, b0, r1, b1)
-save()
-return flt(r1)
+local seq = num(ARGV[A.seq], 0)
+if seq == 0 or seq >= st.rs then
+  local r0, b0 = inforce()
+  st.r = num(ARGV[A.rate], st.r)
+  if seq > 0 then st.rs, st.cc = seq, math.max(num(ARGV[A.conc], 0), 0) end
+  local r1, b1 = inforce()
+  retime(r0, b0, r1, b1)
+  save()
+end
+return flt(inforce())

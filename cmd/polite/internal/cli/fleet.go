@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/redisstore"
 )
 
@@ -200,12 +201,12 @@ func (w *fleetWatch) watch(ctx context.Context, stop func(error)) {
 	}
 }
 
-// fleetAdaptive is the fleet's AIMD for --adaptive (the Transport's own
-// controller reads one client's answers; a fleet's are spread over its
-// workers): up to --max-rate.
-func (o *fetchOptions) fleetAdaptive() *redisstore.Adaptive {
+// fleetAdaptive is the fleet's controller for --adaptive: the one a single
+// process runs (adaptiveConfig), its replicas kept alike through Redis.
+// A rule's adaptive key is not heard in a fleet: --adaptive decides.
+func (o *fetchOptions) fleetAdaptive() *adaptive.Config {
 	if !o.Adaptive {
 		return nil
 	}
-	return &redisstore.Adaptive{Max: o.MaxRate}
+	return o.adaptiveConfig()
 }

@@ -1,0 +1,209 @@
+package redisstore
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/adaptive"
+)
+
+// The fleet's rate controller is polite's own (package adaptive), the one
+// a single process runs, not a second algorithm: each worker keeps a
+// replica of a host's Controller and feeds it the host's log, the signals
+// every worker reported, in the order Redis ran the reports and stamped
+// with Redis's clock (see lua/log.lua). A Controller reads no clock of its
+// own, so replicas that hear the same entries at the same instants come to
+// the same rate, latency-led as in one process. The worker that is
+// furthest along writes it to the host's bucket, with the entry it
+// follows, and the controller's cap on requests in flight with it.
+
+// snapEvery is how many entries apart a worker's replica leaves a snapshot
+// for late joiners (the log keeps at least logKeep of them, lua/log.lua).
+const snapEvery = 256
+
+// replica is a worker's copy of one host's controller.
+type replica struct {
+	mu      sync.Mutex
+	ctl     *adaptive.Controller // nil until the first reply
+	epoch   int64                // the log followed (its t0, µs); 0: none
+	seen    int64                // the last entry heard
+	snap    []byte               // a snapshot to leave with the next report ...
+	snapSeq int64                // ... taken at this entry (0: none)
+	// used is when the replica last served (Unix ns), for eviction;
+	// pressed when a request of this worker last waited for the host's
+	// rate (NoteDemand), and rate the controller's rate as last heard.
+	used    atomic.Int64
+	pressed atomic.Int64
+	rate    atomic.Uint64 // float64 bits
+}
+
+// NoteDemand records that a request waited for h's rate at now (a
+// scheduler put it off until its token): this worker's admissions to h
+// are not Spare for the next two token intervals, so the fleet's
+// controller hears that demand presses on the rate.
+func (s *Store) NoteDemand(h *polite.Host, now time.Time) {
+	if s.o.Adaptive != nil {
+		s.replica(h.Key()).pressed.Store(now.UnixNano())
+	}
+}
+
+// pressed reports whether a request to key waited for its rate within two
+// token intervals (10 ms to 1 s) before now.
+func (s *Store) pressed(key string, now time.Time) bool {
+	if s.o.Adaptive == nil {
+		return false
+	}
+	v, ok := s.replicas.Load(key)
+	if !ok {
+		return false
+	}
+	r := v.(*replica)
+	at := r.pressed.Load()
+	if at == 0 {
+		return false
+	}
+	win := time.Second
+	if rate := math.Float64frombits(r.rate.Load()); rate > 0 {
+		win = time.Duration(min(max(2e9/rate, 1e7), 1e9))
+	}
+	return now.UnixNano()-at <= int64(win)
+}
+
+// replica returns key's replica, creating it.
+func (s *Store) replica(key string) *replica {
+	v, ok := s.replicas.Load(key)
+	if !ok {
+		v, _ = s.replicas.LoadOrStore(key, new(replica))
+	}
+	r := v.(*replica)
+	r.used.Store(time.Now().UnixNano())
+	return r
+}
+
+// sweepReplicas forgets the replicas of hosts idle past the store's idle
+// time: their keys in Redis are gone too, and a later report starts a new
+// log.
+func (s *Store) sweepReplicas(now time.Time) {
+	limit := now.Add(-micros(s.idle)).UnixNano()
+	s.replicas.Range(func(k, v any) bool {
+		if v.(*replica).used.Load() < limit {
+			s.replicas.Delete(k)
+		}
+		return true
+	})
+}
+
+// follow is what a report tells the script about the reporter's replica:
+// the log it follows, the last entry heard, and a snapshot to leave.
+func (r *replica) follow() (epoch, seen, snapSeq int64, snap []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	epoch, seen = r.epoch, r.seen
+	if r.ctl == nil {
+		seen = -1
+	}
+	snapSeq, snap = r.snapSeq, r.snap
+	r.snapSeq, r.snap = 0, nil
+	return epoch, seen, snapSeq, snap
+}
+
+// written is the rate and cap the controller last wrote for the host.
+type written struct {
+	rate    float64 // bucket.Inf: none written (the host's configured rate)
+	hasRate bool
+	seq     int64
+	conc    int64
+}
+
+// catchUp brings the replica up to the log reply res (logOut's slots) and
+// returns what it then says, and what was written before.
+func (s *Store) catchUp(r *replica, key string, res any) (w written, ok bool) {
+	epoch, last := integer(res, loEpoch), integer(res, loLast)
+	if epoch <= 0 || last <= 0 {
+		return w, false
+	}
+	w.seq, w.conc = integer(res, loRateSeq), integer(res, loConc)
+	if rs := str(res, loRate); rs != "" {
+		w.rate, w.hasRate = rateOf(float(res, loRate)), true
+	}
+	from := integer(res, loFrom)
+	a, _ := res.([]any)
+	var entries []any
+	if loEntries < len(a) {
+		entries, _ = a[loEntries].([]any)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctl == nil || r.epoch != epoch {
+		// A new log (the host's keys expired, or Redis lost them), or a
+		// replica that never followed one: a controller born at the log's
+		// start, which every replica shares.
+		r.ctl = adaptive.New(polite.HostAdaptive(*s.o.Adaptive, s.reg.LimitsFor(key)), time.UnixMicro(epoch))
+		r.epoch, r.seen = epoch, 0
+	}
+	if ss := integer(res, loSnapSeq); ss > r.seen {
+		if err := r.ctl.UnmarshalBinary([]byte(str(res, loSnap))); err == nil {
+			r.seen = ss
+			s.restores.Add(1)
+		}
+	}
+	if from > r.seen+1 {
+		// Behind what the log keeps, with no snapshot to start from: hear
+		// what is left. This replica may differ from the others until
+		// it restores a snapshot; the others, further along, write the
+		// rate.
+		r.seen = from - 1
+	}
+	for i, e := range entries {
+		n := from + int64(i)
+		if n <= r.seen {
+			continue
+		}
+		es, _ := e.(string)
+		s.hear(r.ctl, es)
+		r.seen = n
+	}
+	r.rate.Store(math.Float64bits(r.ctl.Rate()))
+	if r.seen >= integer(res, loStored)+snapEvery && r.snap == nil {
+		if b, err := r.ctl.MarshalBinary(); err == nil {
+			r.snap, r.snapSeq = b, r.seen
+		}
+	}
+	return w, true
+}
+
+// hear feeds one log entry to c; a malformed one is skipped (every
+// replica skips it alike).
+func (s *Store) hear(c *adaptive.Controller, e string) {
+	f := strings.Fields(e)
+	if len(f) < 3 {
+		return
+	}
+	us, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return
+	}
+	at := time.UnixMicro(us)
+	if f[1] == "m" {
+		if v, err := strconv.ParseFloat(f[2], 64); err == nil && !math.IsNaN(v) {
+			c.SetMax(v) // 0: no ceiling
+		}
+		return
+	}
+	if len(f) < 5 {
+		return
+	}
+	kind, err1 := strconv.Atoi(f[1])
+	lat, err2 := strconv.ParseInt(f[2], 10, 64)
+	wait, err3 := strconv.ParseInt(f[3], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || kind < int(adaptive.OK) || kind > int(adaptive.Failure) {
+		return
+	}
+	c.Observe(at, adaptive.Signal{Kind: adaptive.Kind(kind), Latency: micros(max(lat, 0)), Wait: micros(max(wait, 0)),
+		Spare: f[4] == "1"})
+}

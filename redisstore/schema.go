@@ -1,0 +1,248 @@
+package redisstore
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The protocol between the store and its scripts is named in one place:
+// each script's arguments and reply slots are listed below, in Go, by
+// index constants and their names. The Lua side reads the same table: a
+// header generated from it (see header) defines A.<name> as the argument's
+// ARGV index and O.<name> as the reply slot, and the scripts use only those
+// names, never a bare position. TestSchema fails when a script uses a name
+// the table lacks or the table names one the script never uses, and the
+// round-trip tests fail when a reply's length is not the table's.
+//
+// Every script takes the same four arguments first (argCommon); a
+// script's own start at ARGV[5].
+
+// The arguments every script takes first.
+const (
+	aClock = iota // the caller's clock in µs (0: Redis's TIME, as in production)
+	aRate         // the host's configured rate (-1: unlimited)
+	aBurst        // its burst
+	aIdle         // how long an idle host's keys live (µs)
+	nCommon
+)
+
+var commonArgs = [nCommon]string{aClock: "clock", aRate: "baseRate", aBurst: "baseBurst", aIdle: "idle"}
+
+// admit's arguments; then a variable tail (see admit.lua): the releases,
+// then the admissions.
+const (
+	adKeepBlocked = iota // 1: a block does not refuse
+	adOpenDelay          // the breaker's open delay (µs)
+	adCut                // the jitter cut of the open delay
+	adBudgetRatio        // the retry budget's ratio, floor per second and window (s)
+	adBudgetMin
+	adBudgetWindow
+	adCap      // the fleet's cap on requests in flight (0: none but the controller's)
+	adLeaseTTL // how long a lease lives (µs)
+	adPressed  // 1: a request of this worker waited for the host's rate lately
+	adAdaptive // 1: the fleet's controller runs (its log begins at the first admission)
+	adReleases // the number of releases r; r lease ids follow, then the admissions
+	nAdmit
+)
+
+var admitArgs = [nAdmit]string{adKeepBlocked: "keepBlocked", adOpenDelay: "openDelay", adCut: "cut",
+	adBudgetRatio: "budgetRatio", adBudgetMin: "budgetMin", adBudgetWindow: "budgetWindow",
+	adCap: "cap", adLeaseTTL: "leaseTTL", adPressed: "pressed", adAdaptive: "adaptive", adReleases: "releases"}
+
+// admit's reply: now, then one result per admission, each these slots.
+const (
+	aoCode   = iota // 0 granted, 1 blocked, 2 paused, 3 breaker open, 4 no token, 5 slots leased, 6 cost over burst
+	aoMicros        // the wait (granted: for the reserved token)
+	aoReason        // the block's or the pause's reason
+	aoSpare         // 1: the bucket was full and a slot free (adaptive.Signal.Spare)
+	nAdmitOut
+)
+
+var admitOut = [nAdmitOut]string{aoCode: "code", aoMicros: "micros", aoReason: "reason", aoSpare: "spare"}
+
+// report's arguments: a polite.Reading, the breaker's and the retry
+// budget's settings, and the fleet controller's signal (see replica.go).
+const (
+	rpSent         = iota // when the request went (µs, Redis's clock)
+	rpThrottle            // 1: a throttle
+	rpPause               // its pause (µs)
+	rpPauseWhy            // the pause's reason
+	rpFailure             // 1: a failure for the breaker
+	rpSuccess             // 1: a success for the breaker
+	rpBlock               // the soft block's reason ("" none)
+	rpQuotaPause          // a RateLimit quota's pause (µs)
+	rpCeiling             // a RateLimit ceiling (req/s, 0: none)
+	rpRetry               // 1: a retry is asked of the budget
+	rpThreshold           // the breaker's threshold, window, open delay, longest open delay (µs)
+	rpWindow              //
+	rpOpenDelay           //
+	rpMaxOpen             //
+	rpCut                 // the open delay's jitter cut
+	rpBudgetRatio         // the retry budget's ratio, floor per second, window (s)
+	rpBudgetMin           //
+	rpBudgetWindow        //
+	rpAdaptive            // 1: the fleet's controller hears this report (the host's log)
+	rpKind                // the signal's kind (adaptive.Kind; -1: none)
+	rpLatency             // its latency (µs)
+	rpWait                // the wait the server advertised (µs)
+	rpSpare               // 1: the admission was Spare
+	rpEpoch               // the log this worker's replica follows (its t0; 0: none)
+	rpSeen                // the last entry of it the replica has heard
+	rpSnapSeq             // a snapshot of the replica at this entry (0: none) ...
+	rpSnap                // ... and its bytes
+	nReport
+)
+
+var reportArgs = [nReport]string{rpSent: "sent", rpThrottle: "throttle", rpPause: "pause", rpPauseWhy: "pauseWhy",
+	rpFailure: "failure", rpSuccess: "success", rpBlock: "block", rpQuotaPause: "quotaPause", rpCeiling: "ceiling",
+	rpRetry: "retry", rpThreshold: "threshold", rpWindow: "window", rpOpenDelay: "openDelay", rpMaxOpen: "maxOpen",
+	rpCut: "cut", rpBudgetRatio: "budgetRatio", rpBudgetMin: "budgetMin", rpBudgetWindow: "budgetWindow",
+	rpAdaptive: "adaptive", rpKind: "kind", rpLatency: "latency", rpWait: "wait", rpSpare: "spare",
+	rpEpoch: "epoch", rpSeen: "seen", rpSnapSeq: "snapSeq", rpSnap: "snap"}
+
+// report's reply.
+const (
+	roPause      = iota // how far the pause moved (µs; -1: it did not)
+	roQuotaPause        // 1: the quota's pause moved it
+	roBlocked           // 1: this report set the block mark
+	roFrom              // the breaker's transition: from, to, and until when it is open (µs)
+	roTo
+	roUntil
+	roQuotaRate // the rate a RateLimit ceiling set ("" unchanged)
+	roRetry     // 1: the retry was granted
+	roNow       // Redis's clock (µs)
+	roRateFrom  // the rate in force before this report changed it ("" unchanged)
+	roLog       // the controller's log since the replica's last entry (see catchup)
+	nReportOut
+)
+
+var reportOut = [nReportOut]string{roPause: "pause", roQuotaPause: "quotaPause", roBlocked: "blocked",
+	roFrom: "from", roTo: "to", roUntil: "openUntil", roQuotaRate: "quotaRate", roRetry: "retry", roNow: "now",
+	roRateFrom: "rateFrom", roLog: "log"}
+
+// The controller's log as a reply gives it (see catchup in prelude.lua).
+const (
+	loEpoch   = iota // when the host's log began (µs): the replicas' t0
+	loLast           // the last entry's number
+	loSnapSeq        // the entry the snapshot below stands at (0: none sent)
+	loSnap           // the snapshot ("" none)
+	loFrom           // the number of the first entry below
+	loRate           // the rate the controller last set (req/s; "" none) ...
+	loRateSeq        // ... at this entry
+	loStored         // the entry the stored snapshot stands at (0: none)
+	loConc           // the controller's in-flight cap in force (0: none)
+	loEntries        // the entries, from loFrom on
+	nLogOut
+)
+
+var logOut = [nLogOut]string{loEpoch: "epoch", loLast: "last", loSnapSeq: "snapSeq", loSnap: "snap",
+	loFrom: "from", loRate: "rate", loRateSeq: "rateSeq", loStored: "stored", loConc: "conc", loEntries: "entries"}
+
+// setrate's arguments: the rate, and for the fleet's controller the entry
+// it was computed at and the in-flight cap that goes with it.
+const (
+	srRate = iota
+	srSeq  // the log entry the rate follows (0: a caller's own SetRate)
+	srConc // the controller's cap on requests in flight (0: none)
+	nSetRate
+)
+
+var setRateArgs = [nSetRate]string{srRate: "rate", srSeq: "seq", srConc: "conc"}
+
+// setceiling's arguments and reply.
+const (
+	scWhy      = iota // "crawl-delay" or another source
+	scRate            // the ceiling (req/s, 0: clears it)
+	scAdaptive        // 1: the fleet's controller hears the change (the log)
+	nSetCeiling
+)
+
+var setCeilingArgs = [nSetCeiling]string{scWhy: "why", scRate: "rate", scAdaptive: "adaptive"}
+
+const (
+	coRate    = iota // the rate in force
+	coChanged        // 1: it or the burst changed
+	nSetCeilingOut
+)
+
+var setCeilingOut = [nSetCeilingOut]string{coRate: "rate", coChanged: "changed"}
+
+// keep's and cancel's arguments.
+const (
+	kpReserved = iota // when the tokens were reserved (µs, Redis's clock)
+	kpCost
+	nKeep
+)
+
+var keepArgs = [nKeep]string{kpReserved: "reserved", kpCost: "cost"}
+
+const (
+	cnCost = iota
+	nCancel
+)
+
+var cancelArgs = [nCancel]string{cnCost: "cost"}
+
+// state's reply.
+const (
+	stRate    = iota // the rate in force
+	stTokens         // what the bucket holds
+	stCeiling        // the lowest ceiling (0: none)
+	stPause          // the pause's end (µs) and reason
+	stPauseWhy
+	stBreaker      // the breaker's state and until when
+	stBreakerUntil //
+	stBlock        // the block's reason
+	stNow          // Redis's clock (µs)
+	stBurst        // the burst in force
+	stLeases       // live leases
+	stBudgetFloor  // the retry budget: floor tokens (-1: never used), earned, as of when (µs)
+	stBudgetEarned //
+	stBudgetAt     //
+	stConc         // the controller's in-flight cap (0: none)
+	nStateOut
+)
+
+var stateOut = [nStateOut]string{stRate: "rate", stTokens: "tokens", stCeiling: "ceiling", stPause: "pause",
+	stPauseWhy: "pauseWhy", stBreaker: "breaker", stBreakerUntil: "breakerUntil", stBlock: "block", stNow: "now",
+	stBurst: "burst", stLeases: "leases", stBudgetFloor: "budgetFloor", stBudgetEarned: "budgetEarned",
+	stBudgetAt: "budgetAt", stConc: "conc"}
+
+// header is the Lua that names a script's arguments (A) and reply slots
+// (O), from the tables above.
+func header(args []string, out []string) string {
+	var b strings.Builder
+	b.WriteString("local A = {")
+	for i, n := range commonArgs {
+		fmt.Fprintf(&b, "%s = %d, ", n, i+1)
+	}
+	for i, n := range args {
+		fmt.Fprintf(&b, "%s = %d, ", n, nCommon+i+1)
+	}
+	b.WriteString("}\n")
+	names(&b, "O", out)
+	fmt.Fprintf(&b, "local NOUT = %d\n", len(out))
+	names(&b, "LO", logOut[:])
+	return b.String()
+}
+
+// names writes a Lua table that maps each name to its 1-based slot.
+func names(b *strings.Builder, table string, slots []string) {
+	fmt.Fprintf(b, "local %s = {", table)
+	for i, n := range slots {
+		fmt.Fprintf(b, "%s = %d, ", n, i+1)
+	}
+	b.WriteString("}\n")
+}
+
+// luaScript is a script's source as Redis runs it: the header its tables
+// give, then the prelude (unless it runs without), then its body.
+func luaScript(args, out []string, withPrelude bool, body string) *redis.Script {
+	src := header(args, out)
+	if withPrelude {
+		src += prelude + logLua
+	}
+	return redis.NewScript(src + body)
+}
