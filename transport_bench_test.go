@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/bucket"
@@ -102,4 +103,36 @@ func BenchmarkOverhead(b *testing.B) {
 			}
 		})
 	})
+}
+
+// BenchmarkReady measures a scheduler's question (Transport.Ready) on a
+// host that is ready, and on one waiting for its rate, where Ready also
+// notes that demand presses on the rate: asked of the local store itself,
+// and of a Store wrapping it.
+func BenchmarkReady(b *testing.B) {
+	for _, c := range []struct {
+		name    string
+		rate    float64
+		wrapped bool
+		want    Reason
+	}{{"ready", bucket.Inf, false, ""}, {"rate", 1e-3, false, ReasonRate}, {"rate-wrapped", 1e-3, true, ReasonRate}} {
+		b.Run(c.name, func(b *testing.B) {
+			t := &Transport{Base: nopBase{}, IgnoreRobots: true, Limits: Limits{Rate: c.rate, Burst: 1, Concurrency: inflight.Max}}
+			if c.wrapped {
+				t.Store = &countingStore{Store: NewLocalStore(t.Registry(), t.LocalOptions())}
+			}
+			req, _ := http.NewRequest("GET", "http://ready.test/", nil)
+			resp, err := t.RoundTrip(req) // takes the one token
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, why := t.Ready("ready.test", time.Now()); why != c.want {
+					b.Fatalf("Ready = %q, want %q", why, c.want)
+				}
+			}
+		})
+	}
 }
