@@ -18,9 +18,10 @@ import (
 
 // hostPolicy is the local store's state of one host beyond its bucket and
 // gate: the pause, the block mark, the breaker, the retry budget, the rate
-// ceilings and the rater (and the Transport's robots.txt copy in force). A
-// Registry used on its own never creates one,
-// which keeps an idle Host small. Its fields are atomics or safe for
+// ceilings and the rater; and the Transport's own, whatever its Store: the
+// robots.txt copy in force and the requests waiting (see Registry.policy).
+// A Registry used on its own never creates one, which keeps an idle Host
+// small. Its fields are atomics or safe for
 // concurrent use themselves, so a hostPolicy needs no lock. Its instants
 // are of the monotonic clock (internal/nanos), not Unix nanoseconds: a step
 // of the wall clock would otherwise end a server's pause early or stretch it.
@@ -34,7 +35,7 @@ type hostPolicy struct {
 	budget     retry.Budget
 
 	lastThrottle atomic.Int64 // instant (see nanos.Stamp) the last throttle event was counted; 0 = none
-	waiting      atomic.Int32 // requests of normal priority waiting for a token or a slot
+	waiting      atomic.Int32 // the Transport's: requests of normal priority waiting for a token or a slot
 	deposits     atomic.Int32 // first grants not yet deposited in budget (see grant)
 	ratePressed  atomic.Int64 // instant (see nanos.Stamp) a request last had to wait for the host's rate; 0 = never
 
@@ -205,7 +206,10 @@ type localStore struct {
 	newRater    func(key string, l Limits) adaptive.Rater
 }
 
-var _ Store = (*localStore)(nil)
+var (
+	_ Store     = (*localStore)(nil)
+	_ Unblocker = (*localStore)(nil)
+)
 
 // LocalOptions configure the local store; each field means what the
 // Transport field of the same name does, zero values included.
@@ -236,8 +240,33 @@ func NewLocalStore(reg *Registry, o LocalOptions) Store {
 	if maxAfter <= 0 {
 		maxAfter = DefaultMaxRetryAfter
 	}
-	return &localStore{reg: reg, breaker: breaker.Share(o.Breaker), budget: retry.ShareBudget(o.Budget), backoff: o.Backoff,
+	s := &localStore{reg: reg, breaker: breaker.Share(o.Breaker), budget: retry.ShareBudget(o.Budget), backoff: o.Backoff,
 		maxAfter: maxAfter, maxSpacing: o.MaxSpacing, keepBlocked: o.KeepBlocked, newRater: o.NewRater}
+	reg.local.CompareAndSwap(nil, s)
+	return s
+}
+
+// policy returns h's hostPolicy for the Transport's own state (see
+// hostPolicy), creating it on first use. A host's policy is created once,
+// by whoever needs it first, so it is created by the first local store
+// built over the registry when there is one: the Transport, checking
+// robots.txt before its Store ever sees the host, would otherwise leave a
+// policy without the breaker, retry budget and rater of a local store that
+// a Store of another type wraps or falls back on. (The Transport never
+// asks what type its Store is.) Without a local store, the policy holds the
+// Transport's state alone.
+func (r *Registry) policy(h *Host) *hostPolicy {
+	if p := h.pol.Load(); p != nil {
+		return p
+	}
+	if s := r.local.Load(); s != nil {
+		return s.policy(h)
+	}
+	p := new(hostPolicy)
+	if !h.pol.CompareAndSwap(nil, p) {
+		return h.pol.Load()
+	}
+	return p
 }
 
 // policy returns h's policy, creating it on first use.

@@ -188,12 +188,13 @@ type Registry struct {
 	seed    maphash.Seed
 	shards  [shardCount]shard
 	base    resolved
-	rules   []resolved       // in Rules order
-	exact   map[string]int32 // exact pattern → rule index
-	globs   []int32          // glob rule indexes, most specific first
-	pats    []string         // the rules' patterns, trimmed and lower-cased
-	initErr error            // a bad pattern, reported by Check
-	now     func() time.Time // for tests; nil = time.Now
+	rules   []resolved                 // in Rules order
+	exact   map[string]int32           // exact pattern → rule index
+	globs   []int32                    // glob rule indexes, most specific first
+	pats    []string                   // the rules' patterns, trimmed and lower-cased
+	initErr error                      // a bad pattern, reported by Check
+	now     func() time.Time           // for tests; nil = time.Now
+	local   atomic.Pointer[localStore] // the first local store built over the registry (see policy)
 }
 
 // resolved is a rule's Limits with defaults filled in and bucket settings

@@ -45,21 +45,9 @@ func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host)
 }
 
 // ext returns h's hostPolicy, for the per-host state the Transport keeps
-// itself whatever its Store: the local store's, or behind another Store one
-// that holds only that.
-func (t *Transport) ext(h *Host) *hostPolicy {
-	if p := h.pol.Load(); p != nil {
-		return p
-	}
-	if ls, ok := t.store.(*localStore); ok {
-		return ls.policy(h)
-	}
-	p := new(hostPolicy)
-	if !h.pol.CompareAndSwap(nil, p) {
-		return h.pol.Load()
-	}
-	return p
-}
+// itself whatever its Store: the robots.txt copy in force and the requests
+// waiting (see Registry.policy).
+func (t *Transport) ext(h *Host) *hostPolicy { return t.reg.policy(h) }
 
 // applyCrawlDelay makes the robots.txt delay the host's ceiling: rate
 // 1/delay, burst 1, so consecutive requests are at least delay apart. A copy
