@@ -37,7 +37,7 @@ type hostPolicy struct {
 	lastThrottle atomic.Int64 // instant (see nanos.Stamp) the last throttle event was counted; 0 = none
 	waiting      atomic.Int32 // the Transport's: requests of normal priority waiting for a token or a slot
 	deposits     atomic.Int32 // first grants not yet deposited in budget (see grant)
-	ratePressed  atomic.Int64 // instant (see nanos.Stamp) a request last had to wait for the host's rate; 0 = never
+	ratePressed  atomic.Int64 // instant (see nanos.Stamp) a request last had to wait for the host's rate (Admit, NoteDemand); 0 = never
 
 	rater   adaptive.Rater // nil unless the Transport is adaptive
 	lastMax atomic.Uint64  // float64 bits: the ceiling last told to rater
@@ -207,8 +207,9 @@ type localStore struct {
 }
 
 var (
-	_ Store     = (*localStore)(nil)
-	_ Unblocker = (*localStore)(nil)
+	_ Store       = (*localStore)(nil)
+	_ Unblocker   = (*localStore)(nil)
+	_ DemandNoter = (*localStore)(nil)
 )
 
 // LocalOptions configure the local store; each field means what the
@@ -324,6 +325,12 @@ const (
 // Unblock implements Unblocker.
 func (s *localStore) Unblock(h *Host) bool {
 	return s.policy(h).blocked.Swap(nil) != nil
+}
+
+// NoteDemand implements DemandNoter: the note counts as a wait for the
+// rate, as a token reserved or refused in Admit does (see pressedAt).
+func (s *localStore) NoteDemand(h *Host, now time.Time) {
+	s.policy(h).ratePressed.Store(nanos.Stamp(now))
 }
 
 // Admit implements Store.

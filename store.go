@@ -26,6 +26,12 @@ import (
 // zero Transport uses the local store, which keeps everything in memory;
 // package storetest holds the conformance suite every Store must pass.
 // Implementations must be safe for concurrent use.
+//
+// What a Store may do beyond these methods is an interface of its own,
+// declared below, which the Transport looks for as net/http looks for a
+// ResponseWriter's Flusher: Unblocker (lifting a block mark) and
+// DemandNoter (hearing a request wait for the rate). A Store that wraps
+// another loses them unless it implements them too.
 type Store interface {
 	// Admit decides one admission to h at q.Now: the block mark, the pause,
 	// the breaker and a token, in that order, in one atomic step. When a
@@ -72,6 +78,29 @@ type Store interface {
 type Unblocker interface {
 	// Unblock clears h's block mark and reports whether there was one.
 	Unblock(h *Host) bool
+}
+
+// A DemandNoter is a Store that hears when a request to a host waited for
+// the host's rate without asking Admit: Transport.Ready puts such a request
+// off itself, for a scheduler that asks before it sends (Admit hears of
+// the others, as it refuses them or reserves their tokens).
+//
+// The note is what keeps an adaptive rate growing under a scheduler. An
+// admission is Spare (see Admission.Spare and adaptive.Signal.Spare) when
+// the host's bucket was full and nothing held the request back; answers to
+// Spare requests never raise the rate, since a rate nobody uses is no
+// evidence the host bears it. A scheduler sends exactly when a token is
+// due, so its requests find the bucket full: unless the store knows they
+// waited, every one reads as Spare and the rate never grows past its
+// start. A DemandNoter must therefore not grant a Spare admission within
+// two token intervals (10 ms to 1 s) of a note. A Store without it still
+// works; it only cannot tell demand from idleness behind a scheduler. A
+// Store that wraps another should pass the note on.
+type DemandNoter interface {
+	// NoteDemand tells the store that a request to h waited for the
+	// host's rate at now. It takes nothing (no token, no slot), and it
+	// must be cheap: Ready calls it on every answer of ReasonRate.
+	NoteDemand(h *Host, now time.Time)
 }
 
 // Query is one admission question.

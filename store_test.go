@@ -2,8 +2,11 @@ package polite_test
 
 import (
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/adaptive"
@@ -43,8 +46,9 @@ func TestLocalStoreOneController(t *testing.T) {
 // records the Spare of every admission it grants.
 type wrapped struct {
 	polite.Store
-	mu    sync.Mutex // guards spare
+	mu    sync.Mutex // guards spare, notes
 	spare []bool
+	notes []string // noting's: the keys of the hosts noted
 }
 
 func (s *wrapped) Admit(h *polite.Host, q polite.Query) polite.Admission {
@@ -55,6 +59,18 @@ func (s *wrapped) Admit(h *polite.Host, q polite.Query) polite.Admission {
 		s.mu.Unlock()
 	}
 	return a
+}
+
+// noting is a wrapped store that hears of demand and passes it on.
+type noting struct{ *wrapped }
+
+var _ polite.DemandNoter = noting{}
+
+func (s noting) NoteDemand(h *polite.Host, now time.Time) {
+	s.mu.Lock()
+	s.notes = append(s.notes, h.Key())
+	s.mu.Unlock()
+	s.Store.(polite.DemandNoter).NoteDemand(h, now)
 }
 
 type nopBase struct{}
@@ -68,6 +84,60 @@ func (nopBase) RoundTrip(*http.Request) (*http.Response, error) {
 // none of the host's tokens.
 func robotsBeside() *robots.Cache {
 	return &robots.Cache{Client: &http.Client{Transport: nopBase{}}, UserAgent: "test/1"}
+}
+
+// A scheduler asks Ready before Try: a request Ready puts off for the
+// host's rate is demand, which a Store of any type hears as a DemandNoter
+// (issue 30, item 2). A Store that hears it knows its host's rate is
+// pressed: the next admission, the bucket full again half a second later,
+// is not Spare, so the adaptive rate may grow on its answer. A Store
+// without DemandNoter still works; it only cannot tell. (With robots.txt
+// on, the Transport keeps its copy in force beside the local store's state
+// from the first request on: the wrapped store's adaptive rate, without
+// which no admission is Spare, must still be there.)
+func TestDemandThroughTheStore(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		noting    bool
+		wantNotes []string
+		wantSpare []bool // of the admissions before and after the wait
+	}{
+		{"hears demand", true, []string{"a.test"}, []bool{true, false}},
+		{"deaf to demand", false, nil, []bool{true, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := &polite.Transport{Base: nopBase{}, Limits: polite.Limits{Rate: 2, Burst: 1},
+					Adaptive: &adaptive.Config{Max: 2}, UserAgent: "test/1", RobotsCache: robotsBeside()}
+				w := &wrapped{Store: polite.NewLocalStore(tr.Registry(), tr.LocalOptions())}
+				tr.Store = w
+				if tc.noting {
+					tr.Store = noting{w}
+				}
+				try := func() {
+					t.Helper()
+					req, _ := http.NewRequest("GET", "http://a.test/", nil)
+					resp, tried, err := tr.Try(req, polite.TryOptions{Attempt: 1})
+					if err != nil || !tried.Sent {
+						t.Fatalf("Try = %+v, %v; want sent", tried, err)
+					}
+					resp.Body.Close()
+				}
+				try()
+				if d, why := tr.Ready("a.test", time.Now()); why != polite.ReasonRate || d != 500*time.Millisecond {
+					t.Fatalf("Ready after the token = %v, %q; want 500ms, %q", d, why, polite.ReasonRate)
+				}
+				time.Sleep(500 * time.Millisecond)
+				try()
+				if !slices.Equal(w.notes, tc.wantNotes) {
+					t.Errorf("demand noted for %q, want %q", w.notes, tc.wantNotes)
+				}
+				if !slices.Equal(w.spare, tc.wantSpare) {
+					t.Errorf("admissions' Spare = %v, want %v", w.spare, tc.wantSpare)
+				}
+			})
+		})
+	}
 }
 
 // A Store that wraps the local store keeps the local store's settings for

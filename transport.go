@@ -178,8 +178,9 @@ type Transport struct {
 	blocks   BlockDetector
 	robots   *robots.Cache // nil when robots.txt is off
 	store    Store
-	agent    []string // UserAgent as a header value, shared by every request
-	initErr  error    // a malformed Rule: every request fails with it
+	demand   DemandNoter // store, when it is one
+	agent    []string    // UserAgent as a header value, shared by every request
+	initErr  error       // a malformed Rule: every request fails with it
 }
 
 // initRegistry sets up the registry from the Transport's fields. It is
@@ -231,6 +232,7 @@ func (t *Transport) init() {
 		if t.store == nil {
 			t.store = NewLocalStore(&t.reg, t.LocalOptions())
 		}
+		t.demand, _ = t.store.(DemandNoter)
 		if !t.IgnoreRobots {
 			t.robots = t.RobotsCache
 			if t.robots == nil {

@@ -107,8 +107,8 @@ func BenchmarkOverhead(b *testing.B) {
 
 // BenchmarkReady measures a scheduler's question (Transport.Ready) on a
 // host that is ready, and on one waiting for its rate, where Ready also
-// notes that demand presses on the rate: asked of the local store itself,
-// and of a Store wrapping it.
+// tells the Store a request waits (DemandNoter): asked of the local store
+// itself, and of a Store wrapping it (which hears no note).
 func BenchmarkReady(b *testing.B) {
 	for _, c := range []struct {
 		name    string

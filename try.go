@@ -5,8 +5,6 @@ import (
 	"iter"
 	"net/http"
 	"time"
-
-	"github.com/polite-go/polite/internal/nanos"
 )
 
 // Ready answers, taking nothing, whether a request to the host with this
@@ -18,8 +16,10 @@ import (
 // in flight ends, at no time known in advance) and ReasonRate.
 //
 // A scheduler asks Ready before it hands a request to a worker (and Try
-// after), so that no worker waits on a host; crawl does. The key is the one
-// the Transport's Key gives (see Transport.KeyOf).
+// after), so that no worker waits on a host; crawl does. A request put off
+// for the rate is demand on it, which Ready tells a Store that is a
+// DemandNoter. The key is the one the Transport's Key gives (see
+// Transport.KeyOf).
 func (t *Transport) Ready(key string, now time.Time) (time.Duration, Reason) {
 	t.init()
 	h := t.reg.Get(key)
@@ -35,7 +35,9 @@ func (t *Transport) Ready(key string, now time.Time) (time.Duration, Reason) {
 	case st.InFlight >= st.Concurrency:
 		return 0, ReasonSlot
 	case st.NextToken.After(now):
-		t.ext(h).ratePressed.Store(nanos.Stamp(now)) // a request waits for the rate: demand presses on it
+		if t.demand != nil {
+			t.demand.NoteDemand(h, now) // a request waits for the rate: demand presses on it
+		}
 		return st.NextToken.Sub(now), ReasonRate
 	}
 	return 0, ""
