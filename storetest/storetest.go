@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore New) {
 		{"LeasesKeepTheCap", leasesKeepTheCap},
 		{"CostTakesItsTokens", costTakesItsTokens},
 		{"RetryBudgetInState", retryBudgetInState},
+		{"DemandNoteTakesNothing", demandNoteTakesNothing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -470,5 +471,29 @@ func retryBudgetInState(t *testing.T, newStore New) {
 	}
 	if b := s.State(h, t0.Add(time.Second)).RetryBudget; b < 10-1e-9 || b > 10.2+1e-9 {
 		t.Errorf("retry budget a second later = %v, want the floor back at 10 (and the share, decaying)", b)
+	}
+}
+
+// demandNoteTakesNothing: a note of demand (polite.DemandNoter, for stores
+// that implement it) takes no token, and the admission it precedes is not
+// Spare: a request just held back for the rate is demand on it.
+func demandNoteTakesNothing(t *testing.T, newStore New) {
+	s, reg := newStore(t, defaults())
+	d, ok := s.(polite.DemandNoter)
+	if !ok {
+		t.Skip("the store is not a polite.DemandNoter")
+	}
+	h := host(t, reg, "demand.test")
+	now := time.Now()
+	d.NoteDemand(h, now)
+	if st := s.State(h, now); st.Tokens != 1 {
+		t.Errorf("State(h).Tokens after NoteDemand = %v, want 1 (a note takes nothing)", st.Tokens)
+	}
+	a := s.Admit(h, polite.Query{Now: now, First: true})
+	if !a.Granted {
+		t.Fatalf("Admit after NoteDemand = %+v, want granted", a)
+	}
+	if a.Spare {
+		t.Error("Admit right after NoteDemand is Spare, want not: demand pressed on the rate")
 	}
 }
