@@ -284,7 +284,7 @@ func (s *localStore) policy(h *Host) *hostPolicy {
 	if !h.pol.CompareAndSwap(nil, p) {
 		return h.pol.Load()
 	}
-	if r, ok := p.rater.(interface{ Rate() float64 }); ok {
+	if r, ok := p.rater.(adaptive.CurrentRater); ok {
 		if rate := r.Rate(); rate > 0 {
 			h.bucket.SetRate(time.Now(), rate)
 		}
@@ -298,9 +298,10 @@ func (s *localStore) policy(h *Host) *hostPolicy {
 func (s *localStore) limits(h *Host) Limits { return s.reg.rule(h.rule).limits }
 
 // followConcurrency moves the host's in-flight cap to its Rater's, when the
-// Rater has one, within the host's Limits.Concurrency.
+// Rater has one (adaptive.ConcurrencyRater), within the host's
+// Limits.Concurrency.
 func (s *localStore) followConcurrency(h *Host, p *hostPolicy) {
-	if c, ok := p.rater.(interface{ Concurrency() int }); ok {
+	if c, ok := p.rater.(adaptive.ConcurrencyRater); ok {
 		n := min(c.Concurrency(), s.limits(h).Concurrency)
 		if n > 0 && n != h.gate.Limit() {
 			h.gate.SetLimit(n)
@@ -507,7 +508,7 @@ var kinds = [...]adaptive.Kind{
 func (s *localStore) adapt(h *Host, p *hostPolicy, r *Report, advertised time.Duration) (rate, from float64) {
 	sig := SignalOf(*r, advertised)
 	ceiling := p.maxRate()
-	if m, ok := p.rater.(interface{ SetMax(float64) }); ok {
+	if m, ok := p.rater.(adaptive.CeilingRater); ok {
 		if b := math.Float64bits(ceiling); p.lastMax.Swap(b) != b {
 			m.SetMax(ceiling)
 		}
@@ -524,15 +525,16 @@ func (s *localStore) adapt(h *Host, p *hostPolicy, r *Report, advertised time.Du
 
 // estimate returns what a Rater knows of its host: the capacity estimate,
 // how far off it may be, whether it was measured under congestion, and its
-// phase, as far as it says (adaptive.Controller says all four).
+// phase, as far as it says (adaptive.CapacityRater, CapacityErrorRater,
+// PhaseRater; adaptive.Controller says all four).
 func estimate(r adaptive.Rater) (capacity, capErr float64, measured bool, phase string) {
-	if c, ok := r.(interface{ Capacity() (float64, bool) }); ok {
+	if c, ok := r.(adaptive.CapacityRater); ok {
 		capacity, measured = c.Capacity()
 	}
-	if c, ok := r.(interface{ CapacityError() float64 }); ok {
+	if c, ok := r.(adaptive.CapacityErrorRater); ok {
 		capErr = c.CapacityError()
 	}
-	if ph, ok := r.(interface{ Phase() string }); ok {
+	if ph, ok := r.(adaptive.PhaseRater); ok {
 		phase = ph.Phase()
 	}
 	return capacity, capErr, measured, phase

@@ -142,9 +142,12 @@ type Transport struct {
 	// NewRater, when set, makes each host's rate adaptive: the Rater it
 	// returns for a host hears every attempt's outcome and sets the host's
 	// rate, kept under the host's ceilings (robots.txt Crawl-delay, RateLimit
-	// fields). A Rater may also implement SetMax(float64) to learn those
-	// ceilings, Rate() float64 to set the host's starting rate, and
-	// Concurrency() int to move the host's in-flight cap.
+	// fields). A Rater may also be an adaptive.CeilingRater (SetMax) to
+	// learn those ceilings, an adaptive.CurrentRater (Rate) to set the
+	// host's starting rate, an adaptive.ConcurrencyRater (Concurrency) to
+	// move the host's in-flight cap, and an adaptive.CapacityRater,
+	// CapacityErrorRater and PhaseRater for what HostState and Events
+	// report of it.
 	NewRater func(key string, l Limits) adaptive.Rater
 
 	// Store keeps every host's admission state (pause, block, breaker,

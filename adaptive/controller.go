@@ -200,7 +200,7 @@ const (
 
 // Controller is polite's per-host rate policy: AIMD whose decrease lands on a
 // measured capacity instead of a guess. See the package documentation for
-// the model.
+// the model. It is a Rater with every optional capability.
 //
 // Methods take the current time: the Controller reads no clock, starts no
 // goroutine and sets no timer. It is safe for concurrent use (one mutex), and
@@ -290,6 +290,16 @@ type Controller struct {
 	meter rateMeter
 	lat   latencies
 }
+
+var (
+	_ Rater              = (*Controller)(nil)
+	_ CurrentRater       = (*Controller)(nil)
+	_ ConcurrencyRater   = (*Controller)(nil)
+	_ CeilingRater       = (*Controller)(nil)
+	_ CapacityRater      = (*Controller)(nil)
+	_ CapacityErrorRater = (*Controller)(nil)
+	_ PhaseRater         = (*Controller)(nil)
+)
 
 // New returns a Controller configured by cfg, starting at now at
 // cfg.Initial.

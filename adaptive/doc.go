@@ -5,7 +5,12 @@
 // A Rater hears the outcome of every attempt to one host as a Signal and
 // answers with the rate to use from then on. Controller is polite's Rater;
 // the Transport keeps one per host and applies its rate to the host's token
-// bucket (and its Concurrency to the host's in-flight cap).
+// bucket. What a Rater can do beyond that is an optional interface of its
+// own, each of which Controller implements: CurrentRater (the starting
+// rate), ConcurrencyRater (the host's in-flight cap), CeilingRater (the
+// host's robots.txt and RateLimit ceilings), and CapacityRater,
+// CapacityErrorRater and PhaseRater (the estimate and phase polite
+// reports).
 //
 // # Model
 //
