@@ -58,7 +58,7 @@ func (r *traced) Observe(now time.Time, s adaptive.Signal) float64 {
 
 func (r *traced) Rate() float64 {
 	rate := 1.0
-	if rr, ok := r.Rater.(interface{ Rate() float64 }); ok {
+	if rr, ok := r.Rater.(adaptive.CurrentRater); ok {
 		rate = rr.Rate()
 	}
 	r.trace.rate(r.host, time.Now(), rate)
@@ -66,13 +66,13 @@ func (r *traced) Rate() float64 {
 }
 
 func (r *traced) SetMax(v float64) {
-	if m, ok := r.Rater.(interface{ SetMax(float64) }); ok {
+	if m, ok := r.Rater.(adaptive.CeilingRater); ok {
 		m.SetMax(v)
 	}
 }
 
 func (r *traced) Concurrency() int {
-	if c, ok := r.Rater.(interface{ Concurrency() int }); ok {
+	if c, ok := r.Rater.(adaptive.ConcurrencyRater); ok {
 		return c.Concurrency()
 	}
 	return math.MaxInt
@@ -99,7 +99,7 @@ type hostLimiter struct {
 	bucket *bucket.Bucket
 	gate   *inflight.Gate
 	rater  adaptive.Rater
-	conc   interface{ Concurrency() int } // nil when the Rater has none
+	conc   adaptive.ConcurrencyRater // nil when the Rater has none
 
 	mu      sync.Mutex // guards rate, until, changed
 	rate    float64
@@ -118,7 +118,7 @@ func (t *standIn) host(name string) *hostLimiter {
 	}
 	r := t.policy.NewRater(name, time.Now())
 	rate := 1.0
-	if rr, ok := r.(interface{ Rate() float64 }); ok {
+	if rr, ok := r.(adaptive.CurrentRater); ok {
 		rate = rr.Rate()
 	}
 	h := &hostLimiter{
@@ -129,7 +129,7 @@ func (t *standIn) host(name string) *hostLimiter {
 		rate:    rate,
 		changed: make(chan struct{}),
 	}
-	if c, ok := r.(interface{ Concurrency() int }); ok {
+	if c, ok := r.(adaptive.ConcurrencyRater); ok {
 		h.conc = c
 		h.gate.SetLimit(min(c.Concurrency(), t.concurrency))
 	}

@@ -17,8 +17,8 @@ type Policy struct {
 	// About says in one line what the policy is.
 	About string
 	// NewRater returns the Rater for one host, created at now. A Rater may
-	// also have Rate() float64 (the rate before any answer) and
-	// Concurrency() int (a cap on requests in flight to the host).
+	// also be an adaptive.CurrentRater (the rate before any answer) and an
+	// adaptive.ConcurrencyRater (a cap on requests in flight to the host).
 	NewRater func(host string, now time.Time) adaptive.Rater
 }
 
