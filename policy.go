@@ -21,10 +21,10 @@ import (
 // ceilings and the rater; and the Transport's own, whatever its Store: the
 // robots.txt copy in force and the requests waiting (see Registry.policy).
 // A Registry used on its own never creates one, which keeps an idle Host
-// small. Its fields are atomics or safe for
-// concurrent use themselves, so a hostPolicy needs no lock. Its instants
-// are of the monotonic clock (internal/nanos), not Unix nanoseconds: a step
-// of the wall clock would otherwise end a server's pause early or stretch it.
+// small. Its fields are atomics or safe for concurrent use themselves, so a
+// hostPolicy needs no lock. Its instants are of the monotonic clock
+// (internal/nanos), not Unix nanoseconds: a step of the wall clock would
+// otherwise end a server's pause early or stretch it.
 type hostPolicy struct {
 	pauseUntil atomic.Int64           // instant (see nanos.Stamp) before which no request goes; 0 = none
 	pauseWhy   atomic.Pointer[Reason] // Reason of the current pause (see reasonPtr)
