@@ -47,17 +47,14 @@ type replica struct {
 // are not Spare for the next two token intervals, so the fleet's
 // controller hears that demand presses on the rate.
 func (s *Store) NoteDemand(h *polite.Host, now time.Time) {
-	if s.o.Adaptive != nil {
-		s.replica(h.Key()).pressed.Store(now.UnixNano())
-	}
+	s.replica(h.Key()).pressed.Store(now.UnixNano())
 }
+
+var _ polite.DemandNoter = (*Store)(nil)
 
 // pressed reports whether a request to key waited for its rate within two
 // token intervals (10 ms to 1 s) before now.
 func (s *Store) pressed(key string, now time.Time) bool {
-	if s.o.Adaptive == nil {
-		return false
-	}
 	v, ok := s.replicas.Load(key)
 	if !ok {
 		return false
