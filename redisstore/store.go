@@ -14,6 +14,13 @@
 // so rounding can only under-admit. A host's keys expire once it has been
 // idle (bucket full, no pause, breaker closed) for IdleTimeout, and a host
 // whose keys are gone starts with a full bucket, as in the local store.
+//
+// With Options.Adaptive, each host's rate and in-flight cap are set by
+// polite's own controller (package adaptive), the one a single process
+// runs: every worker keeps a replica of it, fed the host's log of every
+// worker's answers in the order Redis heard them (see replica.go), so one
+// algorithm, latency-led, decides for one process and for a fleet. The
+// scripts' arguments and replies are named in one table (schema.go).
 package redisstore
 
 import (
