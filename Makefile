@@ -10,7 +10,7 @@ FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 COUNT    ?= 6
 
-.PHONY: test deps fmt-check vet unit bench bench-peers bench-pairs bench-guard fuzz politeness politeness-avg politeness-live throughput throughput-scale
+.PHONY: test deps fmt-check vet unit bench bench-peers bench-pairs bench-guard fuzz politeness politeness-avg politeness-live politeness-live-fleet throughput throughput-scale
 
 test: deps fmt-check vet unit
 
@@ -92,17 +92,30 @@ politeness-avg:
 # figures come from the servers' side, LIVE_RUNS runs per scenario, with the
 # simulated twins beside them. About 10 minutes; installs nginx-light with
 # apt-get when missing. LIVE_SCENARIOS picks some (comma-separated).
+# LIVE_FLEET names the rows of each scenario (comma-separated): 0 is one
+# process; N a fleet of N `polite fetch` processes sharing one redis-server
+# (--redis --fleet), the URL list dealt out among them, judged by the same
+# servers' logs against the same targets (issue 30); LIVE_FLEET=4 runs the
+# fleet rows alone. politeness-live-fleet runs both rows, one process and
+# fleet×4: twice the runs, so LIVE_TIMEOUT (the go test -timeout) is longer;
+# on a small machine LIVE_PARALLEL=1 keeps runs from crowding each other.
 LIVE_RUNS ?= 3
 LIVE_PARALLEL ?= 3
 LIVE_SCENARIOS ?=
 LIVE_DIR ?=
 LIVE_JSON ?=
+LIVE_FLEET ?= 0
+LIVE_TIMEOUT ?= 30m
+politeness-live-fleet: LIVE_FLEET = 0,4
+politeness-live-fleet: LIVE_TIMEOUT = 90m
+politeness-live-fleet: politeness-live
 politeness-live:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(GO) build -o "$$tmp/polite" ./cmd/polite && \
-	$(GO) test ./internal/politeness -count 1 -run '^TestLive$$' -v -timeout 30m -args -live \
+	$(GO) test ./internal/politeness -count 1 -run '^TestLive$$' -v -timeout $(LIVE_TIMEOUT) -args -live \
 	  -polite "$$tmp/polite" -live-runs $(LIVE_RUNS) -live-parallel $(LIVE_PARALLEL) \
-	  -live-scenarios '$(LIVE_SCENARIOS)' -live-dir '$(LIVE_DIR)' -live-json '$(LIVE_JSON)'
+	  -live-scenarios '$(LIVE_SCENARIOS)' -live-dir '$(LIVE_DIR)' -live-json '$(LIVE_JSON)' \
+	  -live-fleet '$(LIVE_FLEET)'
 
 # 100,000 URLs over 1,000 loopback testbed hosts with durable state on;
 # fails below 5,000 URLs/s or at 300 MB peak RSS.

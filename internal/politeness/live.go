@@ -134,6 +134,15 @@ type LiveOptions struct {
 	Dir string
 	// Progress, when set, gets a line as each run ends.
 	Progress io.Writer
+	// Fleets are the rows of each scenario: 0 is one `polite fetch`
+	// process alone; N ≥ 1 a fleet of N processes with the same flags and
+	// --redis (a redis-server started for the run) and --fleet, started
+	// together, the URL list dealt out among them. The servers judge their
+	// combined traffic as they judge one process's. Nil means {0}.
+	Fleets []int
+	// RedisServer is the redis-server binary a fleet row starts; "" means
+	// the one on PATH.
+	RedisServer string
 }
 
 // LiveRun is one run of a live scenario, measured on the server's side.
@@ -162,6 +171,19 @@ type LiveRun struct {
 	Requests int64         `json:"requests"`
 	Admitted int64         `json:"admitted"`
 	Err      string        `json:"error,omitempty"`
+	// Fleet is the workers of a fleet row, 0 for one process; Row names
+	// the row ("one process", "fleet×4").
+	Fleet int    `json:"fleet"`
+	Row   string `json:"row"`
+	// Of a fleet row: each worker's exit status and wall time, and what
+	// its Redis did over the run (INFO commandstats and cpu): the scripts
+	// workers ran, all commands (those scripts called included), and the
+	// server's CPU seconds.
+	Exits         []int     `json:"exits,omitempty"`
+	Walls         []float64 `json:"walls_s,omitempty"`
+	RedisScripts  int64     `json:"redis_scripts,omitempty"`
+	RedisCommands int64     `json:"redis_commands,omitempty"`
+	RedisCPU      float64   `json:"redis_cpu_s,omitempty"`
 	// Sent and Capacity per 1-second window since the hosts started (the
 	// first host with a schedule, or the first host).
 	Sent     []int     `json:"sent"`
@@ -184,6 +206,21 @@ func RunLive(ctx context.Context, o LiveOptions) ([]LiveRun, error) {
 	if o.Parallel <= 0 {
 		o.Parallel = 1
 	}
+	if o.Fleets == nil {
+		o.Fleets = []int{0}
+	}
+	for _, f := range o.Fleets {
+		if f < 0 {
+			return nil, fmt.Errorf("politeness: live: fleet of %d workers", f)
+		}
+		if f > 0 && o.RedisServer == "" {
+			p, err := RedisBinary()
+			if err != nil {
+				return nil, err
+			}
+			o.RedisServer = p
+		}
+	}
 	if o.Dir == "" {
 		d, err := os.MkdirTemp("", "polite-live-")
 		if err != nil {
@@ -193,13 +230,16 @@ func RunLive(ctx context.Context, o LiveOptions) ([]LiveRun, error) {
 		o.Dir = d
 	}
 	type job struct {
-		sc  LiveScenario
-		run int
+		sc    LiveScenario
+		run   int
+		fleet int
 	}
 	var jobs []job
 	for r := range o.Runs { // runs of one scenario apart in time
 		for _, sc := range o.Scenarios {
-			jobs = append(jobs, job{sc, r})
+			for _, f := range o.Fleets {
+				jobs = append(jobs, job{sc, r, f})
+			}
 		}
 	}
 	out := make([]LiveRun, len(jobs))
@@ -210,16 +250,24 @@ func RunLive(ctx context.Context, o LiveOptions) ([]LiveRun, error) {
 		wg.Go(func() {
 			for i := range next {
 				j := jobs[i]
-				res, err := runLiveOne(ctx, o, j.sc, j.run)
+				res, err := runLiveOne(ctx, o, j.sc, j.run, j.fleet)
 				if err != nil {
 					res.Err = err.Error()
 				}
 				out[i] = res
 				if o.Progress != nil {
+					name, redis := res.Scenario, ""
+					if res.Fleet > 0 {
+						name += " " + res.Row
+						if n := float64(res.Requests); n > 0 {
+							redis = fmt.Sprintf("  redis per request: %.1f scripts, %.1f commands, %.0f µs CPU",
+								float64(res.RedisScripts)/n, float64(res.RedisCommands)/n, 1e6*res.RedisCPU/n)
+						}
+					}
 					mu.Lock()
-					fmt.Fprintf(o.Progress, "%-16s run %d  wall %5.1f s  goodput %5.1f%%  refused %5.2f%%  p95 %6.1f ms  settle %s  load %.2f  exit %d %s\n",
-						res.Scenario, res.Run+1, res.Wall, 100*res.Goodput, 100*res.Refused,
-						float64(res.P95)/1e6, fmtSettle(res.Settle), res.Load, res.Exit, res.Err)
+					fmt.Fprintf(o.Progress, "%-16s run %d  wall %5.1f s  goodput %5.1f%%  refused %5.2f%%  p95 %6.1f ms  settle %s  load %.2f  exit %d%s %s\n",
+						name, res.Run+1, res.Wall, 100*res.Goodput, 100*res.Refused,
+						float64(res.P95)/1e6, fmtSettle(res.Settle), res.Load, res.Exit, redis, res.Err)
 					mu.Unlock()
 				}
 			}
@@ -236,11 +284,23 @@ func RunLive(ctx context.Context, o LiveOptions) ([]LiveRun, error) {
 	return out, ctx.Err()
 }
 
+// rowName names a row of fleet workers (0: one process).
+func rowName(fleet int) string {
+	if fleet == 0 {
+		return "one process"
+	}
+	return fmt.Sprintf("fleet×%d", fleet)
+}
+
 // runLiveOne serves a scenario's hosts afresh, runs `polite fetch` over
-// them once, and measures the run.
-func runLiveOne(ctx context.Context, o LiveOptions, sc LiveScenario, run int) (LiveRun, error) {
-	res := LiveRun{Scenario: sc.Name, Run: run, Load: loadAvg()}
+// them once (fleet processes sharing a Redis, or one alone), and measures
+// the run.
+func runLiveOne(ctx context.Context, o LiveOptions, sc LiveScenario, run, fleet int) (LiveRun, error) {
+	res := LiveRun{Scenario: sc.Name, Run: run, Fleet: fleet, Row: rowName(fleet), Load: loadAvg()}
 	dir := filepath.Join(o.Dir, fmt.Sprintf("%s-%d", sc.Name, run+1))
+	if fleet > 0 {
+		dir = filepath.Join(o.Dir, fmt.Sprintf("%s-fleet%d-%d", sc.Name, fleet, run+1))
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, err
 	}
@@ -278,8 +338,28 @@ func runLiveOne(ctx context.Context, o LiveOptions, sc LiveScenario, run int) (L
 		}
 	}
 	list := filepath.Join(dir, "urls.txt")
-	if err := os.WriteFile(list, urlList(bases, pages, sc.Path), 0o644); err != nil {
+	urls := urlList(bases, pages, sc.Path)
+	if err := os.WriteFile(list, urls, 0o644); err != nil {
 		return res, err
+	}
+	lists := []string{list}
+	var extra []string
+	var rd *redisProc
+	if fleet > 0 {
+		lists = nil
+		for i, part := range dealList(urls, fleet) {
+			l := filepath.Join(dir, fmt.Sprintf("urls-w%d.txt", i+1))
+			if err := os.WriteFile(l, part, 0o644); err != nil {
+				return res, err
+			}
+			lists = append(lists, l)
+		}
+		var err error
+		if rd, err = startRedis(ctx, o.RedisServer, filepath.Join(dir, "redis")); err != nil {
+			return res, err
+		}
+		defer rd.stop()
+		extra = []string{"--redis", rd.url(), "--fleet", "live"}
 	}
 
 	// Bound the run in time: three times its length at capacity, and a
@@ -287,31 +367,56 @@ func runLiveOne(ctx context.Context, o LiveOptions, sc LiveScenario, run int) (L
 	limit := 3*time.Duration(max(sc.Seconds, float64(slices.Max(pages))/10)*float64(time.Second)) + time.Minute
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	args := append([]string{"fetch"}, LiveFlags...)
-	args = append(args, "--out", filepath.Join(dir, "out"), list)
-	cmd := exec.CommandContext(rctx, o.Polite, args...)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	cmd.WaitDelay = 5 * time.Second
-	t0 := time.Now()
-	err := cmd.Run()
-	t1 := time.Now()
-	res.Wall = t1.Sub(t0).Seconds()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		res.Exit = exit.ExitCode()
-		if res.Exit != 4 { // 4: some URLs did not end ok, which we measure
-			os.WriteFile(filepath.Join(dir, "stderr"), stderr.Bytes(), 0o644)
-			err = fmt.Errorf("fetch exit %d: %s", res.Exit, lastLine(stderr.String()))
-		} else {
-			err = nil
-		}
-	case err != nil:
+	procs, t0, err := fetchAll(rctx, o.Polite, dir, lists, extra)
+	if err != nil {
 		return res, fmt.Errorf("fetch: %w", err)
 	}
+	t1 := t0
+	for i, p := range procs {
+		if p.end.After(t1) {
+			t1 = p.end
+		}
+		who := ""
+		if fleet > 0 {
+			who = fmt.Sprintf(" w%d", i+1)
+			if p.stderr.Len() > 0 {
+				os.WriteFile(filepath.Join(dir, fmt.Sprintf("stderr-w%d", i+1)), p.stderr.Bytes(), 0o644)
+			}
+		}
+		code := 0
+		var exit *exec.ExitError
+		switch {
+		case errors.As(p.err, &exit):
+			code = exit.ExitCode()
+		case p.err != nil:
+			return res, fmt.Errorf("fetch%s: %w", who, p.err)
+		}
+		switch {
+		case code != 0 && code != 4: // 4: some URLs did not end ok, which we measure
+			if fleet == 0 {
+				os.WriteFile(filepath.Join(dir, "stderr"), p.stderr.Bytes(), 0o644)
+			}
+			if err == nil {
+				err = fmt.Errorf("fetch%s exit %d: %s", who, code, lastLine(p.stderr.String()))
+				res.Exit = code
+			}
+		case res.Exit == 0:
+			res.Exit = code
+		}
+		if fleet > 0 {
+			res.Exits = append(res.Exits, code)
+			res.Walls = append(res.Walls, p.end.Sub(t0).Seconds())
+		}
+	}
+	res.Wall = t1.Sub(t0).Seconds()
 	if rctx.Err() != nil {
 		err = fmt.Errorf("fetch stopped after %v", limit)
+	}
+	if rd != nil {
+		if st, info, err2 := rd.stats(); err2 == nil {
+			res.RedisScripts, res.RedisCommands, res.RedisCPU = st.Scripts, st.Commands, st.CPU
+			os.WriteFile(filepath.Join(dir, "redis", "info.txt"), []byte(info), 0o644)
+		}
 	}
 	if ng != nil {
 		ng.stop()
@@ -333,6 +438,64 @@ func runLiveOne(ctx context.Context, o LiveOptions, sc LiveScenario, run int) (L
 	}
 	res.measureHosts(recs, t0, t1)
 	return res, err
+}
+
+// fetchProc is one `polite fetch` process of a run.
+type fetchProc struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	end    time.Time // when Wait returned
+	err    error     // what Wait returned
+}
+
+// fetchAll runs `polite fetch` over each list, with LiveFlags and extra,
+// all started together, and waits for every one. t0 is when the first
+// started. Each process has its own job directory: out, or out-wN of many.
+func fetchAll(ctx context.Context, polite, dir string, lists, extra []string) ([]*fetchProc, time.Time, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	procs := make([]*fetchProc, len(lists))
+	for i, list := range lists {
+		out := "out"
+		if len(lists) > 1 {
+			out = fmt.Sprintf("out-w%d", i+1)
+		}
+		args := append([]string{"fetch"}, LiveFlags...)
+		args = append(args, extra...)
+		args = append(args, "--out", filepath.Join(dir, out), list)
+		p := &fetchProc{cmd: exec.CommandContext(ctx, polite, args...)}
+		p.cmd.Stdout, p.cmd.Stderr = io.Discard, &p.stderr
+		p.cmd.WaitDelay = 5 * time.Second
+		procs[i] = p
+	}
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		if err := p.cmd.Start(); err != nil {
+			cancel() // the ones started are killed
+			wg.Wait()
+			return nil, t0, err
+		}
+		wg.Go(func() {
+			p.err = p.cmd.Wait()
+			p.end = time.Now()
+		})
+	}
+	wg.Wait()
+	return procs, t0, nil
+}
+
+// dealList deals a URL list's lines out to n lists in turn, as `split -n
+// r/N` does: each worker gets its share of every host, from the first
+// page to the last.
+func dealList(list []byte, n int) [][]byte {
+	out := make([][]byte, n)
+	i := 0
+	for line := range bytes.Lines(list) {
+		out[i%n] = append(out[i%n], line...)
+		i++
+	}
+	return out
 }
 
 // measureHosts fills r from the testbed hosts' timelines between the

@@ -3,8 +3,10 @@ package politeness
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -22,6 +24,7 @@ var (
 	flagLiveParallel = flag.Int("live-parallel", 3, "with -live: runs at once")
 	flagLiveDir      = flag.String("live-dir", "", "with -live: keep each run's job and logs here")
 	flagLiveJSON     = flag.String("live-json", "", "with -live: write every run as JSON here")
+	flagLiveFleet    = flag.String("live-fleet", "0", "with -live: the rows of each scenario, comma-separated: 0 one process, N a fleet of N workers sharing one Redis (0,4: both)")
 )
 
 // TestLive runs the live benchmark: the built CLI, in a process of its own,
@@ -32,9 +35,25 @@ func TestLive(t *testing.T) {
 		t.Skip("run with -live -polite BIN (make politeness-live)")
 	}
 	scs := pick(LiveScenarios(), *flagLiveScs, func(s LiveScenario) string { return s.Name })
-	sims := map[string]Result{}
+	fleets, err := parseFleets(*flagLiveFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	redis := ""
+	if slices.ContainsFunc(fleets, func(n int) bool { return n > 0 }) {
+		if redis, err = RedisBinary(); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%v (CI=true)", err)
+			}
+			t.Skip(err)
+		}
+	}
+	var sims map[string]Result // beside one-process rows only
+	if slices.Contains(fleets, 0) {
+		sims = map[string]Result{}
+	}
 	for _, sc := range scs {
-		if sc.Twin == "" {
+		if sc.Twin == "" || sims == nil {
 			continue
 		}
 		i := slices.IndexFunc(testbed.Scenarios(), func(s testbed.Scenario) bool { return s.Name == sc.Twin })
@@ -50,7 +69,7 @@ func TestLive(t *testing.T) {
 	}
 	runs, err := RunLive(t.Context(), LiveOptions{
 		Polite: *flagPolite, Scenarios: scs, Runs: *flagLiveRuns, Parallel: *flagLiveParallel,
-		Dir: *flagLiveDir, Progress: testWriter{t},
+		Dir: *flagLiveDir, Progress: testWriter{t}, Fleets: fleets, RedisServer: redis,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +82,27 @@ func TestLive(t *testing.T) {
 	}
 	var b strings.Builder
 	WriteLiveTable(&b, Summarize(scs, runs), sims)
-	t.Log("live (median (min-max) of runs; figures from the servers' side), sim twin with the same flags:\n" + b.String())
+	head := "live (median (min-max) of runs; figures from the servers' side)"
+	if sims != nil {
+		head += ", sim twin with the same flags"
+	}
+	t.Log(head + ":\n" + b.String())
+}
+
+// parseFleets reads -live-fleet: comma-separated worker counts, 0 for one
+// process.
+func parseFleets(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("-live-fleet %q: want worker counts such as 0,4 (0: one process)", s)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // testWriter logs each line written as it comes.
@@ -72,4 +111,50 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+func TestDealList(t *testing.T) {
+	list := []byte("a/0\nb/0\na/1\nb/1\na/2\n")
+	for _, tt := range []struct {
+		name string
+		n    int
+		want []string
+	}{
+		{"one", 1, []string{"a/0\nb/0\na/1\nb/1\na/2\n"}},
+		{"two", 2, []string{"a/0\na/1\na/2\n", "b/0\nb/1\n"}},
+		{"three", 3, []string{"a/0\nb/1\n", "b/0\na/2\n", "a/1\n"}},
+		{"more workers than lines", 6, []string{"a/0\n", "b/0\n", "a/1\n", "b/1\n", "a/2\n", ""}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := dealList(list, tt.n)
+			var s []string
+			for _, b := range got {
+				s = append(s, string(b))
+			}
+			if !slices.Equal(s, tt.want) {
+				t.Errorf("dealList(%d) = %q, want %q", tt.n, s, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseFleets(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want []int
+		err  bool
+	}{
+		{in: "0", want: []int{0}},
+		{in: "4", want: []int{4}},
+		{in: "0,4", want: []int{0, 4}},
+		{in: " 0 , 4,4", want: []int{0, 4}},
+		{in: "", err: true},
+		{in: "-1", err: true},
+		{in: "four", err: true},
+	} {
+		got, err := parseFleets(tt.in)
+		if (err != nil) != tt.err || !slices.Equal(got, tt.want) {
+			t.Errorf("parseFleets(%q) = %v, %v, want %v (error %v)", tt.in, got, err, tt.want, tt.err)
+		}
+	}
 }

@@ -1,0 +1,166 @@
+package politeness
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// RedisBinary finds redis-server on PATH. Its absence is an error: a fleet
+// row cannot run without it (make deps installs it).
+func RedisBinary() (string, error) {
+	p, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", errors.New("politeness: redis-server not found (apt-get install redis-server)")
+	}
+	return p, nil
+}
+
+// redisProc is a redis-server a fleet run shares: on a free loopback port,
+// nothing persisted, its files under its own directory.
+type redisProc struct {
+	cmd  *exec.Cmd
+	addr string
+	done chan struct{}
+}
+
+// startRedis runs bin on a free 127.0.0.1 port with its files in dir, and
+// returns once it answers PING (as internal/redistest starts one for tests).
+func startRedis(ctx context.Context, bin, dir string) (*redisProc, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var last error
+	for range 5 { // a free port may be taken before redis binds it
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			return nil, err
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", port,
+			"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("politeness: redis-server: %w", err)
+		}
+		r := &redisProc{cmd: cmd, addr: addr, done: make(chan struct{})}
+		go func() { cmd.Wait(); close(r.done) }()
+		if last = r.ready(ctx, 5*time.Second); last == nil {
+			return r, nil
+		}
+		r.stop()
+	}
+	return nil, fmt.Errorf("politeness: redis-server did not start: %w", last)
+}
+
+// url is the --redis URL of the server.
+func (r *redisProc) url() string { return "redis://" + r.addr + "/0" }
+
+// ready waits up to d for the server to answer PING.
+func (r *redisProc) ready(ctx context.Context, d time.Duration) error {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		if line, err := r.command("PING"); err == nil && strings.HasPrefix(line, "+PONG") {
+			return nil
+		}
+		select {
+		case <-r.done:
+			return errors.New("exited")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("no answer on %s within %v", r.addr, d)
+}
+
+// command sends an inline command and returns the whole reply: a bulk
+// string's body, or the status line.
+func (r *redisProc) command(cmd string) (string, error) {
+	c, err := net.DialTimeout("tcp", r.addr, 100*time.Millisecond)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := fmt.Fprintf(c, "%s\r\n", cmd); err != nil {
+		return "", err
+	}
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "$") {
+		return line, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
+	if err != nil || n < 0 {
+		return "", fmt.Errorf("redis reply %q", line)
+	}
+	b := make([]byte, n+2)
+	if _, err := io.ReadFull(br, b); err != nil {
+		return "", err
+	}
+	return string(b[:n]), nil
+}
+
+// redisStats is what a fleet's Redis did over a run.
+type redisStats struct {
+	// Scripts are the EVAL and EVALSHA calls: the scripts workers ran.
+	Scripts int64
+	// Commands are every command it answered, those scripts called
+	// included (INFO commandstats counts both).
+	Commands int64
+	// CPU is the server's CPU time, user and system, in seconds.
+	CPU float64
+}
+
+// stats reads INFO commandstats and cpu; info is the server's own text.
+func (r *redisProc) stats() (st redisStats, info string, err error) {
+	info, err = r.command("INFO commandstats cpu")
+	if err != nil {
+		return st, "", err
+	}
+	for line := range strings.Lines(info) {
+		name, val, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "used_cpu_user", "used_cpu_sys":
+			f, _ := strconv.ParseFloat(val, 64)
+			st.CPU += f
+			continue
+		}
+		cmd, ok := strings.CutPrefix(name, "cmdstat_")
+		if !ok {
+			continue
+		}
+		// cmdstat_evalsha:calls=1234,usec=5678,usec_per_call=4.60,...
+		calls, _, _ := strings.Cut(strings.TrimPrefix(val, "calls="), ",")
+		n, _ := strconv.ParseInt(calls, 10, 64)
+		st.Commands += n
+		if cmd == "eval" || cmd == "evalsha" {
+			st.Scripts += n
+		}
+	}
+	return st, info, nil
+}
+
+// stop ends the server at once: nothing of it is kept.
+func (r *redisProc) stop() {
+	select {
+	case <-r.done:
+		return
+	default:
+	}
+	syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	<-r.done
+}
