@@ -3,8 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/internal/redistest"
 	"github.com/polite-go/polite/redisstore"
 )
@@ -97,3 +102,160 @@ func runRedis(b *testing.B, decide func(i int) bool) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
+
+// BenchmarkRedisRequest: 64 concurrent callers, each "request" what a
+// Transport asks a fleet's store per attempt: Admit, Release and Report
+// (OK, 3 ms latency), beside go-redis/redis_rate's Allow, in the same run
+// on one Redis on loopback. polite runs with and without Options.Adaptive
+// (polite's controller, Max raised so that it never refuses); hosts: one
+// hot host, and 1,000 hosts drawn at random per request. Each
+// sub-benchmark reports requests/s and Redis server CPU per request:
+// cpu-µs/req from INFO cpu (the server process's user+sys time: command
+// execution, Lua, parsing and socket I/O, so fewer round trips count) and
+// cmd-µs/req from INFO commandstats (the usec of the scripts called from
+// outside, EVAL*, plus any other top-level command: commands run inside a
+// script are counted inside the script's usec too, so they are left out).
+func BenchmarkRedisRequest(b *testing.B) {
+	addr := redistest.Start(b)
+	for _, hosts := range []int{1, 1000} {
+		keys := make([]string, hosts)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("h%04d.example", i)
+		}
+		for _, adapt := range []bool{false, true} {
+			name := "polite"
+			if adapt {
+				name = "polite-adaptive"
+			}
+			b.Run(fmt.Sprintf("%s/hosts=%d", name, hosts), func(b *testing.B) {
+				client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 64})
+				defer client.Close()
+				reg := &polite.Registry{Limits: polite.Limits{Rate: 1e9, Burst: 1 << 20, Concurrency: 1 << 20}}
+				o := redisstore.Options{Prefix: fmt.Sprintf("r%d%v:", hosts, adapt)}
+				if adapt {
+					o.Adaptive = &adaptive.Config{Max: 1e9} // DefaultMax (1000/s) would refuse the hot host
+				}
+				s, err := redisstore.New(client, reg, o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				hs := make([]*polite.Host, hosts)
+				for i, k := range keys {
+					hs[i] = reg.Get(k)
+				}
+				request := func(i int) bool {
+					h := hs[i]
+					now := time.Now()
+					a := s.Admit(h, polite.Query{Now: now, First: true})
+					if !a.Granted {
+						return false
+					}
+					s.Release(h, a.Lease)
+					s.Report(h, polite.Report{Now: now.Add(3 * time.Millisecond), Sent: now, Outcome: polite.OK,
+						Status: 200, Latency: 3 * time.Millisecond, Attempt: 1, Spare: a.Spare})
+					return true
+				}
+				if adapt {
+					// The controller caps a host's requests in flight at
+					// its unloaded latency times its rate, 2 until it has
+					// heard a few answers: each host hears them first.
+					for i := range hosts {
+						for range 8 {
+							request(i)
+						}
+					}
+				}
+				runRequests(b, client, hosts, request)
+			})
+		}
+		b.Run(fmt.Sprintf("redis_rate/hosts=%d", hosts), func(b *testing.B) {
+			client := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+			defer client.Close()
+			l := redis_rate.NewLimiter(client)
+			limit := redis_rate.Limit{Rate: 1 << 20, Burst: 1 << 20, Period: time.Second}
+			ctx := context.Background()
+			runRequests(b, client, hosts, func(i int) bool {
+				r, err := l.Allow(ctx, keys[i], limit)
+				return err == nil && r.Allowed == 1
+			})
+		})
+	}
+}
+
+// runRequests calls do from 64 goroutines, each with a host index drawn at
+// random from [0, hosts), and reports requests/s and the Redis server's
+// CPU per request (see BenchmarkRedisRequest). Every request must be
+// admitted.
+func runRequests(b *testing.B, c *redis.Client, hosts int, do func(i int) bool) {
+	b.SetParallelism(32) // 64 callers on 2 cores
+	var seed atomic.Uint64
+	var denied atomic.Int64
+	before := serverCPU(b, c)
+	start := time.Now()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewPCG(seed.Add(1), 7))
+		for pb.Next() {
+			if !do(rng.IntN(hosts)) {
+				denied.Add(1)
+			}
+		}
+	})
+	el := time.Since(start)
+	b.StopTimer()
+	after := serverCPU(b, c)
+	if n := denied.Load(); n > 0 {
+		b.Fatalf("%d requests refused or failed; every one should be admitted", n)
+	}
+	n := float64(b.N)
+	b.ReportMetric(n/el.Seconds(), "requests/s")
+	b.ReportMetric((after.cpu-before.cpu)/n, "cpu-µs/req")
+	b.ReportMetric((after.cmd-before.cmd)/n, "cmd-µs/req")
+}
+
+// usage is the Redis server's CPU so far, in µs: cpu the process's
+// (INFO cpu, used_cpu_user + used_cpu_sys), cmd the commands' called from
+// outside a script (INFO commandstats).
+type usage struct{ cpu, cmd float64 }
+
+func serverCPU(b *testing.B, c *redis.Client) usage {
+	ctx := context.Background()
+	info, err := c.Info(ctx, "cpu", "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var u usage
+	for line := range strings.SplitSeq(info, "\n") {
+		line = strings.TrimSpace(line)
+		name, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch {
+		case name == "used_cpu_user" || name == "used_cpu_sys":
+			f, _ := strconv.ParseFloat(val, 64)
+			u.cpu += f * 1e6
+		case strings.HasPrefix(name, "cmdstat_"):
+			if scriptInner[strings.TrimPrefix(name, "cmdstat_")] {
+				continue
+			}
+			for kv := range strings.SplitSeq(val, ",") {
+				if us, ok := strings.CutPrefix(kv, "usec="); ok {
+					f, _ := strconv.ParseFloat(us, 64)
+					u.cmd += f
+				}
+			}
+		}
+	}
+	return u
+}
+
+// scriptInner are the commands the scripts of both stores run inside
+// (and nothing else calls in these benchmarks but INFO): their usec is in
+// the script's already.
+var scriptInner = map[string]bool{"hget": true, "hset": true, "hmget": true, "hdel": true, "pexpire": true,
+	"zadd": true, "zrem": true, "zrange": true, "zcard": true, "zcount": true, "zremrangebyscore": true,
+	"time": true, "get": true, "set": true, "del": true, "lpush": true, "ltrim": true, "llen": true,
+	"lindex": true, "rpush": true, "lrange": true, "expire": true, "hgetall": true, "hincrby": true,
+	"hsetnx": true, "incrby": true, "exists": true, "unlink": true, "pttl": true, "ttl": true}
