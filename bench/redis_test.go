@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,7 +133,8 @@ func BenchmarkRedisRequest(b *testing.B) {
 				client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 64})
 				defer client.Close()
 				reg := &polite.Registry{Limits: polite.Limits{Rate: 1e9, Burst: 1 << 20, Concurrency: 1 << 20}}
-				o := redisstore.Options{Prefix: fmt.Sprintf("r%d%v:", hosts, adapt)}
+				var degraded atomic.Int64
+				o := redisstore.Options{Prefix: fmt.Sprintf("r%d%v:", hosts, adapt), Logger: slog.New(countWarns{&degraded})}
 				if adapt {
 					o.Adaptive = &adaptive.Config{Max: 1e9} // DefaultMax (1000/s) would refuse the hot host
 				}
@@ -167,6 +170,9 @@ func BenchmarkRedisRequest(b *testing.B) {
 					}
 				}
 				runRequests(b, client, hosts, request)
+				if st := s.Status(); st.Degraded || degraded.Load() > 0 {
+					b.Fatalf("the store degraded (Redis did not answer in time): its numbers are the local store's")
+				}
 			})
 		}
 		b.Run(fmt.Sprintf("redis_rate/hosts=%d", hosts), func(b *testing.B) {
@@ -191,6 +197,7 @@ func runRequests(b *testing.B, c *redis.Client, hosts int, do func(i int) bool) 
 	b.SetParallelism(32) // 64 callers on 2 cores
 	var seed atomic.Uint64
 	var denied atomic.Int64
+	c.ConfigResetStat(context.Background())
 	before := serverCPU(b, c)
 	start := time.Now()
 	b.ResetTimer()
@@ -205,6 +212,9 @@ func runRequests(b *testing.B, c *redis.Client, hosts int, do func(i int) bool) 
 	el := time.Since(start)
 	b.StopTimer()
 	after := serverCPU(b, c)
+	if os.Getenv("STATS") != "" {
+		fmt.Println(b.N, c.Info(context.Background(), "commandstats").Val())
+	}
 	if n := denied.Load(); n > 0 {
 		b.Fatalf("%d requests refused or failed; every one should be admitted", n)
 	}
@@ -259,3 +269,15 @@ var scriptInner = map[string]bool{"hget": true, "hset": true, "hmget": true, "hd
 	"time": true, "get": true, "set": true, "del": true, "lpush": true, "ltrim": true, "llen": true,
 	"lindex": true, "rpush": true, "lrange": true, "expire": true, "hgetall": true, "hincrby": true,
 	"hsetnx": true, "incrby": true, "exists": true, "unlink": true, "pttl": true, "ttl": true}
+
+// countWarns is a slog.Handler that counts the records at Warn and above
+// (a store's "degraded") and drops the rest.
+type countWarns struct{ n *atomic.Int64 }
+
+func (c countWarns) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (c countWarns) Handle(context.Context, slog.Record) error {
+	c.n.Add(1)
+	return nil
+}
+func (c countWarns) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c countWarns) WithGroup(string) slog.Handler      { return c }

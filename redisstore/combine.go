@@ -7,40 +7,68 @@ import (
 	"time"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/breaker"
 	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/inflight"
 )
 
-// A worker's admissions and releases for one host are combined: while one
-// call for the host is out, the ones that come meanwhile queue, and the
-// caller that finds the queue idle sends the queue, call after call, until
-// it is empty. A host asked by many callers at once then costs one script
-// per round trip, not one per caller, and no caller waits longer than the
-// call in flight plus its own.
+// A worker's calls for one host are combined: while one call for the host
+// is out, the admissions that come meanwhile queue, and the caller that
+// finds the queue idle sends the queue, call after call, until it is
+// empty. A host asked by many callers at once then costs one script per
+// round trip, not one per caller, and no caller waits longer than the call
+// in flight plus its own.
+//
+// Releases and quiet reports (see Report) need no answer: they wait in the
+// queue for the host's next admission and ride with it, or go on their own
+// once they have waited flushDelay. Anything that reads or changes the
+// host otherwise (State, Keep, Cancel, SetRate, SetCeiling, a report that
+// needs its answer) sends them first (flush), so that it sees them, and a
+// host's reports reach Redis in the order they were made.
 
-// pending is one admission waiting for its batch.
+// pending is one admission waiting for its batch, or (flush) a caller
+// waiting for the host's queued releases and reports to be sent.
 type pending struct {
-	q    polite.Query
-	a    polite.Admission
-	done chan struct{} // closed once a is set
+	q     polite.Query
+	a     polite.Admission
+	flush bool
+	done  chan struct{} // closed once a is set (or, with flush, the queue sent)
 }
 
-// combiner queues a host's admissions and releases.
+// quiet is a report that rides with the host's next call.
+type quiet struct {
+	r   polite.Report
+	sig adaptive.Signal
+	ok  bool // the breaker hears a success
+}
+
+// combiner queues a host's admissions, releases and quiet reports.
 type combiner struct {
-	mu   sync.Mutex
-	busy bool // a caller is sending the queue
-	dead bool // removed from Store.hosts: callers must find another
-	qs   []*pending
-	rels []string
+	mu      sync.Mutex
+	busy    bool // a caller is sending the queue
+	dead    bool // removed from Store.hosts: callers must find another
+	armed   bool // a timer will send the queue's releases and reports
+	qs      []*pending
+	flushes []*pending
+	rels    []string
+	reports []quiet
 }
 
-// maxBatch bounds the admissions and the releases of one call.
+// maxBatch bounds the admissions, the releases and the reports of one call.
 const maxBatch = 128
 
-// combine queues p (an admission, or nil) and rel (a lease to release, or
-// ""), and sends the host's queue unless another caller is at it.
-func (s *Store) combine(h *polite.Host, p *pending, rel string) {
+// flushDelay is how long a release or a quiet report waits for an
+// admission to the same host to ride with before it goes on its own: the
+// longest a finished request's lease outlives it, or a success reaches the
+// host's breaker and the fleet's controller.
+const flushDelay = 50 * time.Millisecond
+
+// combine queues p (an admission or a flush, or nil), rel (a lease to
+// release, or "") and rep (a quiet report, or nil), and sends the host's
+// queue unless another caller is at it; with neither an admission nor a
+// flush queued, it leaves the queue to a timer (or the next admission).
+func (s *Store) combine(h *polite.Host, p *pending, rel string, rep *quiet) {
 	key := h.Key()
 	for {
 		v, ok := s.hosts.Load(key)
@@ -53,51 +81,125 @@ func (s *Store) combine(h *polite.Host, p *pending, rel string) {
 			c.mu.Unlock()
 			continue
 		}
-		if p != nil {
+		switch {
+		case p == nil:
+		case p.flush:
+			c.flushes = append(c.flushes, p)
+		default:
 			c.qs = append(c.qs, p)
 		}
 		if rel != "" {
 			c.rels = append(c.rels, rel)
 		}
+		if rep != nil {
+			c.reports = append(c.reports, *rep)
+		}
 		if c.busy {
+			c.mu.Unlock()
+			return
+		}
+		if len(c.qs) == 0 && len(c.flushes) == 0 {
+			s.arm(h, c)
 			c.mu.Unlock()
 			return
 		}
 		c.busy = true
 		c.mu.Unlock()
-		s.drain(h, c)
+		s.drain(h, c, false)
 		return
 	}
 }
 
-// drain sends c's queue, a batch per call, until it is empty.
-func (s *Store) drain(h *polite.Host, c *combiner) {
+// arm starts c's timer unless it runs; c.mu is held.
+func (s *Store) arm(h *polite.Host, c *combiner) {
+	if c.armed {
+		return
+	}
+	c.armed = true
+	time.AfterFunc(flushDelay, func() {
+		c.mu.Lock()
+		c.armed = false
+		if c.busy || c.dead {
+			c.mu.Unlock()
+			return // the sender sends the queue, or arms again
+		}
+		c.busy = true
+		c.mu.Unlock()
+		s.drain(h, c, true)
+	})
+}
+
+// flush sends h's queued releases and quiet reports, and returns once they
+// have been sent.
+func (s *Store) flush(h *polite.Host) {
+	v, ok := s.hosts.Load(h.Key())
+	if !ok {
+		return
+	}
+	c := v.(*combiner)
+	c.mu.Lock()
+	idle := !c.busy && len(c.rels) == 0 && len(c.reports) == 0
+	c.mu.Unlock()
+	if idle {
+		return
+	}
+	p := &pending{flush: true, done: make(chan struct{})}
+	s.combine(h, p, "", nil)
+	<-p.done
+}
+
+// drain sends c's queue, a batch per call, while it holds admissions, or
+// releases and reports that a flush waits for (or, all, that a timer
+// sends); the releases and reports left then wait for the timer.
+func (s *Store) drain(h *polite.Host, c *combiner, all bool) {
 	for {
 		c.mu.Lock()
-		n, r := min(len(c.qs), maxBatch), min(len(c.rels), maxBatch)
-		if n == 0 && r == 0 {
-			c.busy, c.dead = false, true
-			s.hosts.Delete(h.Key())
+		n := min(len(c.qs), maxBatch)
+		r, m := min(len(c.rels), maxBatch), min(len(c.reports), maxBatch)
+		var flushed []*pending
+		if r == len(c.rels) && m == len(c.reports) {
+			flushed, c.flushes = c.flushes, nil // this batch sends what they wait for
+		}
+		if n == 0 && !all && len(flushed) == 0 && len(c.flushes) == 0 {
+			r, m = 0, 0 // leave them to the timer
+		}
+		if n == 0 && r == 0 && m == 0 {
+			c.busy = false
+			switch {
+			case len(c.rels) > 0 || len(c.reports) > 0:
+				s.arm(h, c)
+			case !c.armed:
+				c.dead = true
+				s.hosts.Delete(h.Key())
+			}
 			c.mu.Unlock()
+			for _, p := range flushed {
+				close(p.done)
+			}
 			return
 		}
-		qs, rels := c.qs[:n:n], c.rels[:r:r]
-		c.qs, c.rels = c.qs[n:], c.rels[r:]
+		qs, rels, reps := c.qs[:n:n], c.rels[:r:r], c.reports[:m:m]
+		c.qs, c.rels, c.reports = c.qs[n:], c.rels[r:], c.reports[m:]
 		c.mu.Unlock()
-		s.send(h, qs, rels)
+		s.send(h, qs, rels, reps)
+		for _, p := range flushed {
+			close(p.done)
+		}
 	}
 }
 
-// send runs one admit call for qs and rels and answers each of qs; with no
-// admissions, a release call.
-func (s *Store) send(h *polite.Host, qs []*pending, rels []string) {
+// send runs one admit call for qs, rels and reps and answers each of qs;
+// with only releases, a release call.
+func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet) {
 	key := h.Key()
-	if len(qs) == 0 {
-		args := make([]any, len(rels))
-		for i, r := range rels {
-			args[i] = r
+	if len(qs) == 0 && len(reps) == 0 {
+		if len(rels) > 0 {
+			args := make([]any, len(rels))
+			for i, r := range rels {
+				args[i] = r
+			}
+			s.run(releaseScript, key, args)
 		}
-		s.run(releaseScript, key, args)
 		return
 	}
 	l := s.reg.LimitsFor(key)
@@ -113,10 +215,14 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string) {
 	// admit): every grant then takes a lease.
 	leased := fleetCap > 0 || s.o.Adaptive != nil
 	// The batch runs at one instant: Redis's TIME, or with CallerClock the
-	// first admission's (tests ask concurrent admissions at one instant).
+	// first admission's, or report's (tests ask concurrent admissions at
+	// one instant).
 	now := time.Now()
-	if len(qs) > 0 {
+	switch {
+	case len(qs) > 0:
 		now = qs[0].q.Now
+	case len(reps) > 0:
+		now = reps[0].r.Now
 	}
 	args := s.args(now, l, nAdmit)
 	a := args[nCommon:]
@@ -124,8 +230,25 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string) {
 	a[adBudgetRatio], a[adBudgetMin], a[adBudgetWindow] = s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds()
 	a[adCap], a[adLeaseTTL], a[adPressed], a[adReleases] = fleetCap, s.lease, flag(s.pressed(key, now)), len(rels)
 	a[adAdaptive] = flag(s.o.Adaptive != nil)
+	a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = 0, -2, 0, ""
+	var rep *replica
+	if s.o.Adaptive != nil && len(reps) > 0 {
+		rep = s.replica(key)
+		epoch, seen, snapSeq, snap := rep.follow()
+		a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = epoch, seen, snapSeq, snap
+	}
 	for _, r := range rels {
 		args = append(args, r)
+	}
+	args = append(args, len(reps))
+	for _, q := range reps {
+		item := make([]any, nItem)
+		item[itSuccess], item[itKind], item[itLatency], item[itWait], item[itSpare] = flag(q.ok), -1, 0, 0, 0
+		if s.o.Adaptive != nil && q.sig.Kind != adaptive.Neutral {
+			item[itKind], item[itLatency], item[itWait] = int(q.sig.Kind), q.sig.Latency.Microseconds(), q.sig.Wait.Microseconds()
+			item[itSpare] = flag(q.sig.Spare)
+		}
+		args = append(args, item...)
 	}
 	args = append(args, len(qs))
 	seqs := make([]uint64, len(qs))
@@ -138,14 +261,26 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string) {
 		args = append(args, min(hold, p.q.MaxWait).Microseconds(), flag(p.q.First), s.leaseID(seqs[i]), cost)
 	}
 	res, err := s.run(admitScript, key, args)
+	if err != nil {
+		for _, q := range reps {
+			s.health.local.Report(h, q.r) // heard here at least, as a failed report is
+		}
+	} else {
+		s.breakerSeen(key, integer(res, abBreaker))
+		if rep != nil {
+			var v polite.Verdict
+			s.follow(h, rep, now, l, slot(res, abLog), &v)
+			rep.keep(v)
+		}
+	}
 	for i, p := range qs {
 		if err != nil {
 			p.a = s.degradedAdmit(h, p.q)
 		} else {
 			r, _ := res.([]any)
 			var one any
-			if i+1 < len(r) {
-				one = r[i+1]
+			if nAdmitHead+i < len(r) {
+				one = r[nAdmitHead+i]
 			}
 			var ok bool
 			if p.a, ok = s.admission(key, p.q, one, seqs[i], poll); !ok {
@@ -155,6 +290,18 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string) {
 		}
 		close(p.done)
 	}
+}
+
+// breakerSeen notes the state of key's breaker a reply gave: a report to a
+// host whose breaker is not closed is never quiet (its answer may flip it).
+func (s *Store) breakerSeen(key string, state int64) {
+	if state == 0 {
+		if _, ok := s.unclosed.Load(key); ok {
+			s.unclosed.Delete(key)
+		}
+		return
+	}
+	s.unclosed.Store(key, struct{}{})
 }
 
 // admission reads one result of the admit script for q (admitOut's

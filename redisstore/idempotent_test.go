@@ -26,7 +26,8 @@ func TestRepeatedCallsChangeNothing(t *testing.T) {
 	a := args[nCommon:]
 	a[adKeepBlocked], a[adOpenDelay], a[adCut], a[adBudgetRatio], a[adBudgetMin], a[adBudgetWindow] = 0, 0, 0, 0.2, 1, 10.0
 	a[adCap], a[adLeaseTTL], a[adPressed], a[adAdaptive], a[adReleases] = 0, 0, 0, 0, 0
-	args = append(args, 1, 0, 0, s.leaseID(0), 1, "call-1")
+	a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = 0, -2, 0, ""
+	args = append(args, 0, 1, 0, 0, s.leaseID(0), 1, "call-1") // no reports, one admission
 	ctx := context.Background()
 	first, err := admitScript.Run(ctx, client, keys, args...).Result()
 	if err != nil {
@@ -36,8 +37,8 @@ func TestRepeatedCallsChangeNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a1, ok1 := s.admission("a.test", polite.Query{Now: now}, first.([]any)[1], 0, time.Second)
-	a2, ok2 := s.admission("a.test", polite.Query{Now: now}, again.([]any)[1], 0, time.Second)
+	a1, ok1 := s.admission("a.test", polite.Query{Now: now}, first.([]any)[nAdmitHead], 0, time.Second)
+	a2, ok2 := s.admission("a.test", polite.Query{Now: now}, again.([]any)[nAdmitHead], 0, time.Second)
 	if !ok1 || !ok2 || !a1.Granted || !a2.Granted || integer(first, 0) != integer(again, 0) {
 		t.Fatalf("the same call twice = %v (%+v), %v (%+v); want the first reply, exactly, twice", first, a1, again, a2)
 	}

@@ -34,6 +34,9 @@ type replica struct {
 	seen    int64                // the last entry heard
 	snap    []byte               // a snapshot to leave with the next report ...
 	snapSeq int64                // ... taken at this entry (0: none)
+	// change is a change of rate the replica made after a call no
+	// verdict waited for (quiet reports), for the next report's verdict.
+	change polite.Verdict
 	// used is when the replica last served (Unix ns), for eviction;
 	// pressed when a request of this worker last waited for the host's
 	// rate (NoteDemand), and rate the controller's rate as last heard.
@@ -107,6 +110,40 @@ func (r *replica) follow() (epoch, seen, snapSeq int64, snap []byte) {
 	snapSeq, snap = r.snapSeq, r.snap
 	r.snapSeq, r.snap = 0, nil
 	return epoch, seen, snapSeq, snap
+}
+
+// keep holds the change of rate v says (if any), made after a call no
+// report waits for, until a report's verdict can tell it (told).
+func (r *replica) keep(v polite.Verdict) {
+	if v.Rate <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	from := r.change.RateFrom
+	if r.change.Rate <= 0 {
+		from = v.RateFrom
+	}
+	r.change = v
+	r.change.RateFrom = from
+}
+
+// told puts a change of rate kept for a verdict in v, unless v says one of
+// its own.
+func (r *replica) told(v *polite.Verdict) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.change.Rate <= 0 {
+		return
+	}
+	if v.Rate <= 0 {
+		v.Rate, v.Capacity, v.CapacityErr, v.Measured, v.Phase = r.change.Rate, r.change.Capacity, r.change.CapacityErr,
+			r.change.Measured, r.change.Phase
+		if v.QuotaRate == 0 {
+			v.RateFrom = r.change.RateFrom
+		}
+	}
+	r.change = polite.Verdict{}
 }
 
 // written is the rate and cap the controller last wrote for the host.

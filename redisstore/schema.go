@@ -43,15 +43,45 @@ const (
 	adLeaseTTL // how long a lease lives (µs)
 	adPressed  // 1: a request of this worker waited for the host's rate lately
 	adAdaptive // 1: the fleet's controller runs (its log begins at the first admission)
-	adReleases // the number of releases r; r lease ids follow, then the admissions
+	adEpoch    // with reports: the log this worker's replica follows, the last entry
+	adSeen     // of it heard (-2: no log wanted), and a snapshot to leave (as report's)
+	adSnapSeq
+	adSnap
+	adReleases // the number of releases r; r lease ids follow, then the reports, then the admissions
 	nAdmit
 )
 
 var admitArgs = [nAdmit]string{adKeepBlocked: "keepBlocked", adOpenDelay: "openDelay", adCut: "cut",
 	adBudgetRatio: "budgetRatio", adBudgetMin: "budgetMin", adBudgetWindow: "budgetWindow",
-	adCap: "cap", adLeaseTTL: "leaseTTL", adPressed: "pressed", adAdaptive: "adaptive", adReleases: "releases"}
+	adCap: "cap", adLeaseTTL: "leaseTTL", adPressed: "pressed", adAdaptive: "adaptive", adEpoch: "epoch",
+	adSeen: "seen", adSnapSeq: "snapSeq", adSnap: "snap", adReleases: "releases"}
 
-// admit's reply: now, then one result per admission, each these slots.
+// A quiet report in admit's tail (see Store.Report): these fields, each
+// read at its offset (R.<name>, from 0) from the report's first.
+const (
+	itSuccess = iota // 1: a success for the breaker
+	itKind           // the controller's signal (adaptive.Kind; -1: none), its latency (µs),
+	itLatency        // the wait the server advertised (µs) and whether the
+	itWait           // admission was Spare, as report's
+	itSpare
+	nItem
+)
+
+var reportItem = [nItem]string{itSuccess: "success", itKind: "kind", itLatency: "latency", itWait: "wait", itSpare: "spare"}
+
+// admit's reply begins with these slots (B.<name>); one result per
+// admission follows.
+const (
+	abNow     = iota // Redis's clock (µs)
+	abBreaker        // the breaker's state after the call (0 closed, 1 open, 2 half-open)
+	abLog            // with reports and the controller: its log since the replica's last entry
+	nAdmitHead
+)
+
+var admitHead = [nAdmitHead]string{abNow: "now", abBreaker: "breaker", abLog: "log"}
+
+// admit's reply: admitHead's slots, then one result per admission, each
+// these slots.
 const (
 	aoCode   = iota // 0 granted, 1 blocked, 2 paused, 3 breaker open, 4 no token, 5 slots leased, 6 cost over burst
 	aoMicros        // the wait (granted: for the reserved token)
@@ -211,8 +241,9 @@ var stateOut = [nStateOut]string{stRate: "rate", stTokens: "tokens", stCeiling: 
 	stBudgetAt: "budgetAt", stConc: "conc"}
 
 // header is the Lua that names a script's arguments (A) and reply slots
-// (O), from the tables above.
-func header(args []string, out []string) string {
+// (O), from the tables above; for admit (batch), its reports' fields (R)
+// and its reply's head (B) too.
+func header(args []string, out []string, batch bool) string {
 	var b strings.Builder
 	b.WriteString("local A = {")
 	for i, n := range commonArgs {
@@ -225,6 +256,15 @@ func header(args []string, out []string) string {
 	names(&b, "O", out)
 	fmt.Fprintf(&b, "local NOUT = %d\n", len(out))
 	names(&b, "LO", logOut[:])
+	fmt.Fprintf(&b, "local BATCH = %v\n", batch)
+	if batch {
+		b.WriteString("local R = {")
+		for i, n := range reportItem {
+			fmt.Fprintf(&b, "%s = %d, ", n, i)
+		}
+		fmt.Fprintf(&b, "}\nlocal NITEM = %d\n", nItem)
+		names(&b, "B", admitHead[:])
+	}
 	return b.String()
 }
 
@@ -240,7 +280,7 @@ func names(b *strings.Builder, table string, slots []string) {
 // luaScript is a script's source as Redis runs it: the header its tables
 // give, then the prelude (unless it runs without), then its body.
 func luaScript(args, out []string, withPrelude bool, body string) *redis.Script {
-	src := header(args, out)
+	src := header(args, out, false)
 	if withPrelude {
 		src += prelude + logLua
 	}

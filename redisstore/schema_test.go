@@ -74,6 +74,25 @@ func TestSchema(t *testing.T) {
 			}
 		}
 	}
+	// admit's own tables: a quiet report's fields (R) and its reply's head
+	// (B).
+	unique("a quiet report's fields", reportItem[:])
+	unique("admit's reply head", admitHead[:])
+	for _, tb := range []struct {
+		table string
+		names []string
+	}{{"R", reportItem[:]}, {"B", admitHead[:]}} {
+		for _, n := range used(admitLua, tb.table) {
+			if !slices.Contains(tb.names, n) {
+				t.Errorf("admit uses %s.%s, which its table does not name", tb.table, n)
+			}
+		}
+		for _, n := range tb.names {
+			if !slices.Contains(used(admitLua, tb.table), n) {
+				t.Errorf("admit's %s table names %q, which the script never uses", tb.table, n)
+			}
+		}
+	}
 	for _, n := range used(withPrelude, "LO") {
 		if !slices.Contains(logOut[:], n) {
 			t.Errorf("the log reply writes LO.%s, which its table does not name", n)
@@ -104,13 +123,56 @@ func TestReplyShapes(t *testing.T) {
 	if a := s.Admit(h, polite.Query{Now: now}); !a.Granted {
 		t.Fatalf("first admission refused: %+v", a)
 	}
+	// A quiet report rides with an admission: admit's reply is its head,
+	// then one result of admitOut's slots.
+	s.Report(h, polite.Report{Now: now, Sent: now, Outcome: polite.OK, Status: 200, Latency: time.Millisecond, Attempt: 1})
+	v, _ := s.hosts.Load("a.test")
+	cb := v.(*combiner)
+	cb.mu.Lock()
+	reps := len(cb.reports)
+	cb.mu.Unlock()
+	if reps != 1 {
+		t.Fatalf("an OK report queued %d quiet reports, want 1", reps)
+	}
+	p := &pending{q: polite.Query{Now: now}, done: make(chan struct{})}
+	cb.mu.Lock()
+	cb.busy = true // the queue is this test's to send
+	qs, reports := []*pending{p}, cb.reports
+	cb.reports = nil
+	cb.mu.Unlock()
+	rp := s.replica("a.test")
+	epoch, seen, _, _ := rp.follow()
+	args := s.args(now, l, nAdmit)
+	a := args[nCommon:]
+	for i := range nAdmit {
+		a[i] = 0
+	}
+	a[adAdaptive], a[adEpoch], a[adSeen], a[adSnap] = 1, epoch, seen, ""
+	args = append(args, len(reports))
+	for range reports {
+		args = append(args, 1, 0, 1000, 0, 0)
+	}
+	args = append(args, len(qs), 0, 0, "x:1", 1)
+	res, err := s.run(admitScript, "a.test", args)
+	if a, _ := res.([]any); err != nil || len(a) != nAdmitHead+1 {
+		t.Fatalf("admit's reply = %v (%v), want %d slots and one result", res, err, nAdmitHead)
+	}
+	if r, _ := slot(res, nAdmitHead).([]any); len(r) != nAdmitOut {
+		t.Errorf("admit's result has %d slots, its table %d: %v", len(r), nAdmitOut, r)
+	}
+	if l, _ := slot(res, abLog).([]any); len(l) != nLogOut {
+		t.Errorf("admit's log has %d slots, its table %d: %v", len(l), nLogOut, slot(res, abLog))
+	}
+	cb.mu.Lock()
+	cb.busy = false
+	cb.mu.Unlock()
 	report := s.args(now, l, nReport)
 	for i := range nReport {
 		report[nCommon+i] = 0
 	}
 	report[nCommon+rpPauseWhy], report[nCommon+rpBlock], report[nCommon+rpSnap] = "", "", ""
 	report[nCommon+rpAdaptive], report[nCommon+rpSeen] = 1, -1
-	res, err := s.run(reportScript, "a.test", report)
+	res, err = s.run(reportScript, "a.test", report)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,12 @@
 // polite client would: one token bucket, one pause, one block mark, one
 // breaker and one retry budget per host, shared.
 //
-// Every decision is one Lua script run atomically on the host's keys: Admit
-// and Report cost one round trip each. Time comes from Redis's TIME, in
+// Every decision is one Lua script run atomically on the host's keys. A
+// worker's admissions to one host made while a call for it is out go
+// together in its next call, and releases and quiet reports (an answer
+// that changes nothing to say: a success with the breaker closed, no retry
+// asked) ride with them, so a request costs about one round trip, not
+// three (see combine.go). Time comes from Redis's TIME, in
 // integer microseconds, never from a worker's clock; a worker converts its
 // own instants (a request's send time) with the offset it measures on every
 // reply. The host's keys are "<prefix>{<host key>}:…", so in a Redis Cluster
@@ -76,7 +80,7 @@ var (
 // prelude and its own body. go-redis runs them with EVALSHA, and with EVAL
 // when Redis does not have them yet.
 var (
-	admitScript      = luaScript(admitArgs[:], admitOut[:], true, admitLua)
+	admitScript      = redis.NewScript(header(admitArgs[:], admitOut[:], true) + prelude + logLua + admitLua)
 	reportScript     = luaScript(reportArgs[:], reportOut[:], true, reportLua)
 	keepScript       = luaScript(keepArgs[:], nil, true, keepLua)
 	cancelScript     = luaScript(cancelArgs[:], nil, true, cancelLua)
@@ -84,7 +88,7 @@ var (
 	setCeilingScript = luaScript(setCeilingArgs[:], setCeilingOut[:], true, setCeilingLua)
 	stateScript      = luaScript(nil, stateOut[:], true, stateLua)
 	releaseScript    = redis.NewScript(releaseLua) // no prelude: it touches the leases only
-	unblockScript    = redis.NewScript(unblockLua) // no prelude: it touches the block mark only
+	unblockScript    = luaScript(nil, nil, true, unblockLua)
 )
 
 // Options configure a Store. Every worker of a fleet must use the same.
@@ -148,6 +152,7 @@ type Store struct {
 
 	health    health
 	hosts     sync.Map      // host key -> *combiner, while it has calls to make
+	unclosed  sync.Map      // host key -> struct{}, while its breaker was last heard not closed
 	replicas  sync.Map      // host key -> *replica of its controller (with Adaptive)
 	restores  atomic.Int64  // replicas restored from a snapshot (for tests)
 	shares    sync.Map      // host key -> *gcra, this worker's part of it while Redis is out (Local)
@@ -250,7 +255,7 @@ func (s *Store) Admit(h *polite.Host, q polite.Query) polite.Admission {
 // sharedAdmit asks Redis.
 func (s *Store) sharedAdmit(h *polite.Host, q polite.Query) polite.Admission {
 	p := &pending{q: q, done: make(chan struct{})}
-	s.combine(h, p, "")
+	s.combine(h, p, "", nil)
 	<-p.done
 	return p.a
 }
@@ -266,12 +271,12 @@ func (s *Store) leaseID(seq uint64) string {
 }
 
 // Release implements polite.Store. The release goes with the host's next
-// admissions, or on its own when none is being sent.
+// call, or on its own within flushDelay (see combine).
 func (s *Store) Release(h *polite.Host, lease uint64) {
 	if lease == 0 || s.health.degraded.Load() {
 		return // a lease Redis cannot hear of expires there
 	}
-	s.combine(h, nil, s.leaseID(lease))
+	s.combine(h, nil, s.leaseID(lease), nil)
 }
 
 // The local store's pacing of a bucket's waiters: a token due within about
@@ -287,6 +292,7 @@ func (s *Store) Keep(h *polite.Host, now, reserved time.Time, cost int) bool {
 	if s.health.degraded.Load() {
 		return s.health.local.Keep(h, now, reserved, cost)
 	}
+	s.flush(h) // the host's queued releases and reports first
 	key := h.Key()
 	args := s.args(now, s.reg.LimitsFor(key), nKeep)
 	args[nCommon+kpReserved], args[nCommon+kpCost] = s.theirs(reserved), max(cost, 1)
@@ -300,6 +306,7 @@ func (s *Store) Cancel(h *polite.Host, now time.Time, cost int) {
 		s.health.local.Cancel(h, now, cost)
 		return
 	}
+	s.flush(h) // the host's queued releases and reports first
 	key := h.Key()
 	args := s.args(now, s.reg.LimitsFor(key), nCancel)
 	args[nCommon+cnCost] = max(cost, 1)
@@ -316,6 +323,19 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 	rd := polite.ReadReport(r, polite.ReadOptions{Backoff: s.o.Backoff, MaxRetryAfter: s.o.MaxRetryAfter, MaxSpacing: s.o.MaxSpacing,
 		Adaptive: s.o.Adaptive != nil})
 	v := polite.Verdict{Advertised: rd.Advertised, GiveUp: rd.GiveUp}
+	var sig adaptive.Signal
+	if s.o.Adaptive != nil {
+		sig = polite.SignalOf(r, rd.Advertised)
+	}
+	if s.quiet(key, rd, sig) {
+		// Nothing to answer: it rides with the host's next call.
+		s.combine(h, nil, "", &quiet{r: r, sig: sig, ok: rd.Success})
+		if s.o.Adaptive != nil {
+			s.replica(key).told(&v)
+		}
+		return v
+	}
+	s.flush(h) // the host's reports in the order they were made
 	args := s.args(r.Now, l, nReport)
 	a := args[nCommon:]
 	a[rpSent], a[rpThrottle], a[rpPause], a[rpPauseWhy] = s.theirs(r.Sent), flag(rd.Throttle), rd.Pause.Microseconds(), string(rd.PauseWhy)
@@ -329,7 +349,6 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 	var rep *replica
 	if s.o.Adaptive != nil {
 		rep = s.replica(key)
-		sig := polite.SignalOf(r, rd.Advertised)
 		a[rpAdaptive], a[rpKind], a[rpWait], a[rpSpare] = 1, int(sig.Kind), sig.Wait.Microseconds(), flag(sig.Spare)
 		if sig.Kind == adaptive.Neutral {
 			a[rpKind] = -1
@@ -360,8 +379,25 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 	}
 	if rep != nil {
 		s.follow(h, rep, r.Now, l, slot(res, roLog), &v)
+		rep.told(&v)
 	}
 	return v
+}
+
+// quiet reports whether a report to key (read as rd, its signal sig) may
+// ride with the host's next call, its verdict given at once: it asks no
+// retry, pauses, blocks, caps and counts no failure, its signal is an OK
+// one (or none), and the host's breaker was closed when last heard (a
+// success would close a half-open one: a change to say).
+func (s *Store) quiet(key string, rd polite.Reading, sig adaptive.Signal) bool {
+	if rd.Throttle || rd.Pause > 0 || rd.Block != "" || rd.QuotaPause > 0 || rd.Ceiling > 0 || rd.Retry || rd.Failure || rd.GiveUp {
+		return false
+	}
+	if s.o.Adaptive != nil && sig.Kind != adaptive.OK && sig.Kind != adaptive.Neutral {
+		return false
+	}
+	_, unclosed := s.unclosed.Load(key)
+	return !unclosed
 }
 
 // follow brings rep up to the log a report returned and, when its
@@ -407,6 +443,7 @@ func (s *Store) SetRate(h *polite.Host, now time.Time, rate float64) float64 {
 	if s.health.degraded.Load() {
 		return s.health.local.SetRate(h, now, rate)
 	}
+	s.flush(h) // the host's queued releases and reports first
 	key := h.Key()
 	l := s.reg.LimitsFor(key)
 	args := s.args(now, l, nSetRate)
@@ -428,7 +465,8 @@ func (s *Store) Unblock(h *polite.Host) bool {
 	if s.health.degraded.Load() {
 		return lifted
 	}
-	res, err := s.run(unblockScript, h.Key(), nil)
+	s.flush(h)
+	res, err := s.run(unblockScript, h.Key(), s.args(time.Now(), s.reg.LimitsFor(h.Key()), 0))
 	if err != nil {
 		return lifted
 	}
@@ -442,6 +480,7 @@ func (s *Store) SetCeiling(h *polite.Host, now time.Time, why polite.Reason, rat
 	if s.health.degraded.Load() {
 		return s.health.local.SetCeiling(h, now, why, rate)
 	}
+	s.flush(h) // the host's queued releases and reports first
 	key := h.Key()
 	l := s.reg.LimitsFor(key)
 	if why != polite.ReasonCrawlDelay && rate > 0 {
@@ -462,6 +501,7 @@ func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 	if s.health.degraded.Load() {
 		return s.degradedState(h, now)
 	}
+	s.flush(h) // the host's queued releases and reports first
 	key := h.Key()
 	st := polite.HostState{Key: key, Rule: s.reg.RuleFor(key)}
 	st.InFlight, st.Concurrency = h.InFlight()

@@ -4,11 +4,16 @@
 -- (taken now, or reserved within the wait it allows). A worker sends the
 -- admissions its callers made to one host while its previous call was out:
 -- one call serves them all.
+-- Quiet reports (Store.Report: a success or a signal that needs no answer)
+-- ride with it, heard before the admissions.
 -- Arguments (schema.go, admitArgs): the settings, then A.releases: the
--- number of releases r, then r lease ids, then the number of admissions
--- n, then n quadruples: max wait (µs), first attempt (1: earns the retry
--- budget its share), lease id, cost (tokens).
--- Returns {now, n results}, each result with admitOut's slots: code 0
+-- number of releases r, then r lease ids, then the number of quiet
+-- reports m, then m reports of NITEM fields each (R.<name>), then the
+-- number of admissions n, then n quadruples: max wait (µs), first attempt
+-- (1: earns the retry budget its share), lease id, cost (tokens).
+-- Returns admitHead's slots (B.<name>: now, the breaker's state after the
+-- call, and with reports the controller's log the replica has not heard),
+-- then n results, each with admitOut's slots: code 0
 -- granted (µs: wait for the reserved token), 1 blocked, 2 paused (µs
 -- left), 3 breaker open (µs left), 4 no token within the wait (µs until
 -- one), 5 every in-flight slot leased, 6 the cost exceeds the burst (µs:
@@ -26,6 +31,29 @@ local i = A.releases
 local r = num(ARGV[i], 0)
 if r > 0 then redis.call('ZREM', L, unpack(ARGV, i + 1, i + r)) end
 i = i + r + 1
+
+-- A quiet report, as report.lua hears a success (or an answer that is
+-- neither success nor failure) and its signal.
+local function hear(j)
+  if st.cbd <= 0 then st.cbd = openDelay end
+  if ARGV[j + R.success] == '1' then
+    if st.cbs == 2 then
+      st.cbs, st.cbd = 0, openDelay
+      unfailed()
+    elseif st.cbs == 0 then
+      unfailed()
+    end
+  end
+  local kind = num(ARGV[j + R.kind], -1)
+  if ARGV[A.adaptive] == '1' and kind >= 0 and kind <= 3 then
+    logAppend(kind .. ' ' .. int(num(ARGV[j + R.latency], 0)) .. ' ' .. int(num(ARGV[j + R.wait], 0)) .. ' ' ..
+      int(num(ARGV[j + R.spare], 0)))
+  end
+end
+local m = num(ARGV[i], 0)
+for k = 0, m - 1 do hear(i + 1 + k * NITEM) end
+i = i + 1 + m * NITEM
+
 local n = num(ARGV[i], 0)
 i = i + 1
 
@@ -35,7 +63,7 @@ local function result(code, us, why, spare)
   return res
 end
 
-local function admitOne(maxWait, first, lease, cost)
+local function admitOne(maxWait, first, id, cost)
   if st.blk ~= '' and not keepBlocked then return result(1, 0, st.blk) end
   if st.pu > now then return result(2, st.pu - now, st.pw) end
   -- The breaker is asked without taking its probe, which goes to the
@@ -60,7 +88,7 @@ local function admitOne(maxWait, first, lease, cost)
   end
   if cap > 0 then
     -- The slot is held from now, through the wait for a reserved token.
-    redis.call('ZADD', L, int(now + wait + leaseTTL), lease)
+    lease(id, now + wait + leaseTTL, live)
   end
   if first then
     advance(ratio, minps, window)
@@ -69,10 +97,23 @@ local function admitOne(maxWait, first, lease, cost)
   return result(0, wait, '', spare)
 end
 
-local out = {now}
+local out = {}
+out[B.now], out[B.breaker], out[B.log] = now, 0, 0
 for k = 0, n - 1 do
   local j = i + 4 * k
   out[#out + 1] = admitOne(num(ARGV[j], 0), ARGV[j + 1] == '1', ARGV[j + 2], math.max(num(ARGV[j + 3], 1), 1))
 end
-save()
-return remember(out)
+out[B.breaker] = st.cbs
+local seen = num(ARGV[A.seen], -2)
+if seen ~= -2 then
+  -- The reports' signals are in the log: the replica hears them, and any
+  -- other worker's since its last call (as report.lua answers).
+  local epoch, snapSeq = num(ARGV[A.epoch], 0), num(ARGV[A.snapSeq], 0)
+  if snapSeq > st.ss and snapSeq <= st.sq and epoch == st.t0 and ARGV[A.snap] ~= '' then
+    snapshot(ARGV[A.snap])
+    st.ss = snapSeq
+  end
+  out[B.log] = catchup(epoch, seen)
+end
+save(out)
+return out

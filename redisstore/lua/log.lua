@@ -29,7 +29,7 @@ end
 local function logAppend(entry)
   logStart()
   st.sq = st.sq + 1
-  redis.call('RPUSH', G, int(now) .. ' ' .. entry)
+  if redis.call('RPUSH', G, int(now) .. ' ' .. entry) == 1 then fresh[#fresh + 1] = G end
   local n = st.sq - st.lf + 1
   local drop = 0
   if n > logKeep and st.ss >= st.lf then
@@ -40,6 +40,12 @@ local function logAppend(entry)
     redis.call('LTRIM', G, drop, -1)
     st.lf = st.lf + drop
   end
+end
+
+-- snapshot stores a snapshot of the controller (S).
+local function snapshot(v)
+  redis.call('SET', S, v)
+  fresh[#fresh + 1] = S
 end
 
 -- ceilingNow is the lowest ceiling in force (0: none).

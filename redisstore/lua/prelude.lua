@@ -14,7 +14,10 @@
 -- Times are integer microseconds since the Unix epoch, exact in Lua's
 -- doubles until about 2255; they are written with %.0f, never tostring
 -- (which keeps 14 digits). Rates are requests per second, written with
--- %.17g. The host's state (the hash):
+-- %.17g. The host's state (st) is kept in one field of the hash, "s", a
+-- MessagePack array in the order of fields below (absent values false),
+-- read and written whole: one field costs a script far less than twenty
+-- (see save). Its fields:
 --   f   when the token bucket is full again (absent: full)
 --   r   the host's own rate (absent: ARGV[2]); c, rc the RateLimit and
 --       robots.txt ceilings (0: none; rc also makes the burst 1)
@@ -30,26 +33,27 @@
 --   ss       the entry the stored snapshot stands at (0: none)
 --   rs       the entry the controller's rate (r) follows
 --   cc       the controller's cap on requests in flight (0: none)
+--   ex       when the host's keys expire (µs, see save)
+--   fl       1: F may hold breaker failures
 local H, F, L, G, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 
 -- A mutating script (admit, report) is safe to repeat: its caller names
--- the call (the last ARGV) and KEYS[6] keeps each call's reply for a
--- minute. A call repeated because its reply was lost gets the first reply
--- back and changes nothing again: no second token, no second failure.
-local D, rid = KEYS[6], nil
+-- the call (the last ARGV, "<worker>/<n>") and keeps its reply. A call
+-- repeated because its reply was lost gets the first reply back and
+-- changes nothing again: no second token, no second failure. A worker's
+-- admit calls to a host go one after the other (combine.go), so admit
+-- keeps only the last one's reply, in the host's hash under the field
+-- "i<worker>" (read and written with the rest of it); a report keeps its
+-- reply for a minute in KEYS[6], a hash of the replies by name.
+local D, rid, lane = KEYS[6], nil, nil
 if D then
   rid = ARGV[#ARGV]
-  local prev = redis.call('HGET', D, rid)
-  if prev then return cmsgpack.unpack(prev) end
-end
-
--- remember keeps a mutating call's reply under its name, and returns it.
-local function remember(out)
-  if D then
-    redis.call('HSET', D, rid, cmsgpack.pack(out))
-    redis.call('PEXPIRE', D, 60000)
+  if BATCH then
+    lane = 'i' .. (string.match(rid, '^(.*)/') or rid)
+  else
+    local prev = redis.call('HGET', D, rid)
+    if prev then return cmsgpack.unpack(prev) end
   end
-  return out
 end
 
 local function num(v, d)
@@ -62,17 +66,25 @@ local function int(x) return string.format('%.0f', x) end
 local function flt(x) return string.format('%.17g', x) end
 
 local st = {}
-local fields = {'f', 'r', 'c', 'rc', 'pu', 'pw', 'blk', 'cbs', 'cbu', 'cbd', 'lt', 'bf', 'be', 'bt', 'ln',
-  'sq', 'lf', 't0', 'ss', 'rs', 'cc'}
-local raw = redis.call('HMGET', H, unpack(fields)) -- as stored, so save writes only what changed
+local raw = redis.call('HMGET', H, 's', lane or 's') -- as stored, so save writes only what changed
+if lane then
+  local prev = raw[2]
+  if prev and string.sub(prev, 1, #rid + 1) == rid .. ' ' then return cmsgpack.unpack(string.sub(prev, #rid + 2)) end
+end
 do
-  local v = raw
+  local v = {}
+  if raw[1] then v = {cmsgpack.unpack(raw[1])} end
   st.f, st.r, st.c, st.rc = num(v[1], nil), num(v[2], nil), num(v[3], 0), num(v[4], 0)
   st.pu, st.pw, st.blk = num(v[5], 0), v[6] or '', v[7] or ''
   st.cbs, st.cbu, st.cbd, st.lt = num(v[8], 0), num(v[9], 0), num(v[10], 0), num(v[11], 0)
   st.bf, st.be, st.bt, st.ln = num(v[12], nil), num(v[13], 0), num(v[14], 0), num(v[15], 0)
   st.sq, st.lf, st.t0, st.ss, st.rs, st.cc = num(v[16], 0), num(v[17], 0), num(v[18], 0), num(v[19], 0), num(v[20], 0), num(v[21], 0)
+  st.ex, st.fl = num(v[22], 0), num(v[23], 0)
 end
+
+-- fresh names the keys besides the hash this call created, which have no
+-- expiry yet (see save); leased the latest lease expiry it set (µs).
+local fresh, leased = {}, 0
 
 local now = num(ARGV[A.clock], 0)
 if now <= 0 then
@@ -194,54 +206,62 @@ local function inflight()
   return redis.call('ZCARD', L)
 end
 
--- encode returns field i of st as stored ('' for a default left unstored).
-local function encode(i)
-  local k = fields[i]
-  local v = st[k]
-  if k == 'f' or k == 'r' or k == 'bf' then
-    if v == nil then return false end
-  elseif k == 'pw' or k == 'blk' then
-    if v == '' then return false end
-    return v
-  elseif v == 0 then
-    return false
-  end
-  if k == 'r' or k == 'c' or k == 'rc' or k == 'be' or k == 'bf' then return flt(v) end
-  return int(v)
+-- failed adds a breaker failure at t to F; unfailed clears F.
+local function failed(t)
+  if redis.call('LPUSH', F, int(t)) == 1 then fresh[#fresh + 1] = F end
+  st.fl = 1
 end
 
-local function save()
-  -- Write only the fields that changed: a plain admission changes one or
-  -- two. ln moves on every call; it is written once it is a second ahead
-  -- (time stays monotonic for a host within that).
-  local kv, del = {}, {}
-  for i = 1, #fields do
-    local e = encode(i)
-    local was = raw[i]
-    if fields[i] == 'ln' and e and was and st.ln - tonumber(was) < 1000000 then e = was end
-    if e ~= was then
-      if e then
-        kv[#kv + 1] = fields[i]
-        kv[#kv + 1] = e
-      else
-        del[#del + 1] = fields[i]
-      end
-    end
+local function unfailed()
+  if st.fl ~= 0 then redis.call('DEL', F) end
+  st.fl = 0
+end
+
+-- lease leases a slot to id until the instant u (µs); live is how many
+-- were live before.
+local function lease(id, u, live)
+  redis.call('ZADD', L, int(u), id)
+  if live == 0 then fresh[#fresh + 1] = L end
+  leased = math.max(leased, u)
+end
+
+-- remember keeps a mutating call's reply under its name (see D above)
+-- and returns it; for admit, save writes it.
+local function remember(out)
+  if D and not lane then
+    redis.call('HSET', D, rid, cmsgpack.pack(out))
+    redis.call('PEXPIRE', D, 60000)
   end
-  if #kv > 0 then redis.call('HSET', H, unpack(kv)) end
-  if #del > 0 then redis.call('HDEL', H, unpack(del)) end
+  return out
+end
+
+local function save(out)
   -- Kept while anything in it matters, then as long as an idle host is;
-  -- a block or a breaker that is not closed is kept a day more.
+  -- a block or a breaker that is not closed is kept a day more; a lease
+  -- as long as it lasts. The keys' expiry is set an eighth of the idle
+  -- time further than needed (ex), so that most calls need not move it.
   local keep = math.max((st.f or now) - now, st.pu - now, st.cbu - now, 0) + idle
   if st.blk ~= '' or st.cbs ~= 0 then keep = keep + 86400000000 end
-  local last = redis.call('ZRANGE', L, -1, -1, 'WITHSCORES')
-  if last[2] then keep = math.max(keep, tonumber(last[2]) - now) end
-  local ms = math.ceil(keep / 1000)
-  redis.call('PEXPIRE', H, ms)
-  redis.call('PEXPIRE', F, ms)
-  redis.call('PEXPIRE', L, ms)
-  if st.sq > 0 then
-    redis.call('PEXPIRE', G, ms)
-    redis.call('PEXPIRE', S, ms)
+  keep = math.max(keep, leased - now)
+  local moved = now + keep > st.ex
+  if moved then st.ex = now + keep + math.floor(idle / 8) end
+  local e = cmsgpack.pack(st.f or false, st.r or false, st.c, st.rc, st.pu, st.pw, st.blk, st.cbs, st.cbu, st.cbd,
+    st.lt, st.bf or false, st.be, st.bt, st.ln, st.sq, st.lf, st.t0, st.ss, st.rs, st.cc, st.ex, st.fl)
+  local kv = {}
+  if e ~= raw[1] then kv = {'s', e} end
+  if lane and out then
+    kv[#kv + 1] = lane
+    kv[#kv + 1] = rid .. ' ' .. cmsgpack.pack(out)
   end
+  if #kv > 0 then redis.call('HSET', H, unpack(kv)) end
+  local ms = math.ceil((st.ex - now) / 1000)
+  if moved then
+    fresh = {H, L}
+    if st.fl ~= 0 then fresh[#fresh + 1] = F end
+    if st.sq > 0 then
+      fresh[#fresh + 1] = G
+      fresh[#fresh + 1] = S
+    end
+  end
+  for _, k in ipairs(fresh) do redis.call('PEXPIRE', k, ms) end
 end

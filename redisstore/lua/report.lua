@@ -53,16 +53,16 @@ end
 
 local function open()
   st.cbs, st.cbu = 1, now + jittered(st.cbd, cut)
-  redis.call('DEL', F)
+  unfailed()
 end
 if st.cbd <= 0 then st.cbd = openDelay end
 if failure or success then
   if st.cbs == 0 then
     out[O.from], out[O.to] = 0, 0
     if success then
-      redis.call('DEL', F)
+      unfailed()
     else
-      redis.call('LPUSH', F, int(now))
+      failed(now)
       redis.call('LTRIM', F, 0, thr - 1)
       if redis.call('LLEN', F) >= thr and now - num(redis.call('LINDEX', F, thr - 1), 0) <= cbWindow then
         open()
@@ -73,7 +73,7 @@ if failure or success then
     out[O.from] = 2
     if success then
       st.cbs, st.cbd = 0, openDelay
-      redis.call('DEL', F)
+      unfailed()
     else
       if st.cbd > maxOpen / 2 then st.cbd = maxOpen else st.cbd = st.cbd * 2 end
       open()
@@ -106,7 +106,7 @@ if adaptive then
   end
   local epoch, snapSeq = num(ARGV[A.epoch], 0), num(ARGV[A.snapSeq], 0)
   if snapSeq > st.ss and snapSeq <= st.sq and epoch == st.t0 and ARGV[A.snap] ~= '' then
-    redis.call('SET', S, ARGV[A.snap])
+    snapshot(ARGV[A.snap])
     st.ss = snapSeq
   end
   out[O.log] = catchup(epoch, num(ARGV[A.seen], -1))

@@ -1,4 +1,6 @@
--- unblock: lift the soft block mark of the host whose hash is KEYS[1].
--- Run on its own, without the prelude: it touches that one field only.
--- Returns 1 when there was a mark, 0 when not.
-return redis.call('HDEL', KEYS[1], 'blk')
+-- unblock: lift the host's soft block mark. Returns 1 when there was a
+-- mark, 0 when not.
+if st.blk == '' then return 0 end
+st.blk = ''
+save()
+return 1
