@@ -266,7 +266,7 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet)
 			s.health.local.Report(h, q.r) // heard here at least, as a failed report is
 		}
 	} else {
-		s.breakerSeen(key, integer(res, abBreaker))
+		s.heard(key, integer(res, abBreaker), integer(res, abFailures))
 		if rep != nil {
 			var v polite.Verdict
 			s.follow(h, rep, now, l, slot(res, abLog), &v)
@@ -292,16 +292,41 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet)
 	}
 }
 
-// breakerSeen notes the state of key's breaker a reply gave: a report to a
-// host whose breaker is not closed is never quiet (its answer may flip it).
-func (s *Store) breakerSeen(key string, state int64) {
-	if state == 0 {
-		if _, ok := s.unclosed.Load(key); ok {
-			s.unclosed.Delete(key)
+// A host's marks, as its last reply said: a report to a host whose
+// breaker is not closed is never quiet (its answer may flip it), and a
+// success to one whose failures are counted must reach them (it clears
+// them); without either, and without the fleet's controller, a success
+// changes nothing in Redis and is not sent at all.
+const (
+	markUnclosed = 1 << iota
+	markFailing
+)
+
+// heard notes key's marks from a reply's breaker state and failures.
+func (s *Store) heard(key string, breakerState, failures int64) {
+	var m uint8
+	if breakerState != 0 {
+		m |= markUnclosed
+	}
+	if failures != 0 {
+		m |= markFailing
+	}
+	if m == 0 {
+		if _, ok := s.marks.Load(key); ok {
+			s.marks.Delete(key)
 		}
 		return
 	}
-	s.unclosed.Store(key, struct{}{})
+	s.marks.Store(key, m)
+}
+
+// marked returns key's marks.
+func (s *Store) marked(key string) uint8 {
+	v, ok := s.marks.Load(key)
+	if !ok {
+		return 0
+	}
+	return v.(uint8)
 }
 
 // admission reads one result of the admit script for q (admitOut's

@@ -72,13 +72,14 @@ var reportItem = [nItem]string{itSuccess: "success", itKind: "kind", itLatency: 
 // admit's reply begins with these slots (B.<name>); one result per
 // admission follows.
 const (
-	abNow     = iota // Redis's clock (µs)
-	abBreaker        // the breaker's state after the call (0 closed, 1 open, 2 half-open)
-	abLog            // with reports and the controller: its log since the replica's last entry
+	abNow      = iota // Redis's clock (µs)
+	abBreaker         // the breaker's state after the call (0 closed, 1 open, 2 half-open)
+	abFailures        // 1: breaker failures are counted (a success must clear them)
+	abLog             // with reports and the controller: its log since the replica's last entry
 	nAdmitHead
 )
 
-var admitHead = [nAdmitHead]string{abNow: "now", abBreaker: "breaker", abLog: "log"}
+var admitHead = [nAdmitHead]string{abNow: "now", abBreaker: "breaker", abFailures: "failures", abLog: "log"}
 
 // admit's reply: admitHead's slots, then one result per admission, each
 // these slots.
@@ -145,12 +146,14 @@ const (
 	roNow       // Redis's clock (µs)
 	roRateFrom  // the rate in force before this report changed it ("" unchanged)
 	roLog       // the controller's log since the replica's last entry (see catchup)
+	roBreaker   // the breaker's state after the report, and 1 when failures are
+	roFailures  // counted (as admit's head says them)
 	nReportOut
 )
 
 var reportOut = [nReportOut]string{roPause: "pause", roQuotaPause: "quotaPause", roBlocked: "blocked",
 	roFrom: "from", roTo: "to", roUntil: "openUntil", roQuotaRate: "quotaRate", roRetry: "retry", roNow: "now",
-	roRateFrom: "rateFrom", roLog: "log"}
+	roRateFrom: "rateFrom", roLog: "log", roBreaker: "breaker", roFailures: "failures"}
 
 // The controller's log as a reply gives it (see catchup in prelude.lua).
 const (

@@ -28,7 +28,6 @@
 package redisstore
 
 import (
-	"context"
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
@@ -152,7 +151,8 @@ type Store struct {
 
 	health    health
 	hosts     sync.Map      // host key -> *combiner, while it has calls to make
-	unclosed  sync.Map      // host key -> struct{}, while its breaker was last heard not closed
+	pipe      pipe          // the script calls waiting for a pipeline (pipe.go)
+	marks     sync.Map      // host key -> its marks (markUnclosed, markFailing) as last heard, while it has any
 	replicas  sync.Map      // host key -> *replica of its controller (with Adaptive)
 	restores  atomic.Int64  // replicas restored from a snapshot (for tests)
 	shares    sync.Map      // host key -> *gcra, this worker's part of it while Redis is out (Local)
@@ -328,8 +328,11 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 		sig = polite.SignalOf(r, rd.Advertised)
 	}
 	if s.quiet(key, rd, sig) {
-		// Nothing to answer: it rides with the host's next call.
-		s.combine(h, nil, "", &quiet{r: r, sig: sig, ok: rd.Success})
+		// Nothing to answer: it rides with the host's next call, unless
+		// it would change nothing there.
+		if s.o.Adaptive != nil || rd.Success && s.marked(key)&markFailing != 0 {
+			s.combine(h, nil, "", &quiet{r: r, sig: sig, ok: rd.Success})
+		}
 		if s.o.Adaptive != nil {
 			s.replica(key).told(&v)
 		}
@@ -369,6 +372,7 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 	}
 	v.Blocked = integer(res, roBlocked) == 1
 	v.Breaker = breaker.Transition{From: breaker.State(integer(res, roFrom)), To: breaker.State(integer(res, roTo))}
+	s.heard(key, integer(res, roBreaker), integer(res, roFailures))
 	if v.Breaker.To == breaker.Open && v.Breaker.From != breaker.Open {
 		v.Breaker.Until = r.Now.Add(micros(integer(res, roUntil) - integer(res, roNow)))
 	}
@@ -396,8 +400,7 @@ func (s *Store) quiet(key string, rd polite.Reading, sig adaptive.Signal) bool {
 	if s.o.Adaptive != nil && sig.Kind != adaptive.OK && sig.Kind != adaptive.Neutral {
 		return false
 	}
-	_, unclosed := s.unclosed.Load(key)
-	return !unclosed
+	return s.marked(key)&markUnclosed == 0
 }
 
 // follow brings rep up to the log a report returned and, when its
@@ -607,8 +610,7 @@ func (s *Store) cut() float64 {
 // run runs script on key's keys and measures the clock offset from the
 // reply's "now" when the script returns one.
 func (s *Store) run(script *redis.Script, key string, args []any) (any, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
-	defer cancel()
+	deadline := time.Now().Add(s.o.Timeout)
 	base := s.o.Prefix + "{" + key + "}:"
 	keys := []string{base + "h", base + "f", base + "l", base + "g", base + "s"}
 	mutating := script == admitScript || script == reportScript
@@ -618,11 +620,11 @@ func (s *Store) run(script *redis.Script, key string, args []any) (any, error) {
 		args = append(args, s.worker+"/"+strconv.FormatUint(s.calls.Add(1), 10))
 	}
 	sent := time.Now()
-	res, err := script.Run(ctx, s.c, keys, args...).Result()
-	if err != nil && mutating && ctx.Err() == nil && !errors.Is(err, redis.Nil) {
+	res, err := s.pipelined(deadline, script, keys, args)
+	if err != nil && mutating && time.Now().Before(deadline) && !errors.Is(err, redis.Nil) {
 		// Once more within the call's time: the first may have run and
 		// lost its reply; then this one gets that reply.
-		res, err = script.Run(ctx, s.c, keys, args...).Result()
+		res, err = s.pipelined(deadline, script, keys, args)
 	}
 	if err != nil {
 		err = fmt.Errorf("redisstore: %w", err)

@@ -98,12 +98,12 @@ local function admitOne(maxWait, first, id, cost)
 end
 
 local out = {}
-out[B.now], out[B.breaker], out[B.log] = now, 0, 0
+out[B.now], out[B.breaker], out[B.failures], out[B.log] = now, 0, 0, 0
 for k = 0, n - 1 do
   local j = i + 4 * k
   out[#out + 1] = admitOne(num(ARGV[j], 0), ARGV[j + 1] == '1', ARGV[j + 2], math.max(num(ARGV[j + 3], 1), 1))
 end
-out[B.breaker] = st.cbs
+out[B.breaker], out[B.failures] = st.cbs, st.fl
 local seen = num(ARGV[A.seen], -2)
 if seen ~= -2 then
   -- The reports' signals are in the log: the replica hears them, and any

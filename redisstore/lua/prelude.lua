@@ -72,14 +72,15 @@ if lane then
   if prev and string.sub(prev, 1, #rid + 1) == rid .. ' ' then return cmsgpack.unpack(string.sub(prev, #rid + 2)) end
 end
 do
+  -- As packed: numbers, strings, false for absent (no conversion needed).
   local v = {}
   if raw[1] then v = {cmsgpack.unpack(raw[1])} end
-  st.f, st.r, st.c, st.rc = num(v[1], nil), num(v[2], nil), num(v[3], 0), num(v[4], 0)
-  st.pu, st.pw, st.blk = num(v[5], 0), v[6] or '', v[7] or ''
-  st.cbs, st.cbu, st.cbd, st.lt = num(v[8], 0), num(v[9], 0), num(v[10], 0), num(v[11], 0)
-  st.bf, st.be, st.bt, st.ln = num(v[12], nil), num(v[13], 0), num(v[14], 0), num(v[15], 0)
-  st.sq, st.lf, st.t0, st.ss, st.rs, st.cc = num(v[16], 0), num(v[17], 0), num(v[18], 0), num(v[19], 0), num(v[20], 0), num(v[21], 0)
-  st.ex, st.fl = num(v[22], 0), num(v[23], 0)
+  st.f, st.r, st.c, st.rc = v[1] or nil, v[2] or nil, v[3] or 0, v[4] or 0
+  st.pu, st.pw, st.blk = v[5] or 0, v[6] or '', v[7] or ''
+  st.cbs, st.cbu, st.cbd, st.lt = v[8] or 0, v[9] or 0, v[10] or 0, v[11] or 0
+  st.bf, st.be, st.bt, st.ln = v[12] or nil, v[13] or 0, v[14] or 0, v[15] or 0
+  st.sq, st.lf, st.t0, st.ss, st.rs, st.cc = v[16] or 0, v[17] or 0, v[18] or 0, v[19] or 0, v[20] or 0, v[21] or 0
+  st.ex, st.fl = v[22] or 0, v[23] or 0
 end
 
 -- fresh names the keys besides the hash this call created, which have no

@@ -111,5 +111,6 @@ if adaptive then
   end
   out[O.log] = catchup(epoch, num(ARGV[A.seen], -1))
 end
+out[O.breaker], out[O.failures] = st.cbs, st.fl
 save()
 return remember(out)
