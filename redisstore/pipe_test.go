@@ -53,3 +53,28 @@ func TestPipelineReloadsScripts(t *testing.T) {
 	}
 	round("after SCRIPT FLUSH")
 }
+
+// TestScarceSlotReleasedAtOnce: with a small fleet cap, a release is sent
+// when it is made, not with the host's next call: another worker gets the
+// slot at once.
+func TestScarceSlotReleasedAtOnce(t *testing.T) {
+	addr := redistest.Start(t)
+	limits := polite.Limits{Rate: 1000, Burst: 10, Concurrency: 1}
+	regA, regB := &polite.Registry{Limits: limits}, &polite.Registry{Limits: limits}
+	a, _ := newStore(t, addr, regA, Options{Prefix: "scarce:"})
+	b, _ := newStore(t, addr, regB, Options{Prefix: "scarce:"})
+	ha, hb := regA.Get("a.test"), regB.Get("a.test")
+	defer regA.Put(ha)
+	defer regB.Put(hb)
+	adm := a.Admit(ha, polite.Query{Now: time.Now()})
+	if !adm.Granted {
+		t.Fatalf("first admission = %+v, want granted", adm)
+	}
+	if got := b.Admit(hb, polite.Query{Now: time.Now()}); got.Granted || got.Reason != polite.ReasonSlot {
+		t.Fatalf("another worker's admission while the slot is leased = %+v, want refused for the slot", got)
+	}
+	a.Release(ha, adm.Lease)
+	if got := b.Admit(hb, polite.Query{Now: time.Now()}); !got.Granted {
+		t.Errorf("another worker's admission right after the release = %+v, want granted", got)
+	}
+}

@@ -43,6 +43,9 @@ type replica struct {
 	used    atomic.Int64
 	pressed atomic.Int64
 	rate    atomic.Uint64 // float64 bits
+	// conc is the controller's cap on requests in flight as last heard
+	// (0: none heard).
+	conc atomic.Int64
 }
 
 // NoteDemand records that a request waited for h's rate at now (a
@@ -203,6 +206,7 @@ func (s *Store) catchUp(r *replica, key string, res any) (w written, ok bool) {
 		r.seen = n
 	}
 	r.rate.Store(math.Float64bits(r.ctl.Rate()))
+	r.conc.Store(int64(r.ctl.Concurrency()))
 	if r.seen >= integer(res, loStored)+snapEvery && r.snap == nil {
 		if b, err := r.ctl.MarshalBinary(); err == nil {
 			r.snap, r.snapSeq = b, r.seen

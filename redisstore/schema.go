@@ -2,17 +2,18 @@ package redisstore
 
 import (
 	"fmt"
-	"strings"
+	"regexp"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // The protocol between the store and its scripts is named in one place:
 // each script's arguments and reply slots are listed below, in Go, by
-// index constants and their names. The Lua side reads the same table: a
-// header generated from it (see header) defines A.<name> as the argument's
-// ARGV index and O.<name> as the reply slot, and the scripts use only those
-// names, never a bare position. TestSchema fails when a script uses a name
+// index constants and their names. The Lua side reads the same table: the
+// scripts say A.<name> for the argument's ARGV index and O.<name> for the
+// reply slot, never a bare position, and build replaces each name with its
+// number from these tables when the script is made. TestSchema fails when a script uses a name
 // the table lacks or the table names one the script never uses, and the
 // round-trip tests fail when a reply's length is not the table's.
 //
@@ -243,49 +244,56 @@ var stateOut = [nStateOut]string{stRate: "rate", stTokens: "tokens", stCeiling: 
 	stBurst: "burst", stLeases: "leases", stBudgetFloor: "budgetFloor", stBudgetEarned: "budgetEarned",
 	stBudgetAt: "budgetAt", stConc: "conc"}
 
-// header is the Lua that names a script's arguments (A) and reply slots
-// (O), from the tables above; for admit (batch), its reports' fields (R)
-// and its reply's head (B) too.
-func header(args []string, out []string, batch bool) string {
-	var b strings.Builder
-	b.WriteString("local A = {")
+// slotName is a name the scripts read from a table: A.<name>, O.<name>,
+// LO.<name>, R.<name>, B.<name>.
+var slotName = regexp.MustCompile(`\b(A|O|LO|R|B)\.([A-Za-z_]\w*)`)
+
+// build is a script's source as Redis runs it: src with every name of
+// the tables above (slotName) replaced by its number, so that a call
+// builds no table of names, after a header of the counts it uses. args
+// and out are the script's own arguments and reply slots; batch gives it
+// admit's report fields (R) and reply head (B) too. A name its tables
+// lack panics: a script that would read nil.
+func build(args, out []string, batch bool, src string) string {
+	tables := map[string]map[string]int{"A": {}, "O": {}, "LO": {}}
 	for i, n := range commonArgs {
-		fmt.Fprintf(&b, "%s = %d, ", n, i+1)
+		tables["A"][n] = i + 1
 	}
 	for i, n := range args {
-		fmt.Fprintf(&b, "%s = %d, ", n, nCommon+i+1)
+		tables["A"][n] = nCommon + i + 1
 	}
-	b.WriteString("}\n")
-	names(&b, "O", out)
-	fmt.Fprintf(&b, "local NOUT = %d\n", len(out))
-	names(&b, "LO", logOut[:])
-	fmt.Fprintf(&b, "local BATCH = %v\n", batch)
+	for i, n := range out {
+		tables["O"][n] = i + 1
+	}
+	for i, n := range logOut {
+		tables["LO"][n] = i + 1
+	}
 	if batch {
-		b.WriteString("local R = {")
+		tables["R"], tables["B"] = map[string]int{}, map[string]int{}
 		for i, n := range reportItem {
-			fmt.Fprintf(&b, "%s = %d, ", n, i)
+			tables["R"][n] = i // an offset from the report's first field
 		}
-		fmt.Fprintf(&b, "}\nlocal NITEM = %d\n", nItem)
-		names(&b, "B", admitHead[:])
+		for i, n := range admitHead {
+			tables["B"][n] = i + 1
+		}
 	}
-	return b.String()
+	body := slotName.ReplaceAllStringFunc(src, func(m string) string {
+		sub := slotName.FindStringSubmatch(m)
+		i, ok := tables[sub[1]][sub[2]]
+		if !ok {
+			panic(fmt.Sprintf("redisstore: a script reads %s, which its tables do not name", m))
+		}
+		return strconv.Itoa(i)
+	})
+	return fmt.Sprintf("local NOUT, BATCH, NITEM = %d, %v, %d\n", len(out), batch, nItem) + body
 }
 
-// names writes a Lua table that maps each name to its 1-based slot.
-func names(b *strings.Builder, table string, slots []string) {
-	fmt.Fprintf(b, "local %s = {", table)
-	for i, n := range slots {
-		fmt.Fprintf(b, "%s = %d, ", n, i+1)
-	}
-	b.WriteString("}\n")
-}
-
-// luaScript is a script's source as Redis runs it: the header its tables
-// give, then the prelude (unless it runs without), then its body.
+// luaScript is a script as Redis runs it (build): the prelude (unless it
+// runs without), then its body.
 func luaScript(args, out []string, withPrelude bool, body string) *redis.Script {
-	src := header(args, out, false)
+	src := body
 	if withPrelude {
-		src += prelude + logLua
+		src = prelude + logLua + body
 	}
-	return redis.NewScript(src + body)
+	return redis.NewScript(build(args, out, false, src))
 }

@@ -75,11 +75,11 @@ var (
 	logLua string
 )
 
-// Each script is the header its tables name (schema.go), the shared
-// prelude and its own body. go-redis runs them with EVALSHA, and with EVAL
+// Each script is the shared prelude and its own body, its names of
+// arguments and reply slots numbered from its tables (schema.go). go-redis runs them with EVALSHA, and with EVAL
 // when Redis does not have them yet.
 var (
-	admitScript      = redis.NewScript(header(admitArgs[:], admitOut[:], true) + prelude + logLua + admitLua)
+	admitScript      = redis.NewScript(build(admitArgs[:], admitOut[:], true, prelude+logLua+admitLua))
 	reportScript     = luaScript(reportArgs[:], reportOut[:], true, reportLua)
 	keepScript       = luaScript(keepArgs[:], nil, true, keepLua)
 	cancelScript     = luaScript(cancelArgs[:], nil, true, cancelLua)
@@ -270,13 +270,42 @@ func (s *Store) leaseID(seq uint64) string {
 	return s.worker + ":" + strconv.FormatUint(seq, 10)
 }
 
-// Release implements polite.Store. The release goes with the host's next
-// call, or on its own within flushDelay (see combine).
+// Release implements polite.Store. Where the fleet's cap on the host's
+// requests in flight is small (at most rideCap), a slot is scarce and
+// the release is sent at once (with whatever the host's queue holds);
+// otherwise it goes with the host's next call, or on its own within
+// flushDelay (see combine).
 func (s *Store) Release(h *polite.Host, lease uint64) {
 	if lease == 0 || s.health.degraded.Load() {
 		return // a lease Redis cannot hear of expires there
 	}
+	if s.scarce(h.Key()) {
+		s.combine(h, &pending{flush: true, done: make(chan struct{})}, s.leaseID(lease), nil)
+		return
+	}
 	s.combine(h, nil, s.leaseID(lease), nil)
+}
+
+// rideCap is the largest fleet cap on a host's requests in flight under
+// which releases are sent at once: a worker waiting for one of a few
+// slots should not wait flushDelay more for a request that has ended.
+const rideCap = 32
+
+// scarce reports whether key's requests in flight are capped at rideCap
+// or fewer, by its limits or by the fleet's controller as last heard.
+func (s *Store) scarce(key string) bool {
+	if c := s.reg.LimitsFor(key).Concurrency; c > 0 && c <= rideCap {
+		return true
+	}
+	if s.o.Adaptive == nil {
+		return false
+	}
+	v, ok := s.replicas.Load(key)
+	if !ok {
+		return true // not heard yet: the controller starts with a small cap
+	}
+	c := v.(*replica).conc.Load()
+	return c <= 0 || c <= rideCap
 }
 
 // The local store's pacing of a bucket's waiters: a token due within about

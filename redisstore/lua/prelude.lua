@@ -6,8 +6,8 @@
 -- log (a list of entries, see log.lua) and KEYS[5] a snapshot of the
 -- controller; all carry the host key as their hash tag, so one host's keys
 -- share a Cluster slot. Arguments and reply slots are named (A.<name>,
--- O.<name>) by the header schema.go generates; the first four are the
--- same for every script: the caller's clock in microseconds (0: Redis's
+-- O.<name>) in schema.go, which numbers them when it builds the script;
+-- the first four are the same for every script: the caller's clock in microseconds (0: Redis's
 -- TIME, as in production), the host's configured rate (-1: unlimited),
 -- its burst, and how long an idle host's keys live (microseconds).
 --
