@@ -43,20 +43,31 @@ type quiet struct {
 	ok  bool // the breaker hears a success
 }
 
-// combiner queues a host's admissions, releases and quiet reports.
+// combiner queues a host's admissions, releases and quiet reports. Two
+// callers may send it at once (hostSenders), each on its own lane (its
+// admit calls' names, see prelude.lua, so that each lane's calls go one
+// after the other); only one call out carries reports and flushes, so a
+// host's reports reach Redis in the order they were made.
 type combiner struct {
-	mu      sync.Mutex
-	busy    bool // a caller is sending the queue
-	dead    bool // removed from Store.hosts: callers must find another
-	armed   bool // a timer will send the queue's releases and reports
-	qs      []*pending
-	flushes []*pending
-	rels    []string
-	reports []quiet
+	mu        sync.Mutex
+	senders   int   // callers sending the queue
+	lanes     uint8 // the lanes they use (bit i: lane i)
+	reporting bool  // a call out carries reports or flushes
+	dead      bool  // removed from Store.hosts: callers must find another
+	armed     bool  // a timer will send the queue's releases and reports
+	qs        []*pending
+	flushes   []*pending
+	rels      []string
+	reports   []quiet
 }
 
-// maxBatch bounds the admissions, the releases and the reports of one call.
-const maxBatch = 128
+// maxBatch bounds the admissions, the releases and the reports of one call;
+// hostSenders the calls out at once for one host (a second one keeps Redis
+// busy while the first's reply is read and its callers woken).
+const (
+	maxBatch    = 128
+	hostSenders = 2
+)
 
 // flushDelay is how long a release or a quiet report waits for an
 // admission to the same host to ride with before it goes on its own: the
@@ -66,8 +77,8 @@ const flushDelay = 50 * time.Millisecond
 
 // combine queues p (an admission or a flush, or nil), rel (a lease to
 // release, or "") and rep (a quiet report, or nil), and sends the host's
-// queue unless another caller is at it; with neither an admission nor a
-// flush queued, it leaves the queue to a timer (or the next admission).
+// queue unless callers are at it; with neither an admission nor a flush
+// queued, it leaves the queue to a timer (or the next admission).
 func (s *Store) combine(h *polite.Host, p *pending, rel string, rep *quiet) {
 	key := h.Key()
 	for {
@@ -94,8 +105,8 @@ func (s *Store) combine(h *polite.Host, p *pending, rel string, rep *quiet) {
 		if rep != nil {
 			c.reports = append(c.reports, *rep)
 		}
-		if c.busy {
-			c.mu.Unlock()
+		if c.senders >= hostSenders || c.senders > 0 && len(c.qs) == 0 {
+			c.mu.Unlock() // a sender takes them
 			return
 		}
 		if len(c.qs) == 0 && len(c.flushes) == 0 {
@@ -103,10 +114,22 @@ func (s *Store) combine(h *polite.Host, p *pending, rel string, rep *quiet) {
 			c.mu.Unlock()
 			return
 		}
-		c.busy = true
+		lane := c.lane()
 		c.mu.Unlock()
-		s.drain(h, c, false)
+		s.drain(h, c, lane, false)
 		return
+	}
+}
+
+// lane counts a new sender in and returns a lane no other uses; c.mu is
+// held.
+func (c *combiner) lane() int {
+	c.senders++
+	for i := 0; ; i++ {
+		if c.lanes&(1<<i) == 0 {
+			c.lanes |= 1 << i
+			return i
+		}
 	}
 }
 
@@ -119,18 +142,18 @@ func (s *Store) arm(h *polite.Host, c *combiner) {
 	time.AfterFunc(flushDelay, func() {
 		c.mu.Lock()
 		c.armed = false
-		if c.busy || c.dead {
+		if c.senders > 0 || c.dead {
 			c.mu.Unlock()
-			return // the sender sends the queue, or arms again
+			return // the senders send the queue, or arm again
 		}
-		c.busy = true
+		lane := c.lane()
 		c.mu.Unlock()
-		s.drain(h, c, true)
+		s.drain(h, c, lane, true)
 	})
 }
 
 // flush sends h's queued releases and quiet reports, and returns once they
-// have been sent.
+// and those already out have been heard.
 func (s *Store) flush(h *polite.Host) {
 	v, ok := s.hosts.Load(h.Key())
 	if !ok {
@@ -138,7 +161,7 @@ func (s *Store) flush(h *polite.Host) {
 	}
 	c := v.(*combiner)
 	c.mu.Lock()
-	idle := !c.busy && len(c.rels) == 0 && len(c.reports) == 0
+	idle := c.senders == 0 && len(c.rels) == 0 && len(c.reports) == 0
 	c.mu.Unlock()
 	if idle {
 		return
@@ -148,40 +171,55 @@ func (s *Store) flush(h *polite.Host) {
 	<-p.done
 }
 
-// drain sends c's queue, a batch per call, while it holds admissions, or
-// releases and reports that a flush waits for (or, all, that a timer
-// sends); the releases and reports left then wait for the timer.
-func (s *Store) drain(h *polite.Host, c *combiner, all bool) {
+// drain sends c's queue on lane, a batch per call, while it holds
+// admissions, or releases and reports that a flush waits for (or, all,
+// that a timer sends); the releases and reports left then wait for the
+// timer. Reports and flushes go only while no other call out carries
+// reports.
+func (s *Store) drain(h *polite.Host, c *combiner, lane int, all bool) {
 	for {
 		c.mu.Lock()
-		n := min(len(c.qs), maxBatch)
-		r, m := min(len(c.rels), maxBatch), min(len(c.reports), maxBatch)
+		n, r, m := min(len(c.qs), maxBatch), min(len(c.rels), maxBatch), 0
 		var flushed []*pending
-		if r == len(c.rels) && m == len(c.reports) {
-			flushed, c.flushes = c.flushes, nil // this batch sends what they wait for
+		if !c.reporting {
+			m = min(len(c.reports), maxBatch)
+			if r == len(c.rels) && m == len(c.reports) {
+				flushed, c.flushes = c.flushes, nil // this batch sends what they wait for
+			}
+			if n == 0 && !all && len(flushed) == 0 && len(c.flushes) == 0 {
+				r, m = 0, 0 // leave them to the timer
+			}
+		} else if n == 0 {
+			r = 0
 		}
-		if n == 0 && !all && len(flushed) == 0 && len(c.flushes) == 0 {
-			r, m = 0, 0 // leave them to the timer
-		}
-		if n == 0 && r == 0 && m == 0 {
-			c.busy = false
-			switch {
-			case len(c.rels) > 0 || len(c.reports) > 0:
-				s.arm(h, c)
-			case !c.armed:
-				c.dead = true
-				s.hosts.Delete(h.Key())
+		if n == 0 && r == 0 && m == 0 && len(flushed) == 0 {
+			c.senders--
+			c.lanes &^= 1 << lane
+			if c.senders == 0 {
+				switch {
+				case len(c.rels) > 0 || len(c.reports) > 0:
+					s.arm(h, c)
+				case !c.armed:
+					c.dead = true
+					s.hosts.Delete(h.Key())
+				}
 			}
 			c.mu.Unlock()
-			for _, p := range flushed {
-				close(p.done)
-			}
 			return
+		}
+		carries := m > 0 || len(flushed) > 0
+		if carries {
+			c.reporting = true
 		}
 		qs, rels, reps := c.qs[:n:n], c.rels[:r:r], c.reports[:m:m]
 		c.qs, c.rels, c.reports = c.qs[n:], c.rels[r:], c.reports[m:]
 		c.mu.Unlock()
-		s.send(h, qs, rels, reps)
+		s.send(h, qs, rels, reps, lane)
+		if carries {
+			c.mu.Lock()
+			c.reporting = false
+			c.mu.Unlock()
+		}
 		for _, p := range flushed {
 			close(p.done)
 		}
@@ -190,7 +228,7 @@ func (s *Store) drain(h *polite.Host, c *combiner, all bool) {
 
 // send runs one admit call for qs, rels and reps and answers each of qs;
 // with only releases, a release call.
-func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet) {
+func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet, lane int) {
 	key := h.Key()
 	if len(qs) == 0 && len(reps) == 0 {
 		if len(rels) > 0 {
@@ -198,7 +236,7 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet)
 			for i, r := range rels {
 				args[i] = r
 			}
-			s.run(releaseScript, key, args)
+			s.run(releaseScript, key, args, 0)
 		}
 		return
 	}
@@ -260,7 +298,7 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet)
 		hold := min(time.Duration(cost)*poll, maxHold) // a cost of n holds n intervals, as the local store
 		args = append(args, min(hold, p.q.MaxWait).Microseconds(), flag(p.q.First), s.leaseID(seqs[i]), cost)
 	}
-	res, err := s.run(admitScript, key, args)
+	res, err := s.run(admitScript, key, args, lane)
 	if err != nil {
 		for _, q := range reps {
 			s.health.local.Report(h, q.r) // heard here at least, as a failed report is

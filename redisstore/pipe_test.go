@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/internal/redistest"
 )
 
@@ -76,5 +77,55 @@ func TestScarceSlotReleasedAtOnce(t *testing.T) {
 	a.Release(ha, adm.Lease)
 	if got := b.Admit(hb, polite.Query{Now: time.Now()}); !got.Granted {
 		t.Errorf("another worker's admission right after the release = %+v, want granted", got)
+	}
+}
+
+// TestHotHostCombined: many callers admitting, releasing and reporting
+// on one host at once, through two lanes of calls, with State asked
+// meanwhile: nothing hangs or degrades, and every report's signal reaches
+// the host's log once State has flushed the queue.
+func TestHotHostCombined(t *testing.T) {
+	addr := redistest.Start(t)
+	reg := &polite.Registry{Limits: polite.Limits{Rate: 1e6, Burst: 1 << 20, Concurrency: 1 << 20}}
+	s, client := newStore(t, addr, reg, Options{Prefix: "hot:", Adaptive: &adaptive.Config{Max: 1e6, MaxConcurrency: 1 << 20}})
+	const callers, each = 32, 10
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := reg.Get("a.test")
+			defer reg.Put(h)
+			for j := range each {
+				now := time.Now()
+				a := s.Admit(h, polite.Query{Now: now, MaxWait: time.Second})
+				for !a.Granted && a.Reason == polite.ReasonSlot {
+					// The controller's cap, small until it has heard answers.
+					time.Sleep(a.Wait)
+					now = time.Now()
+					a = s.Admit(h, polite.Query{Now: now, MaxWait: time.Second})
+				}
+				if !a.Granted {
+					t.Errorf("admission refused: %+v", a)
+					return
+				}
+				s.Release(h, a.Lease)
+				s.Report(h, polite.Report{Now: now.Add(time.Millisecond), Sent: now, Outcome: polite.OK, Status: 200,
+					Latency: time.Millisecond, Attempt: 1})
+				if (i+j)%7 == 0 {
+					s.State(h, time.Now())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	h := reg.Get("a.test")
+	defer reg.Put(h)
+	s.State(h, time.Now())
+	if d, _ := s.Degraded(); d {
+		t.Fatal("the store degraded")
+	}
+	if n := client.LLen(context.Background(), "hot:{a.test}:g").Val(); n != callers*each {
+		t.Errorf("the host's log holds %d entries after %d reports, want one each", n, callers*each)
 	}
 }

@@ -136,7 +136,7 @@ func TestReplyShapes(t *testing.T) {
 	}
 	p := &pending{q: polite.Query{Now: now}, done: make(chan struct{})}
 	cb.mu.Lock()
-	cb.busy = true // the queue is this test's to send
+	lane := cb.lane() // the queue is this test's to send
 	qs, reports := []*pending{p}, cb.reports
 	cb.reports = nil
 	cb.mu.Unlock()
@@ -153,7 +153,7 @@ func TestReplyShapes(t *testing.T) {
 		args = append(args, 1, 0, 1000, 0, 0)
 	}
 	args = append(args, len(qs), 0, 0, "x:1", 1)
-	res, err := s.run(admitScript, "a.test", args)
+	res, err := s.run(admitScript, "a.test", args, lane)
 	if a, _ := res.([]any); err != nil || len(a) != nAdmitHead+1 {
 		t.Fatalf("admit's reply = %v (%v), want %d slots and one result", res, err, nAdmitHead)
 	}
@@ -164,7 +164,8 @@ func TestReplyShapes(t *testing.T) {
 		t.Errorf("admit's log has %d slots, its table %d: %v", len(l), nLogOut, slot(res, abLog))
 	}
 	cb.mu.Lock()
-	cb.busy = false
+	cb.senders--
+	cb.lanes &^= 1 << lane
 	cb.mu.Unlock()
 	report := s.args(now, l, nReport)
 	for i := range nReport {
@@ -172,7 +173,7 @@ func TestReplyShapes(t *testing.T) {
 	}
 	report[nCommon+rpPauseWhy], report[nCommon+rpBlock], report[nCommon+rpSnap] = "", "", ""
 	report[nCommon+rpAdaptive], report[nCommon+rpSeen] = 1, -1
-	res, err = s.run(reportScript, "a.test", report)
+	res, err = s.run(reportScript, "a.test", report, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,13 +183,13 @@ func TestReplyShapes(t *testing.T) {
 	if a, _ := slot(res, roLog).([]any); len(a) != nLogOut {
 		t.Errorf("the log reply has %d slots, its table %d: %v", len(a), nLogOut, slot(res, roLog))
 	}
-	state, err := s.run(stateScript, "a.test", s.args(now, l, 0))
+	state, err := s.run(stateScript, "a.test", s.args(now, l, 0), 0)
 	if a, _ := state.([]any); err != nil || len(a) != nStateOut {
 		t.Errorf("state's reply = %v (%v), want %d slots", state, err, nStateOut)
 	}
 	ceil := s.args(now, l, nSetCeiling)
 	ceil[nCommon+scWhy], ceil[nCommon+scRate], ceil[nCommon+scAdaptive] = "ratelimit", 3.0, 1
-	c, err := s.run(setCeilingScript, "a.test", ceil)
+	c, err := s.run(setCeilingScript, "a.test", ceil, 0)
 	if a, _ := c.([]any); err != nil || len(a) != nSetCeilingOut {
 		t.Errorf("setceiling's reply = %v (%v), want %d slots", c, err, nSetCeilingOut)
 	}

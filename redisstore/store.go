@@ -325,7 +325,7 @@ func (s *Store) Keep(h *polite.Host, now, reserved time.Time, cost int) bool {
 	key := h.Key()
 	args := s.args(now, s.reg.LimitsFor(key), nKeep)
 	args[nCommon+kpReserved], args[nCommon+kpCost] = s.theirs(reserved), max(cost, 1)
-	res, err := s.run(keepScript, key, args)
+	res, err := s.run(keepScript, key, args, 0)
 	return err == nil && integer([]any{res}, 0) == 1
 }
 
@@ -339,7 +339,7 @@ func (s *Store) Cancel(h *polite.Host, now time.Time, cost int) {
 	key := h.Key()
 	args := s.args(now, s.reg.LimitsFor(key), nCancel)
 	args[nCommon+cnCost] = max(cost, 1)
-	s.run(cancelScript, key, args)
+	s.run(cancelScript, key, args, 0)
 }
 
 // Report implements polite.Store.
@@ -389,7 +389,7 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 		epoch, seen, snapSeq, snap := rep.follow()
 		a[rpEpoch], a[rpSeen], a[rpSnapSeq], a[rpSnap] = epoch, seen, snapSeq, snap
 	}
-	res, err := s.run(reportScript, key, args)
+	res, err := s.run(reportScript, key, args, 0)
 	if err != nil {
 		return s.health.local.Report(h, r)
 	}
@@ -461,7 +461,7 @@ func (s *Store) follow(h *polite.Host, rep *replica, now time.Time, l polite.Lim
 	}
 	args := s.args(now, l, nSetRate)
 	args[nCommon+srRate], args[nCommon+srSeq], args[nCommon+srConc] = rate, seq, conc
-	if _, err := s.run(setRateScript, key, args); err != nil || rate == cur {
+	if _, err := s.run(setRateScript, key, args, 0); err != nil || rate == cur {
 		return
 	}
 	v.Rate, v.Capacity, v.CapacityErr, v.Measured, v.Phase = rate, capacity, capErr, measured, phase
@@ -480,7 +480,7 @@ func (s *Store) SetRate(h *polite.Host, now time.Time, rate float64) float64 {
 	l := s.reg.LimitsFor(key)
 	args := s.args(now, l, nSetRate)
 	args[nCommon+srRate], args[nCommon+srSeq], args[nCommon+srConc] = rate, 0, 0
-	res, err := s.run(setRateScript, key, args)
+	res, err := s.run(setRateScript, key, args, 0)
 	if err != nil {
 		return s.health.local.SetRate(h, now, rate)
 	}
@@ -498,7 +498,7 @@ func (s *Store) Unblock(h *polite.Host) bool {
 		return lifted
 	}
 	s.flush(h)
-	res, err := s.run(unblockScript, h.Key(), s.args(time.Now(), s.reg.LimitsFor(h.Key()), 0))
+	res, err := s.run(unblockScript, h.Key(), s.args(time.Now(), s.reg.LimitsFor(h.Key()), 0), 0)
 	if err != nil {
 		return lifted
 	}
@@ -520,7 +520,7 @@ func (s *Store) SetCeiling(h *polite.Host, now time.Time, why polite.Reason, rat
 	}
 	args := s.args(now, l, nSetCeiling)
 	args[nCommon+scWhy], args[nCommon+scRate], args[nCommon+scAdaptive] = string(why), max(rate, 0), flag(s.o.Adaptive != nil)
-	res, err := s.run(setCeilingScript, key, args)
+	res, err := s.run(setCeilingScript, key, args, 0)
 	if err != nil {
 		return s.health.local.SetCeiling(h, now, why, rate)
 	}
@@ -538,7 +538,7 @@ func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 	st := polite.HostState{Key: key, Rule: s.reg.RuleFor(key)}
 	st.InFlight, st.Concurrency = h.InFlight()
 	l := s.reg.LimitsFor(key)
-	res, err := s.run(stateScript, key, s.args(now, l, 0))
+	res, err := s.run(stateScript, key, s.args(now, l, 0), 0)
 	if err != nil {
 		return s.health.local.State(h, now)
 	}
@@ -636,9 +636,10 @@ func (s *Store) cut() float64 {
 	return s.br.Jitter * s.br.Rand()
 }
 
-// run runs script on key's keys and measures the clock offset from the
+// run runs script on key's keys (admit on one of the combiner's lanes)
+// and measures the clock offset from the
 // reply's "now" when the script returns one.
-func (s *Store) run(script *redis.Script, key string, args []any) (any, error) {
+func (s *Store) run(script *redis.Script, key string, args []any, lane int) (any, error) {
 	deadline := time.Now().Add(s.o.Timeout)
 	base := s.o.Prefix + "{" + key + "}:"
 	keys := []string{base + "h", base + "f", base + "l", base + "g", base + "s"}
@@ -646,7 +647,11 @@ func (s *Store) run(script *redis.Script, key string, args []any) (any, error) {
 	if mutating {
 		// Named, so that sending it again (below) is safe: see prelude.lua.
 		keys = append(keys, base+"d")
-		args = append(args, s.worker+"/"+strconv.FormatUint(s.calls.Add(1), 10))
+		name := s.worker
+		if script == admitScript {
+			name += "." + strconv.Itoa(lane) // the combiner's lane: its calls go one at a time
+		}
+		args = append(args, name+"/"+strconv.FormatUint(s.calls.Add(1), 10))
 	}
 	sent := time.Now()
 	res, err := s.pipelined(deadline, script, keys, args)

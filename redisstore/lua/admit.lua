@@ -63,6 +63,10 @@ local function result(code, us, why, spare)
   return res
 end
 
+-- The leases live when the call began (counted once; -1: none, so that
+-- L is new) and those its grants take, leased together at the end.
+local counted, grants = nil, {}
+
 local function admitOne(maxWait, first, id, cost)
   if st.blk ~= '' and not keepBlocked then return result(1, 0, st.blk) end
   if st.pu > now then return result(2, st.pu - now, st.pw) end
@@ -71,7 +75,11 @@ local function admitOne(maxWait, first, id, cost)
   if st.cbs ~= 0 and now < st.cbu then return result(3, st.cbu - now, '') end
   local live = 0
   if cap > 0 then
-    live = inflight()
+    if counted == nil then
+      counted = inflight()
+      if counted == 0 then counted = -1 end -- L is created by this call, if at all
+    end
+    live = math.max(counted, 0) + #grants / 2
     if live >= cap then return result(5, 0, '') end
   end
   local rr, bb = inforce()
@@ -88,7 +96,10 @@ local function admitOne(maxWait, first, id, cost)
   end
   if cap > 0 then
     -- The slot is held from now, through the wait for a reserved token.
-    lease(id, now + wait + leaseTTL, live)
+    local u = now + wait + leaseTTL
+    grants[#grants + 1] = int(u)
+    grants[#grants + 1] = id
+    leased = math.max(leased, u)
   end
   if first then
     advance(ratio, minps, window)
@@ -104,6 +115,10 @@ for k = 0, n - 1 do
   out[#out + 1] = admitOne(num(ARGV[j], 0), ARGV[j + 1] == '1', ARGV[j + 2], math.max(num(ARGV[j + 3], 1), 1))
 end
 out[B.breaker], out[B.failures] = st.cbs, st.fl
+if #grants > 0 then
+  redis.call('ZADD', L, unpack(grants))
+  if counted == -1 then fresh[#fresh + 1] = L end
+end
 local seen = num(ARGV[A.seen], -2)
 if seen ~= -2 then
   -- The reports' signals are in the log: the replica hears them, and any

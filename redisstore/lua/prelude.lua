@@ -84,7 +84,7 @@ do
 end
 
 -- fresh names the keys besides the hash this call created, which have no
--- expiry yet (see save); leased the latest lease expiry it set (µs).
+-- expiry yet (see save); leased the latest lease expiry it set (µs, admit).
 local fresh, leased = {}, 0
 
 local now = num(ARGV[A.clock], 0)
@@ -216,14 +216,6 @@ end
 local function unfailed()
   if st.fl ~= 0 then redis.call('DEL', F) end
   st.fl = 0
-end
-
--- lease leases a slot to id until the instant u (µs); live is how many
--- were live before.
-local function lease(id, u, live)
-  redis.call('ZADD', L, int(u), id)
-  if live == 0 then fresh[#fresh + 1] = L end
-  leased = math.max(leased, u)
 end
 
 -- remember keeps a mutating call's reply under its name (see D above)
