@@ -76,8 +76,9 @@ var (
 )
 
 // Each script is the shared prelude and its own body, its names of
-// arguments and reply slots numbered from its tables (schema.go). go-redis runs them with EVALSHA, and with EVAL
-// when Redis does not have them yet.
+// arguments and reply slots numbered from its tables (schema.go). go-redis
+// runs them with EVALSHA (in pipelines, pipe.go), and with EVAL when Redis
+// does not have them yet.
 var (
 	admitScript      = redis.NewScript(build(admitArgs[:], admitOut[:], true, prelude+logLua+admitLua))
 	reportScript     = luaScript(reportArgs[:], reportOut[:], true, reportLua)
