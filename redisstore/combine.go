@@ -49,6 +49,7 @@ type quiet struct {
 // after the other); only one call out carries reports and flushes, so a
 // host's reports reach Redis in the order they were made.
 type combiner struct {
+	h         *polite.Host
 	mu        sync.Mutex
 	senders   int   // callers sending the queue
 	lanes     uint8 // the lanes they use (bit i: lane i)
@@ -84,7 +85,7 @@ func (s *Store) combine(h *polite.Host, p *pending, rel string, rep *quiet) {
 	for {
 		v, ok := s.hosts.Load(key)
 		if !ok {
-			v, _ = s.hosts.LoadOrStore(key, new(combiner))
+			v, _ = s.hosts.LoadOrStore(key, &combiner{h: h})
 		}
 		c := v.(*combiner)
 		c.mu.Lock()
@@ -121,6 +122,16 @@ func (s *Store) combine(h *polite.Host, p *pending, rel string, rep *quiet) {
 	}
 }
 
+// closed reports whether Close was called (it sent the queues).
+func (s *Store) closed() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // lane counts a new sender in and returns a lane no other uses; c.mu is
 // held.
 func (c *combiner) lane() int {
@@ -142,7 +153,7 @@ func (s *Store) arm(h *polite.Host, c *combiner) {
 	time.AfterFunc(flushDelay, func() {
 		c.mu.Lock()
 		c.armed = false
-		if c.senders > 0 || c.dead {
+		if c.senders > 0 || c.dead || s.closed() {
 			c.mu.Unlock()
 			return // the senders send the queue, or arm again
 		}

@@ -129,3 +129,25 @@ func TestHotHostCombined(t *testing.T) {
 		t.Errorf("the host's log holds %d entries after %d reports, want one each", n, callers*each)
 	}
 }
+
+// TestCloseSendsQueue: a release waiting for the host's next call is sent
+// by Close, not lost with the worker.
+func TestCloseSendsQueue(t *testing.T) {
+	addr := redistest.Start(t)
+	reg := &polite.Registry{Limits: polite.Limits{Rate: 1000, Burst: 10, Concurrency: 1000}}
+	s, client := newStore(t, addr, reg, Options{Prefix: "close:"})
+	h := reg.Get("a.test")
+	defer reg.Put(h)
+	a := s.Admit(h, polite.Query{Now: time.Now()})
+	if !a.Granted {
+		t.Fatalf("admission = %+v, want granted", a)
+	}
+	s.Release(h, a.Lease)
+	if n := client.ZCard(context.Background(), "close:{a.test}:l").Val(); n != 1 {
+		t.Fatalf("%d leases before the queue is sent, want 1 (the release waits for a call)", n)
+	}
+	s.Close()
+	if n := client.ZCard(context.Background(), "close:{a.test}:l").Val(); n != 0 {
+		t.Errorf("%d leases after Close, want 0", n)
+	}
+}

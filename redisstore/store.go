@@ -211,10 +211,20 @@ func New(c redis.UniversalClient, reg *polite.Registry, o Options) (*Store, erro
 	return s, nil
 }
 
-// Close stops the store's heartbeat and prober; it does not close the
-// client.
+// Close sends the releases and reports still queued, and stops the
+// store's heartbeat and prober; it does not close the client.
 func (s *Store) Close() error {
-	s.closeOnce.Do(func() { close(s.done) })
+	s.closeOnce.Do(func() {
+		// The releases and reports still queued go now, not with calls
+		// that will not come (the client may be closed next).
+		s.hosts.Range(func(_, v any) bool {
+			if c := v.(*combiner); !s.health.degraded.Load() {
+				s.flush(c.h)
+			}
+			return true
+		})
+		close(s.done)
+	})
 	return nil
 }
 
