@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/polite-go/polite/robots"
 )
 
 // attempt is one try at a request, from admission to the store's verdict.
@@ -97,7 +99,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 	t.emit(ctx, a.obs, Event{Kind: EventAttempt, Time: now, Host: h.key, ID: a.id, Status: a.status, Outcome: a.out,
 		Attempt: a.n, Latency: now.Sub(start), Err: err, Header: header(resp), Method: req.Method, PrevOutcome: a.prev})
 	rep := Report{Now: now, Sent: start, Outcome: a.out, Block: block, Status: a.status,
-		Latency: now.Sub(start), Attempt: a.n, Retry: a.retry, Spare: a.spare}
+		Latency: now.Sub(start), Attempt: a.n, Retry: a.retry, Spare: a.spare, Aside: robots.IsFetch(req)}
 	if resp != nil {
 		rep.Header = resp.Header
 	}

@@ -169,6 +169,13 @@ type Report struct {
 	Retry bool
 	// Spare is the Admission's: the request's token was waiting for it.
 	Spare bool
+	// Aside marks polite's own request for the host's robots.txt: a small
+	// static file, answered far faster than the host's pages, so its
+	// latency is no reading of the host's load (four workers of a fleet
+	// fetching it first once set a latency baseline a fiftieth of the
+	// pages' and read every page as a queue). A rate controller hears its
+	// throttles, not its served answers.
+	Aside bool
 }
 
 // Verdict is what a Report changed, so the caller can act on it and say

@@ -163,3 +163,44 @@ func TestWrappedLocalStoreConfigured(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// asides records whether each report was of the Transport's own
+// robots.txt fetch.
+type asides struct {
+	polite.Store
+	mu  sync.Mutex
+	got []bool
+}
+
+func (s *asides) Report(h *polite.Host, r polite.Report) polite.Verdict {
+	s.mu.Lock()
+	s.got = append(s.got, r.Aside)
+	s.mu.Unlock()
+	return s.Store.Report(h, r)
+}
+
+// TestRobotsFetchIsAside: the Transport's robots.txt fetch reaches the
+// store as Aside, and a rate controller hears its served answer as
+// nothing (its latency is no reading of the pages'), its throttle as one.
+func TestRobotsFetchIsAside(t *testing.T) {
+	tr := &polite.Transport{Base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}, nil
+	}), UserAgent: "test/1"}
+	s := &asides{Store: polite.NewLocalStore(tr.Registry(), tr.LocalOptions())}
+	tr.Store = s
+	req, _ := http.NewRequest("GET", "http://a.test/page", nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if want := []bool{true, false}; !slices.Equal(s.got, want) {
+		t.Errorf("reports' Aside = %v, want %v (robots.txt, then the page)", s.got, want)
+	}
+	if k := polite.SignalOf(polite.Report{Outcome: polite.OK, Aside: true, Latency: time.Millisecond}, 0).Kind; k != adaptive.Neutral {
+		t.Errorf("a served robots.txt is heard as %v, want neutral", k)
+	}
+	if k := polite.SignalOf(polite.Report{Outcome: polite.Throttled, Aside: true}, 0).Kind; k != adaptive.Throttle {
+		t.Errorf("a throttled robots.txt is heard as %v, want throttle", k)
+	}
+}

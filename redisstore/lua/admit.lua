@@ -26,6 +26,7 @@ local cap, leaseTTL, pressed = num(ARGV[A.cap], 0), num(ARGV[A.leaseTTL], 0), AR
 -- at the host's unloaded latency), under the configured cap.
 if st.cc > 0 and (cap == 0 or st.cc < cap) then cap = st.cc end
 if ARGV[A.adaptive] == '1' then logStart() end
+if pressed then st.pr = now end -- a request of the caller's waited for the rate (NoteDemand)
 
 local i = A.releases
 local r = num(ARGV[i], 0)
@@ -80,14 +81,25 @@ local function admitOne(maxWait, first, id, cost)
       if counted == 0 then counted = -1 end -- L is created by this call, if at all
     end
     live = math.max(counted, 0) + #grants / 2
-    if live >= cap then return result(5, 0, '') end
+    if live >= cap then
+      st.pr = now
+      return result(5, 0, '')
+    end
   end
   local rr, bb = inforce()
+  -- Spare: the bucket full, a slot left over, and no request (of any
+  -- worker) waited for a token or a slot within two token intervals (10
+  -- ms to 1 s): neither the rate nor the cap held this one back.
+  local win = math.min(math.max(2 * interval(rr), 10000), 1000000)
   local spare = 0
-  if not pressed and tokens(rr, bb) >= bb and (cap == 0 or live + 1 < cap) then spare = 1 end
+  if tokens(rr, bb) >= bb and (cap == 0 or live + 1 < cap) and (st.pr == 0 or now - st.pr > win) then spare = 1 end
   local ok, wait, over = take(maxWait, cost)
   if over then return result(6, 0, '') end
-  if not ok then return result(4, wait, '') end
+  if not ok then
+    st.pr = now
+    return result(4, wait, '')
+  end
+  if wait > 0 then st.pr = now end
   if st.cbs ~= 0 then
     -- Open with its delay over, or half-open with its probe presumed
     -- lost: this request is the probe.

@@ -35,6 +35,8 @@
 --   cc       the controller's cap on requests in flight (0: none)
 --   ex       when the host's keys expire (µs, see save)
 --   fl       1: F may hold breaker failures
+--   pr       when a request last waited for a token or a slot (0: never):
+--            demand pressed on the host, whichever worker's it was
 local H, F, L, G, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 
 -- A mutating script (admit, report) is safe to repeat: its caller names
@@ -80,7 +82,7 @@ do
   st.cbs, st.cbu, st.cbd, st.lt = v[8] or 0, v[9] or 0, v[10] or 0, v[11] or 0
   st.bf, st.be, st.bt, st.ln = v[12] or nil, v[13] or 0, v[14] or 0, v[15] or 0
   st.sq, st.lf, st.t0, st.ss, st.rs, st.cc = v[16] or 0, v[17] or 0, v[18] or 0, v[19] or 0, v[20] or 0, v[21] or 0
-  st.ex, st.fl = v[22] or 0, v[23] or 0
+  st.ex, st.fl, st.pr = v[22] or 0, v[23] or 0, v[24] or 0
 end
 
 -- fresh names the keys besides the hash this call created, which have no
@@ -239,7 +241,7 @@ local function save(out)
   local moved = now + keep > st.ex
   if moved then st.ex = now + keep + math.floor(idle / 8) end
   local e = cmsgpack.pack(st.f or false, st.r or false, st.c, st.rc, st.pu, st.pw, st.blk, st.cbs, st.cbu, st.cbd,
-    st.lt, st.bf or false, st.be, st.bt, st.ln, st.sq, st.lf, st.t0, st.ss, st.rs, st.cc, st.ex, st.fl)
+    st.lt, st.bf or false, st.be, st.bt, st.ln, st.sq, st.lf, st.t0, st.ss, st.rs, st.cc, st.ex, st.fl, st.pr)
   local kv = {}
   if e ~= raw[1] then kv = {'s', e} end
   if lane and out then
