@@ -279,7 +279,10 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 	a[adBudgetRatio], a[adBudgetMin], a[adBudgetWindow] = s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds()
 	a[adCap], a[adLeaseTTL], a[adPressed], a[adReleases] = fleetCap, s.lease, flag(s.pressed(key, now)), len(rels)
 	a[adAdaptive] = flag(s.o.Adaptive != nil)
-	a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = 0, -2, 0, ""
+	a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap], a[adInitRate], a[adInitConc] = 0, -2, 0, "", 0, 0
+	if s.o.Adaptive != nil {
+		a[adInitRate], a[adInitConc] = s.replica(key).cold(s, l)
+	}
 	var rep *replica
 	if s.o.Adaptive != nil && len(reps) > 0 {
 		rep = s.replica(key)
@@ -293,6 +296,7 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 	for _, q := range reps {
 		item := make([]any, nItem)
 		item[itSuccess], item[itKind], item[itLatency], item[itWait], item[itSpare] = flag(q.ok), -1, 0, 0, 0
+		item[itAt] = s.theirs(q.r.Now)
 		if s.o.Adaptive != nil && q.sig.Kind != adaptive.Neutral {
 			item[itKind], item[itLatency], item[itWait] = int(q.sig.Kind), q.sig.Latency.Microseconds(), q.sig.Wait.Microseconds()
 			item[itSpare] = flag(q.sig.Spare)
@@ -316,11 +320,6 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 		}
 	} else {
 		s.heard(key, integer(res, abBreaker), integer(res, abFailures))
-		if rep != nil {
-			var v polite.Verdict
-			s.follow(h, rep, now, l, slot(res, abLog), &v)
-			rep.keep(v)
-		}
 	}
 	for i, p := range qs {
 		if err != nil {
@@ -338,6 +337,13 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 			}
 		}
 		close(p.done)
+	}
+	// The controller's log last: its rate may cost a call of its own,
+	// which the admissions above need not wait for.
+	if err == nil && rep != nil {
+		var v polite.Verdict
+		s.follow(h, rep, now, l, slot(res, abLog), &v)
+		rep.keep(v)
 	}
 }
 
@@ -366,7 +372,7 @@ func (s *Store) heard(key string, breakerState, failures int64) {
 		}
 		return
 	}
-	s.marks.Store(key, m)
+	s.marks.Store(key, uint64(m)|uint64(time.Now().Unix())<<8) // when, for sweepReplicas
 }
 
 // marked returns key's marks.
@@ -375,7 +381,7 @@ func (s *Store) marked(key string) uint8 {
 	if !ok {
 		return 0
 	}
-	return v.(uint8)
+	return uint8(v.(uint64))
 }
 
 // admission reads one result of the admit script for q (admitOut's

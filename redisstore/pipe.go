@@ -74,9 +74,13 @@ func (s *Store) pipelined(deadline time.Time, script *redis.Script, keys []strin
 
 // send1 sends one pipeline and answers its calls.
 func (s *Store) send1(batch []*call) {
+	// The latest deadline of the batch: the earliest would fail every call
+	// of it for one that is nearly out of time (a call sent again after a
+	// lost reply), and mark the store degraded. Every deadline is at most
+	// Options.Timeout after its call began, so none waits past twice that.
 	deadline := batch[0].deadline
 	for _, c := range batch[1:] {
-		if c.deadline.Before(deadline) {
+		if c.deadline.After(deadline) {
 			deadline = c.deadline
 		}
 	}

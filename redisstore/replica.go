@@ -18,9 +18,11 @@ import (
 // every worker reported, in the order Redis ran the reports and stamped
 // with Redis's clock (see lua/log.lua). A Controller reads no clock of its
 // own, so replicas that hear the same entries at the same instants come to
-// the same rate, latency-led as in one process. The worker that is
-// furthest along writes it to the host's bucket, with the entry it
-// follows, and the controller's cap on requests in flight with it.
+// the same rate, latency-led as in one process. A worker whose replica is
+// past the entry the rate in force follows writes its own (when it
+// differs), with the entry it follows and the controller's cap on requests
+// in flight; setrate refuses one behind it, or from another log. A
+// replica that could only approximate (approx) writes none.
 
 // snapEvery is how many entries apart a worker's replica leaves a snapshot
 // for late joiners (the log keeps at least logKeep of them, lua/log.lua).
@@ -34,6 +36,14 @@ type replica struct {
 	seen    int64                // the last entry heard
 	snap    []byte               // a snapshot to leave with the next report ...
 	snapSeq int64                // ... taken at this entry (0: none)
+	// approx: the replica could not hear the log from its start or from
+	// a snapshot (the log was trimmed past both), so it may differ from
+	// the others; it writes no rate and leaves no snapshot.
+	approx bool
+	// coldRate and coldConc are a new controller's rate and cap for the
+	// host (0: not computed yet), the fleet's until it writes its own.
+	coldRate atomic.Uint64 // float64 bits
+	coldConc atomic.Int64
 	// change is a change of rate the replica made after a call no
 	// verdict waited for (quiet reports), for the next report's verdict.
 	change polite.Verdict
@@ -46,6 +56,22 @@ type replica struct {
 	// conc is the controller's cap on requests in flight as last heard
 	// (0: none heard).
 	conc atomic.Int64
+}
+
+// cold returns the rate and in-flight cap a new controller for the host
+// with Limits l starts with (its Concurrency under l's cap).
+func (r *replica) cold(s *Store, l polite.Limits) (float64, int64) {
+	if c := r.coldConc.Load(); c > 0 {
+		return math.Float64frombits(r.coldRate.Load()), c
+	}
+	ctl := adaptive.New(polite.HostAdaptive(*s.o.Adaptive, l), time.Time{})
+	rate, conc := ctl.Rate(), int64(ctl.Concurrency())
+	if l.Concurrency > 0 && int64(l.Concurrency) < conc {
+		conc = int64(l.Concurrency)
+	}
+	r.coldRate.Store(math.Float64bits(rate))
+	r.coldConc.Store(max(conc, 1))
+	return rate, max(conc, 1)
 }
 
 // NoteDemand records that a request waited for h's rate at now (a
@@ -88,14 +114,20 @@ func (s *Store) replica(key string) *replica {
 	return r
 }
 
-// sweepReplicas forgets the replicas of hosts idle past the store's idle
-// time: their keys in Redis are gone too, and a later report starts a new
-// log.
+// sweepReplicas forgets the replicas, and the marks (see heard), of hosts
+// idle past the store's idle time: their keys in Redis are gone too, and
+// a later report starts a new log.
 func (s *Store) sweepReplicas(now time.Time) {
-	limit := now.Add(-micros(s.idle)).UnixNano()
+	limit := now.Add(-micros(s.idle))
 	s.replicas.Range(func(k, v any) bool {
-		if v.(*replica).used.Load() < limit {
+		if v.(*replica).used.Load() < limit.UnixNano() {
 			s.replicas.Delete(k)
+		}
+		return true
+	})
+	s.marks.Range(func(k, v any) bool {
+		if int64(v.(uint64)>>8) < limit.Unix() {
+			s.marks.Delete(k)
 		}
 		return true
 	})
@@ -158,7 +190,8 @@ type written struct {
 }
 
 // catchUp brings the replica up to the log reply res (logOut's slots) and
-// returns what it then says, and what was written before.
+// returns the rate, cap and entry the fleet's controller last wrote, as
+// the reply found them.
 func (s *Store) catchUp(r *replica, key string, res any) (w written, ok bool) {
 	epoch, last := integer(res, loEpoch), integer(res, loLast)
 	if epoch <= 0 || last <= 0 {
@@ -176,25 +209,28 @@ func (s *Store) catchUp(r *replica, key string, res any) (w written, ok bool) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ctl == nil || r.epoch != epoch {
-		// A new log (the host's keys expired, or Redis lost them), or a
-		// replica that never followed one: a controller born at the log's
-		// start, which every replica shares.
+	if r.ctl == nil || r.epoch != epoch || last < r.seen || integer(res, loReset) == 1 {
+		// A new log (the host's keys expired, or Redis lost them), one
+		// rolled back past what this replica heard (Redis restarted from
+		// a dump, or failed over to a replica behind it), or a replica
+		// that never followed one: a controller born at the log's start,
+		// which every replica shares.
 		r.ctl = adaptive.New(polite.HostAdaptive(*s.o.Adaptive, s.reg.LimitsFor(key)), time.UnixMicro(epoch))
-		r.epoch, r.seen = epoch, 0
+		r.epoch, r.seen, r.approx = epoch, 0, false
+		r.snap, r.snapSeq = nil, 0
 	}
 	if ss := integer(res, loSnapSeq); ss > r.seen {
 		if err := r.ctl.UnmarshalBinary([]byte(str(res, loSnap))); err == nil {
-			r.seen = ss
+			r.seen, r.approx = ss, false
 			s.restores.Add(1)
 		}
 	}
 	if from > r.seen+1 {
 		// Behind what the log keeps, with no snapshot to start from: hear
-		// what is left. This replica may differ from the others until
-		// it restores a snapshot; the others, further along, write the
-		// rate.
-		r.seen = from - 1
+		// what is left. This replica may differ from the others, so it
+		// writes no rate and leaves no snapshot (see follow) until it
+		// restores one, or the log starts again.
+		r.seen, r.approx = from-1, true
 	}
 	for i, e := range entries {
 		n := from + int64(i)
@@ -207,7 +243,7 @@ func (s *Store) catchUp(r *replica, key string, res any) (w written, ok bool) {
 	}
 	r.rate.Store(math.Float64bits(r.ctl.Rate()))
 	r.conc.Store(int64(r.ctl.Concurrency()))
-	if r.seen >= integer(res, loStored)+snapEvery && r.snap == nil {
+	if !r.approx && r.seen >= integer(res, loStored)+snapEvery && r.snap == nil {
 		if b, err := r.ctl.MarshalBinary(); err == nil {
 			r.snap, r.snapSeq = b, r.seen
 		}

@@ -17,7 +17,7 @@ import (
 // the table lacks or the table names one the script never uses, and the
 // round-trip tests fail when a reply's length is not the table's.
 //
-// Every script takes the same four arguments first (argCommon); a
+// Every script takes the same four arguments first (commonArgs); a
 // script's own start at ARGV[5].
 
 // The arguments every script takes first.
@@ -48,6 +48,8 @@ const (
 	adSeen     // of it heard (-2: no log wanted), and a snapshot to leave (as report's)
 	adSnapSeq
 	adSnap
+	adInitRate // with the controller: its starting rate and in-flight cap, in force
+	adInitConc // until it writes its own (a cold start, as one process's)
 	adReleases // the number of releases r; r lease ids follow, then the reports, then the admissions
 	nAdmit
 )
@@ -55,7 +57,8 @@ const (
 var admitArgs = [nAdmit]string{adKeepBlocked: "keepBlocked", adOpenDelay: "openDelay", adCut: "cut",
 	adBudgetRatio: "budgetRatio", adBudgetMin: "budgetMin", adBudgetWindow: "budgetWindow",
 	adCap: "cap", adLeaseTTL: "leaseTTL", adPressed: "pressed", adAdaptive: "adaptive", adEpoch: "epoch",
-	adSeen: "seen", adSnapSeq: "snapSeq", adSnap: "snap", adReleases: "releases"}
+	adSeen: "seen", adSnapSeq: "snapSeq", adSnap: "snap", adInitRate: "initRate", adInitConc: "initConc",
+	adReleases: "releases"}
 
 // A quiet report in admit's tail (see Store.Report): these fields, each
 // read at its offset (R.<name>, from 0) from the report's first.
@@ -65,10 +68,12 @@ const (
 	itLatency        // the wait the server advertised (µs) and whether the
 	itWait           // admission was Spare, as report's
 	itSpare
+	itAt // when the answer came (µs, Redis's clock): the log's stamp for it
 	nItem
 )
 
-var reportItem = [nItem]string{itSuccess: "success", itKind: "kind", itLatency: "latency", itWait: "wait", itSpare: "spare"}
+var reportItem = [nItem]string{itSuccess: "success", itKind: "kind", itLatency: "latency", itWait: "wait", itSpare: "spare",
+	itAt: "at"}
 
 // admit's reply begins with these slots (B.<name>); one result per
 // admission follows.
@@ -167,23 +172,25 @@ const (
 	loRateSeq        // ... at this entry
 	loStored         // the entry the stored snapshot stands at (0: none)
 	loConc           // the controller's in-flight cap in force (0: none)
+	loReset          // 1: the replica's log was rolled back or replaced: it starts again
 	loEntries        // the entries, from loFrom on
 	nLogOut
 )
 
 var logOut = [nLogOut]string{loEpoch: "epoch", loLast: "last", loSnapSeq: "snapSeq", loSnap: "snap",
-	loFrom: "from", loRate: "rate", loRateSeq: "rateSeq", loStored: "stored", loConc: "conc", loEntries: "entries"}
+	loFrom: "from", loRate: "rate", loRateSeq: "rateSeq", loStored: "stored", loConc: "conc", loReset: "reset", loEntries: "entries"}
 
 // setrate's arguments: the rate, and for the fleet's controller the entry
 // it was computed at and the in-flight cap that goes with it.
 const (
-	srRate = iota
-	srSeq  // the log entry the rate follows (0: a caller's own SetRate)
-	srConc // the controller's cap on requests in flight (0: none)
+	srRate  = iota
+	srSeq   // the log entry the rate follows (0: a caller's own SetRate)
+	srConc  // the controller's cap on requests in flight (0: none)
+	srEpoch // the log it follows (its t0, µs)
 	nSetRate
 )
 
-var setRateArgs = [nSetRate]string{srRate: "rate", srSeq: "seq", srConc: "conc"}
+var setRateArgs = [nSetRate]string{srRate: "rate", srSeq: "seq", srConc: "conc", srEpoch: "epoch"}
 
 // setceiling's arguments and reply.
 const (

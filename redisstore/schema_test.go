@@ -150,10 +150,16 @@ func TestReplyShapes(t *testing.T) {
 	a[adAdaptive], a[adEpoch], a[adSeen], a[adSnap] = 1, epoch, seen, ""
 	args = append(args, len(reports))
 	for range reports {
-		args = append(args, 1, 0, 1000, 0, 0)
+		item := make([]any, nItem)
+		item[itSuccess], item[itKind], item[itLatency], item[itWait], item[itSpare], item[itAt] = 1, 0, 1000, 0, 0, 0
+		args = append(args, item...)
 	}
 	args = append(args, len(qs), 0, 0, "x:1", 1)
 	res, err := s.run(admitScript, "a.test", args, lane)
+	cb.mu.Lock()
+	cb.senders-- // the lane taken above, given back before any check can end the test
+	cb.lanes &^= 1 << lane
+	cb.mu.Unlock()
 	if a, _ := res.([]any); err != nil || len(a) != nAdmitHead+1 {
 		t.Fatalf("admit's reply = %v (%v), want %d slots and one result", res, err, nAdmitHead)
 	}
@@ -163,10 +169,6 @@ func TestReplyShapes(t *testing.T) {
 	if l, _ := slot(res, abLog).([]any); len(l) != nLogOut {
 		t.Errorf("admit's log has %d slots, its table %d: %v", len(l), nLogOut, slot(res, abLog))
 	}
-	cb.mu.Lock()
-	cb.senders--
-	cb.lanes &^= 1 << lane
-	cb.mu.Unlock()
 	report := s.args(now, l, nReport)
 	for i := range nReport {
 		report[nCommon+i] = 0

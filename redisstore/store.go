@@ -444,8 +444,10 @@ func (s *Store) quiet(key string, rd polite.Reading, sig adaptive.Signal) bool {
 }
 
 // follow brings rep up to the log a report returned and, when its
-// controller's rate or cap differs from the one in force, writes its own
-// with the entry it follows, saying so in v as the local store does.
+// controller's rate or cap differs from the one in force and no replica
+// further along wrote one, writes its own with the entry it follows,
+// saying so in v as the local store does. An approximate replica (see
+// replica.approx) writes nothing.
 func (s *Store) follow(h *polite.Host, rep *replica, now time.Time, l polite.Limits, log any, v *polite.Verdict) {
 	key := h.Key()
 	w, ok := s.catchUp(rep, key, log)
@@ -453,7 +455,13 @@ func (s *Store) follow(h *polite.Host, rep *replica, now time.Time, l polite.Lim
 		return
 	}
 	rep.mu.Lock()
-	rate, conc, seq := rep.ctl.Rate(), int64(rep.ctl.Concurrency()), rep.seen
+	if rep.approx {
+		// A replica that could not start where the others did hears the
+		// log but leaves the rate to those that are exact.
+		rep.mu.Unlock()
+		return
+	}
+	rate, conc, seq, epoch := rep.ctl.Rate(), int64(rep.ctl.Concurrency()), rep.seen, rep.epoch
 	if l.Concurrency > 0 && int64(l.Concurrency) < conc {
 		conc = int64(l.Concurrency)
 	}
@@ -471,7 +479,7 @@ func (s *Store) follow(h *polite.Host, rep *replica, now time.Time, l polite.Lim
 		return
 	}
 	args := s.args(now, l, nSetRate)
-	args[nCommon+srRate], args[nCommon+srSeq], args[nCommon+srConc] = rate, seq, conc
+	args[nCommon+srRate], args[nCommon+srSeq], args[nCommon+srConc], args[nCommon+srEpoch] = rate, seq, conc, epoch
 	if _, err := s.run(setRateScript, key, args, 0); err != nil || rate == cur {
 		return
 	}
@@ -490,7 +498,7 @@ func (s *Store) SetRate(h *polite.Host, now time.Time, rate float64) float64 {
 	key := h.Key()
 	l := s.reg.LimitsFor(key)
 	args := s.args(now, l, nSetRate)
-	args[nCommon+srRate], args[nCommon+srSeq], args[nCommon+srConc] = rate, 0, 0
+	args[nCommon+srRate], args[nCommon+srSeq], args[nCommon+srConc], args[nCommon+srEpoch] = rate, 0, 0, 0
 	res, err := s.run(setRateScript, key, args, 0)
 	if err != nil {
 		return s.health.local.SetRate(h, now, rate)

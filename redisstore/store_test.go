@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/breaker"
 	"github.com/polite-go/polite/internal/redistest"
 	"github.com/polite-go/polite/storetest"
@@ -146,5 +148,83 @@ func TestOneController(t *testing.T) {
 				return fleet
 			}, workers)
 		})
+	}
+}
+
+// TestLogRolledBack: Redis restarted from an older dump (the host's log
+// has the same start but fewer entries than a worker heard): the worker's
+// replica starts again from the log instead of skipping the entries it
+// thinks it heard, and the fleet's rate moves on.
+func TestLogRolledBack(t *testing.T) {
+	addr := redistest.Start(t)
+	reg := &polite.Registry{Limits: polite.Limits{Rate: 5, Burst: 5, Concurrency: 8}}
+	s, client := newStore(t, addr, reg, Options{Prefix: "roll:", CallerClock: true, Adaptive: &adaptive.Config{Max: 200}})
+	h := reg.Get("a.test")
+	defer reg.Put(h)
+	ctx := context.Background()
+	keys := []string{"roll:{a.test}:h", "roll:{a.test}:g", "roll:{a.test}:s"}
+	t0 := time.Now()
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * 150 * time.Millisecond) }
+	s.Admit(h, polite.Query{Now: t0})
+	ok := func(i int) {
+		lat := 10 * time.Millisecond
+		if i > 20 {
+			lat = 40 * time.Millisecond // the answers after the rollback differ from those it lost
+		}
+		s.Report(h, polite.Report{Now: at(i), Sent: at(i).Add(-lat), Outcome: polite.OK, Status: 200,
+			Latency: lat, Attempt: 1})
+	}
+	for i := 1; i <= 10; i++ {
+		ok(i)
+	}
+	s.State(h, at(10)) // sends what is queued
+	dumps := map[string]string{}
+	for _, k := range keys {
+		if d, err := client.Dump(ctx, k).Result(); err == nil {
+			dumps[k] = d
+		}
+	}
+	for i := 11; i <= 20; i++ {
+		ok(i)
+	}
+	s.State(h, at(20))
+	for k, d := range dumps {
+		if err := client.RestoreReplace(ctx, k, 0, d).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 21; i <= 30; i++ {
+		ok(i)
+	}
+	// A worker that joins now hears the log from its first entry; the
+	// first worker's replica must agree with it, entry for entry.
+	reg2 := &polite.Registry{Limits: reg.Limits}
+	s2, _ := newStore(t, addr, reg2, Options{Prefix: "roll:", CallerClock: true, Adaptive: &adaptive.Config{Max: 200}})
+	h2 := reg2.Get("a.test")
+	defer reg2.Put(h2)
+	s2.Report(h2, polite.Report{Now: at(31), Sent: at(31), Outcome: polite.OK, Status: 200, Latency: 10 * time.Millisecond, Attempt: 1})
+	ok(32)
+	s2.Report(h2, polite.Report{Now: at(33), Sent: at(33), Outcome: polite.OK, Status: 200, Latency: 10 * time.Millisecond, Attempt: 1})
+	snap := func(s *Store) []byte {
+		v, _ := s.replicas.Load("a.test")
+		r := v.(*replica)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		b, _ := r.ctl.MarshalBinary()
+		return b
+	}
+	s.State(h, at(34)) // sends what is queued
+	s2.State(h2, at(34))
+	s.Report(h, polite.Report{Now: at(35), Sent: at(35), Outcome: polite.OK, Status: 200, Latency: 10 * time.Millisecond, Attempt: 1})
+	s2.Report(h2, polite.Report{Now: at(36), Sent: at(36), Outcome: polite.OK, Status: 200, Latency: 10 * time.Millisecond, Attempt: 1})
+	s.State(h, at(37))
+	s2.State(h2, at(37))
+	// Both hear the log to its end: a canceled request appends nothing.
+	s.Report(h, polite.Report{Now: at(38), Sent: at(38), Outcome: polite.Canceled, Attempt: 1})
+	s2.Report(h2, polite.Report{Now: at(38), Sent: at(38), Outcome: polite.Canceled, Attempt: 1})
+	s.State(h, at(39))
+	s2.State(h2, at(39))
+	if !bytes.Equal(snap(s), snap(s2)) {
+		t.Errorf("after the log rolled back, the first worker's replica differs from one that heard the log from its start")
 	}
 }

@@ -22,10 +22,24 @@
 local keepBlocked, openDelay, cut = ARGV[A.keepBlocked] == '1', num(ARGV[A.openDelay], 0), num(ARGV[A.cut], 0)
 local ratio, minps, window = num(ARGV[A.budgetRatio], 0), num(ARGV[A.budgetMin], 0), num(ARGV[A.budgetWindow], 10)
 local cap, leaseTTL, pressed = num(ARGV[A.cap], 0), num(ARGV[A.leaseTTL], 0), ARGV[A.pressed] == '1'
+if ARGV[A.adaptive] == '1' then
+  logStart()
+  if st.rs == 0 then
+    -- The controller has written nothing yet: its cold start's rate and
+    -- cap stand, as one process's do from the host's first request.
+    local initRate, initConc = num(ARGV[A.initRate], 0), num(ARGV[A.initConc], 0)
+    if st.r == nil and initRate > 0 then
+      local r0, b0 = inforce()
+      st.r = initRate
+      local r1, b1 = inforce()
+      retime(r0, b0, r1, b1)
+    end
+    if st.cc == 0 and initConc > 0 then st.cc = initConc end
+  end
+end
 -- The fleet's controller caps the requests in flight too (Little's law
 -- at the host's unloaded latency), under the configured cap.
 if st.cc > 0 and (cap == 0 or st.cc < cap) then cap = st.cc end
-if ARGV[A.adaptive] == '1' then logStart() end
 if pressed then st.pr = now end -- a request of the caller's waited for the rate (NoteDemand)
 
 local i = A.releases
@@ -48,7 +62,7 @@ local function hear(j)
   local kind = num(ARGV[j + R.kind], -1)
   if ARGV[A.adaptive] == '1' and kind >= 0 and kind <= 3 then
     logAppend(kind .. ' ' .. int(num(ARGV[j + R.latency], 0)) .. ' ' .. int(num(ARGV[j + R.wait], 0)) .. ' ' ..
-      int(num(ARGV[j + R.spare], 0)))
+      int(num(ARGV[j + R.spare], 0)), num(ARGV[j + R.at], 0))
   end
 end
 local m = num(ARGV[i], 0)
@@ -136,7 +150,7 @@ if seen ~= -2 then
   -- The reports' signals are in the log: the replica hears them, and any
   -- other worker's since its last call (as report.lua answers).
   local epoch, snapSeq = num(ARGV[A.epoch], 0), num(ARGV[A.snapSeq], 0)
-  if snapSeq > st.ss and snapSeq <= st.sq and epoch == st.t0 and ARGV[A.snap] ~= '' then
+  if snapSeq > st.ss and snapSeq <= sq0 and epoch == st.t0 and ARGV[A.snap] ~= '' then
     snapshot(ARGV[A.snap])
     st.ss = snapSeq
   end

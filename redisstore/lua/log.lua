@@ -17,19 +17,28 @@
 -- snapshot covers them, never more than logMax.
 local logKeep, logMax = 512, 4096
 
+-- sq0 is the log's last entry as this call found it, before it appended
+-- any: a replica that heard more than that heard a log since rolled back.
+local sq0 = st.sq
+
 -- logStart begins the host's log at now, unless it has begun: at the
 -- host's first admission, as one process's controller is born when its
 -- host is first asked for (its clock starts there).
 local function logStart()
   if st.t0 ~= 0 then return end
-  st.t0, st.lf, st.sq, st.ss = now, 1, 0, 0
+  st.t0, st.lf, st.sq, st.ss, st.rs, st.cc = now, 1, 0, 0, 0, 0
   redis.call('DEL', G, S)
 end
 
-local function logAppend(entry)
+-- logAppend appends entry stamped at (µs; now if absent or later: a
+-- report that rode with a later call is stamped when its answer came, as
+-- one process's controller hears it).
+local function logAppend(entry, at)
   logStart()
   st.sq = st.sq + 1
-  if redis.call('RPUSH', G, int(now) .. ' ' .. entry) == 1 then fresh[#fresh + 1] = G end
+  local stamp = now
+  if at and at > 0 and at < now then stamp = at end
+  if redis.call('RPUSH', G, int(stamp) .. ' ' .. entry) == 1 then fresh[#fresh + 1] = G end
   local n = st.sq - st.lf + 1
   local drop = 0
   if n > logKeep and st.ss >= st.lf then
@@ -70,9 +79,15 @@ end
 local function catchup(epoch, seen)
   local out = {}
   out[LO.epoch], out[LO.last], out[LO.snapSeq], out[LO.snap], out[LO.from] = st.t0, st.sq, 0, '', 0
-  out[LO.rate], out[LO.rateSeq], out[LO.stored], out[LO.conc], out[LO.entries] = '', st.rs, st.ss, st.cc, {}
+  out[LO.rate], out[LO.rateSeq], out[LO.stored], out[LO.conc], out[LO.reset], out[LO.entries] = '', st.rs, st.ss, st.cc, 0, {}
   if st.sq == 0 then return out end
-  if epoch ~= st.t0 then seen = -1 end
+  -- Another log, or one rolled back past what the replica heard (Redis
+  -- restarted from a dump, or failed over to a replica behind it): the
+  -- replica starts again.
+  if epoch ~= st.t0 or seen > sq0 then
+    if seen >= 0 then out[LO.reset] = 1 end
+    seen = -1
+  end
   local from = seen + 1
   if seen < 0 or from < st.lf then
     if st.lf == 1 then

@@ -46,7 +46,8 @@ local H, F, L, G, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 -- admit calls to a host go one after the other (combine.go), so admit
 -- keeps only the last one's reply, in the host's hash under the field
 -- "i<worker>" (read and written with the rest of it); a report keeps its
--- reply for a minute in KEYS[6], a hash of the replies by name.
+-- reply in KEYS[6], a hash of the replies by name, for a minute after
+-- the host's last report (4096 replies at most).
 local D, rid, lane = KEYS[6], nil, nil
 if D then
   rid = ARGV[#ARGV]
@@ -224,6 +225,10 @@ end
 -- and returns it; for admit, save writes it.
 local function remember(out)
   if D and not lane then
+    -- Its expiry moves with every report, so a host reported on without
+    -- a pause would keep every reply: past 4096 the old ones go (a
+    -- call repeated after that long has long been given up).
+    if redis.call('HLEN', D) >= 4096 then redis.call('DEL', D) end
     redis.call('HSET', D, rid, cmsgpack.pack(out))
     redis.call('PEXPIRE', D, 60000)
   end

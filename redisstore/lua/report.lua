@@ -105,7 +105,7 @@ if adaptive then
     logAppend(kind .. ' ' .. int(num(ARGV[A.latency], 0)) .. ' ' .. int(num(ARGV[A.wait], 0)) .. ' ' .. int(num(ARGV[A.spare], 0)))
   end
   local epoch, snapSeq = num(ARGV[A.epoch], 0), num(ARGV[A.snapSeq], 0)
-  if snapSeq > st.ss and snapSeq <= st.sq and epoch == st.t0 and ARGV[A.snap] ~= '' then
+  if snapSeq > st.ss and snapSeq <= sq0 and epoch == st.t0 and ARGV[A.snap] ~= '' then
     snapshot(ARGV[A.snap])
     st.ss = snapSeq
   end
