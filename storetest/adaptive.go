@@ -84,6 +84,7 @@ type event struct {
 	ceiling float64 // >= 0 with report false: SetCeiling (0 clears)
 	report  bool
 	rep     polite.Report
+	sig     adaptive.Signal // what the controller hears of rep
 }
 
 // simulate runs the scenario's host against a client that sends at the
@@ -118,7 +119,7 @@ func (sc scenario) simulate(ref *adaptive.Controller, origin time.Time) []event 
 			}
 		}
 		ref.Observe(a.at, sig)
-		evs = append(evs, event{at: a.at, report: true, rep: rep})
+		evs = append(evs, event{at: a.at, report: true, rep: rep, sig: sig})
 	}
 	for next.Sub(origin) < span {
 		// The ceiling comes and goes between answers, as a RateLimit
@@ -220,8 +221,7 @@ func runScenario(t *testing.T, newFleet NewFleet, workers int, sc scenario) {
 		if ev.rep.Outcome == polite.Throttled {
 			throttles++
 		}
-		rate := min(ref.Observe(ev.at, adaptive.Signal{Kind: polite.SignalOf(ev.rep, 0).Kind, Latency: ev.rep.Latency,
-			Wait: retryAfter(ev.rep)}), ceiling)
+		rate := min(ref.Observe(ev.at, ev.sig), ceiling)
 		if !(rate > inForce*0.98 && rate < inForce*1.02) {
 			inForce = rate
 		}
@@ -239,18 +239,6 @@ func runScenario(t *testing.T, newFleet NewFleet, workers int, sc scenario) {
 		c, _ := ref.Capacity()
 		return c
 	}())
-}
-
-// retryAfter is the wait a report's Retry-After advertises, in seconds.
-func retryAfter(r polite.Report) time.Duration {
-	if r.Header == nil {
-		return 0
-	}
-	n, err := strconv.Atoi(r.Header.Get("Retry-After"))
-	if err != nil {
-		return 0
-	}
-	return time.Duration(n) * time.Second
 }
 
 // near reports whether two rates agree to a part in a billion (a rate
