@@ -12,8 +12,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/polite-go/polite/internal/redisproc"
 )
 
 // RedisBinary finds redis-server on PATH. Its absence is an error: a fleet
@@ -29,59 +30,28 @@ func RedisBinary() (string, error) {
 // redisProc is a redis-server a fleet run shares: on a free loopback port,
 // nothing persisted, its files under its own directory.
 type redisProc struct {
-	cmd  *exec.Cmd
+	srv  *redisproc.Server
 	addr string
-	done chan struct{}
 }
 
-// startRedis runs bin on a free 127.0.0.1 port with its files in dir, and
-// returns once it answers PING (as internal/redistest starts one for tests).
+// startRedis runs bin on a free 127.0.0.1 port with its files (and its
+// log) in dir, and returns once it answers PING.
 func startRedis(ctx context.Context, bin, dir string) (*redisProc, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	var last error
-	for range 5 { // a free port may be taken before redis binds it
-		addr, err := freeLoopbackAddr()
-		if err != nil {
-			return nil, err
-		}
-		_, port, _ := net.SplitHostPort(addr)
-		cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", port,
-			"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("politeness: redis-server: %w", err)
-		}
-		r := &redisProc{cmd: cmd, addr: addr, done: make(chan struct{})}
-		go func() { cmd.Wait(); close(r.done) }()
-		if last = r.ready(ctx, 5*time.Second); last == nil {
-			return r, nil
-		}
-		r.stop()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("politeness: redis-server did not start: %w", last)
+	srv, err := redisproc.Run(bin, dir, "--logfile", filepath.Join(dir, "redis.log"))
+	if err != nil {
+		return nil, fmt.Errorf("politeness: %w", err)
+	}
+	return &redisProc{srv: srv, addr: srv.Addr}, nil
 }
 
 // url is the --redis URL of the server.
 func (r *redisProc) url() string { return "redis://" + r.addr + "/0" }
-
-// ready waits up to d for the server to answer PING.
-func (r *redisProc) ready(ctx context.Context, d time.Duration) error {
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
-		if line, err := r.command("PING"); err == nil && strings.HasPrefix(line, "+PONG") {
-			return nil
-		}
-		select {
-		case <-r.done:
-			return errors.New("exited")
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("no answer on %s within %v", r.addr, d)
-}
 
 // command sends an inline command and returns the whole reply: a bulk
 // string's body, or the status line.
@@ -155,12 +125,4 @@ func (r *redisProc) stats() (st redisStats, info string, err error) {
 }
 
 // stop ends the server at once: nothing of it is kept.
-func (r *redisProc) stop() {
-	select {
-	case <-r.done:
-		return
-	default:
-	}
-	syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-	<-r.done
-}
+func (r *redisProc) stop() { r.srv.Kill() }

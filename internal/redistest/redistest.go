@@ -3,27 +3,18 @@
 package redistest
 
 import (
-	"bufio"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/polite-go/polite/internal/redisproc"
 )
 
 // Server is a redis-server a test started.
 type Server struct {
-	Addr string
-
-	bin  string
-	args []string
-
-	mu  sync.Mutex // guards cmd
-	cmd *exec.Cmd
+	*redisproc.Server
 }
 
 // Start runs redis-server on 127.0.0.1 with nothing persisted and returns
@@ -45,85 +36,20 @@ func StartServer(t testing.TB, args ...string) *Server {
 		}
 		t.Skipf("redis-server not found: %v (apt-get install redis-server)", err)
 	}
-	s := &Server{bin: bin}
-	for range 5 {
-		port := freePort(t)
-		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		s.args = append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-			"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)
-		if s.start() == nil {
-			t.Cleanup(s.Kill)
-			return s
-		}
+	s, err := redisproc.Run(bin, t.TempDir(), args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("redis-server did not start")
-	return nil
-}
-
-// start runs the server and waits until it answers.
-func (s *Server) start() error {
-	cmd := exec.Command(s.bin, s.args...)
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	if !ready(s.Addr, 5*time.Second) {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return fmt.Errorf("redis-server on %s did not answer", s.Addr)
-	}
-	s.mu.Lock()
-	s.cmd = cmd
-	s.mu.Unlock()
-	return nil
-}
-
-// Kill stops the server at once (SIGKILL); its data is gone.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	cmd := s.cmd
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}
+	t.Cleanup(s.Kill)
+	return &Server{s}
 }
 
 // Restart starts the server again on the same port, empty.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
-	s.Kill()
-	if err := s.start(); err != nil {
+	if err := s.Server.Restart(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// ready reports whether a PING at addr is answered within d.
-func ready(addr string, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			c.SetDeadline(time.Now().Add(time.Second))
-			fmt.Fprint(c, "PING\r\n")
-			line, err := bufio.NewReader(c).ReadString('\n')
-			c.Close()
-			if err == nil && strings.HasPrefix(line, "+PONG") {
-				return true
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
 }
 
 // StartCluster runs a Redis Cluster of n masters (no replicas) on loopback
