@@ -37,18 +37,7 @@ func BenchmarkRedisAdmit(b *testing.B) {
 			keys[i] = fmt.Sprintf("h%04d.example", i)
 		}
 		b.Run(fmt.Sprintf("polite/hosts=%d", hosts), func(b *testing.B) {
-			client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 64})
-			defer client.Close()
-			reg := &polite.Registry{Limits: polite.Limits{Rate: 1e9, Burst: 1 << 20, Concurrency: 1 << 20}}
-			s, err := redisstore.New(client, reg, redisstore.Options{Prefix: fmt.Sprintf("b%d:", hosts)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			hs := make([]*polite.Host, hosts)
-			for i, k := range keys {
-				hs[i] = reg.Get(k)
-			}
+			s, hs, _ := politeStore(b, addr, redisstore.Options{Prefix: fmt.Sprintf("b%d:", hosts)}, keys)
 			runRedis(b, func(i int) bool {
 				h := hs[i%hosts]
 				a := s.Admit(h, polite.Query{Now: time.Now()})
@@ -72,6 +61,24 @@ func BenchmarkRedisAdmit(b *testing.B) {
 
 // runRedis calls decide from 64 goroutines and reports decisions/s and the
 // latency percentiles of one decision. Every decision must admit.
+// politeStore returns a Redis store on addr with o (and its client), whose hosts (keys, in
+// order) admit without a limit of their own, closed when b ends.
+func politeStore(b *testing.B, addr string, o redisstore.Options, keys []string) (*redisstore.Store, []*polite.Host, *redis.Client) {
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 64})
+	b.Cleanup(func() { client.Close() })
+	reg := &polite.Registry{Limits: polite.Limits{Rate: 1e9, Burst: 1 << 20, Concurrency: 1 << 20}}
+	s, err := redisstore.New(client, reg, o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	hs := make([]*polite.Host, len(keys))
+	for i, k := range keys {
+		hs[i] = reg.Get(k)
+	}
+	return s, hs, client
+}
+
 func runRedis(b *testing.B, decide func(i int) bool) {
 	b.SetParallelism(32) // 64 callers on 2 cores
 	var mu sync.Mutex
@@ -130,23 +137,12 @@ func BenchmarkRedisRequest(b *testing.B) {
 				name = "polite-adaptive"
 			}
 			b.Run(fmt.Sprintf("%s/hosts=%d", name, hosts), func(b *testing.B) {
-				client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 64})
-				defer client.Close()
-				reg := &polite.Registry{Limits: polite.Limits{Rate: 1e9, Burst: 1 << 20, Concurrency: 1 << 20}}
 				var degraded atomic.Int64
 				o := redisstore.Options{Prefix: fmt.Sprintf("r%d%v:", hosts, adapt), Logger: slog.New(countWarns{&degraded})}
 				if adapt {
 					o.Adaptive = &adaptive.Config{Max: 1e9} // DefaultMax (1000/s) would refuse the hot host
 				}
-				s, err := redisstore.New(client, reg, o)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
-				hs := make([]*polite.Host, hosts)
-				for i, k := range keys {
-					hs[i] = reg.Get(k)
-				}
+				s, hs, client := politeStore(b, addr, o, keys)
 				request := func(i int) bool {
 					h := hs[i]
 					now := time.Now()
