@@ -48,11 +48,10 @@ type replica struct {
 	// verdict waited for (quiet reports), for the next report's verdict.
 	change polite.Verdict
 	// used is when the replica last served (Unix ns), for eviction;
-	// pressed when a request of this worker last waited for the host's
-	// rate (NoteDemand), and rate the controller's rate as last heard.
+	// pressed, that a request of this worker waited for the host's rate
+	// (NoteDemand) since its last admission call.
 	used    atomic.Int64
-	pressed atomic.Int64
-	rate    atomic.Uint64 // float64 bits
+	pressed atomic.Bool
 	// conc is the controller's cap on requests in flight as last heard
 	// (0: none heard).
 	conc atomic.Int64
@@ -74,33 +73,22 @@ func (r *replica) cold(s *Store, l polite.Limits) (float64, int64) {
 	return rate, max(conc, 1)
 }
 
-// NoteDemand records that a request waited for h's rate at now (a
-// scheduler put it off until its token): this worker's admissions to h
-// are not Spare for the next two token intervals, so the fleet's
-// controller hears that demand presses on the rate.
+// NoteDemand records that a request waited for h's rate (a scheduler
+// put it off until its token). The next admission call to h says so, and
+// the admit script marks the host pressed then: no admission within two
+// token intervals of it is Spare, so the fleet's controller hears that
+// demand presses on the rate.
 func (s *Store) NoteDemand(h *polite.Host, now time.Time) {
-	s.replica(h.Key()).pressed.Store(now.UnixNano())
+	s.replica(h.Key()).pressed.Store(true)
 }
 
 var _ polite.DemandNoter = (*Store)(nil)
 
-// pressed reports whether a request to key waited for its rate within two
-// token intervals (10 ms to 1 s) before now.
-func (s *Store) pressed(key string, now time.Time) bool {
+// pressed reports, once, whether a request to key waited for its rate
+// since the last admission call to it.
+func (s *Store) pressed(key string) bool {
 	v, ok := s.replicas.Load(key)
-	if !ok {
-		return false
-	}
-	r := v.(*replica)
-	at := r.pressed.Load()
-	if at == 0 {
-		return false
-	}
-	win := time.Second
-	if rate := math.Float64frombits(r.rate.Load()); rate > 0 {
-		win = time.Duration(min(max(2e9/rate, 1e7), 1e9))
-	}
-	return now.UnixNano()-at <= int64(win)
+	return ok && v.(*replica).pressed.Swap(false)
 }
 
 // replica returns key's replica, creating it.
@@ -241,7 +229,6 @@ func (s *Store) catchUp(r *replica, key string, res any) (w written, ok bool) {
 		s.hear(r.ctl, es)
 		r.seen = n
 	}
-	r.rate.Store(math.Float64bits(r.ctl.Rate()))
 	r.conc.Store(int64(r.ctl.Concurrency()))
 	if !r.approx && r.seen >= integer(res, loStored)+snapEvery && r.snap == nil {
 		if b, err := r.ctl.MarshalBinary(); err == nil {

@@ -42,7 +42,7 @@ const (
 	adBudgetWindow
 	adCap      // the fleet's cap on requests in flight (0: none but the controller's)
 	adLeaseTTL // how long a lease lives (µs)
-	adPressed  // 1: a request of this worker waited for the host's rate lately
+	adPressed  // 1: a request of this worker waited for the host's rate since its last admission call
 	adAdaptive // 1: the fleet's controller runs (its log begins at the first admission)
 	adEpoch    // with reports: the log this worker's replica follows, the last entry
 	adSeen     // of it heard (-2: no log wanted), and a snapshot to leave (as report's)
