@@ -190,7 +190,13 @@ func (j *Job) flush(batch []commitMsg) error {
 			return err
 		}
 	}
-	return j.res.sync()
+	if err := j.res.sync(); err != nil {
+		return err
+	}
+	if j.fl != nil {
+		j.fl.queue(fleetAcks(batch, finished))
+	}
+	return nil
 }
 
 // resultsFile is results.jsonl and how far it is written.

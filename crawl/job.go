@@ -195,6 +195,20 @@ type Options struct {
 	// Logger receives the job's own records (resume, commit errors). If
 	// nil, nothing is logged.
 	Logger *slog.Logger
+
+	// Frontier, when set, makes the job a fleet worker (see fleet.go): its
+	// URLs are those it leases from the frontier, not a list loaded into
+	// the job, and each result goes to the frontier too.
+	Frontier Frontier
+	// LeaseAhead bounds the leased URLs a fleet worker holds not finished
+	// (queued, waiting, in flight). If zero, Workers.
+	LeaseAhead int
+	// LeaseRenew is how often a fleet worker renews its leases (well
+	// within the frontier's lease time). If zero, DefaultLeaseRenew.
+	LeaseRenew time.Duration
+	// FleetPoll is the longest a fleet worker with nothing to do waits
+	// before asking the frontier again. If zero, DefaultFleetPoll.
+	FleetPoll time.Duration
 }
 
 // Job is a durable crawl: a list of URLs, each fetched once through a
@@ -237,7 +251,9 @@ type Job struct {
 	fatal      func()   // stops the fetchers after a fatal commit error
 	res        *resultsFile
 	warc       *warcWriter
-	events     *audit.Log // events.jsonl
+	events     *audit.Log    // events.jsonl
+	fl         *fleet        // fleet mode, while Run runs
+	drain      time.Duration // fleetDrain; tests shorten it
 
 	// hopBytes are the bytes of redirect hops kept for the WARC files by
 	// URLs not finished yet, at most hopBudget (keepHop).
@@ -346,6 +362,16 @@ func (j *Job) defaults() {
 	if o.Grace <= 0 {
 		o.Grace = DefaultGrace
 	}
+	if o.LeaseAhead <= 0 {
+		o.LeaseAhead = o.Workers
+	}
+	if o.LeaseRenew <= 0 {
+		o.LeaseRenew = DefaultLeaseRenew
+	}
+	if o.FleetPoll <= 0 {
+		o.FleetPoll = DefaultFleetPoll
+	}
+	j.drain = fleetDrain
 	j.retries = func(string) int { return o.Retries }
 	if o.RetriesFor != nil {
 		j.retries = func(h string) int {
@@ -461,6 +487,8 @@ type Summary struct {
 	DoneNow int
 	// Stats are this run's closing figures.
 	Stats Stats
+	// Fleet is a fleet worker's account of its leases (Options.Frontier).
+	Fleet *FleetSummary
 }
 
 // OK reports whether every URL is finished and ok.

@@ -38,6 +38,13 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	if err := j.checkRequest(); err != nil {
 		return Summary{}, err
 	}
+	if j.opts.Frontier != nil {
+		j.fl = newFleet(j.opts.Frontier)
+		j.sched.fleet = true
+		if err := j.fleetResume(ctx); err != nil {
+			return Summary{}, err
+		}
+	}
 	paused, err := j.loadPending()
 	if err != nil {
 		return Summary{}, err
@@ -70,8 +77,17 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 
 	go j.sched.clock()
 	feedErr := make(chan error, 1)
+	ackDone := make(chan struct{})
+	if j.fl != nil {
+		go j.extender(fetchCtx)
+		go j.acker(context.WithoutCancel(ctx), ackDone)
+	}
 	go func() {
-		err := j.feed(fetchCtx, paused)
+		feed := j.feed
+		if j.fl != nil {
+			feed = func(ctx context.Context, _ map[string]hostPause) error { return j.feedFleet(ctx) }
+		}
+		err := feed(fetchCtx, paused)
 		if err != nil {
 			j.logError("reading state", err)
 			j.fatal()
@@ -111,6 +127,16 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.openRobots(false)
 	close(j.commits)
 	err = errors.Join(err, <-commitErr)
+	if j.fl != nil {
+		// What was not finished goes back to the fleet; what was goes
+		// to the frontier (within fleetDrain: the rest next run).
+		j.releaseUnfinished()
+		j.fl.mu.Lock()
+		j.fl.stop = true
+		j.fl.mu.Unlock()
+		j.fl.poke()
+		<-ackDone
+	}
 	if !j.sched.finished() {
 		interrupted = true
 	}
@@ -123,6 +149,9 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	sum.Stats = Stats{Statuses: maps.Clone(j.stats.Statuses), Retries: maps.Clone(j.stats.Retries), Bytes: j.stats.Bytes}
 	j.mu.Unlock()
 	sum.Stats.Paused = j.sched.pausedStats(time.Now())
+	if j.fl != nil {
+		sum.Fleet = j.fl.summary()
+	}
 	return sum, err
 }
 
@@ -161,7 +190,7 @@ func (j *Job) loadPending() (map[string]hostPause, error) {
 	if err := j.st.pauses(time.Now(), func(p hostPause) { paused[p.host] = p }); err != nil {
 		return nil, fmt.Errorf("crawl: reading state: %w", err)
 	}
-	if good == 0 {
+	if good == 0 && j.fl == nil {
 		j.sched.mu.Lock()
 		j.sched.hostsOut = true
 		j.sched.stop()
@@ -199,6 +228,10 @@ func (j *Job) finishInvalid(ctx context.Context) error {
 // answer means, pauses, whether a retry is worth it and when); the job only
 // keeps the URL in its queue meanwhile, never holding a worker.
 func (j *Job) fetch(ctx context.Context, it *item) {
+	if it.lease != nil && it.lease.lost.Load() {
+		j.dropLost(it) // another worker has it now
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, j.opts.Timeout)
 	defer cancel()
 	if it.started.IsZero() {

@@ -36,6 +36,8 @@ type item struct {
 	hopsKept []*kept
 	// latency is the last request's, for its result.
 	latency time.Duration
+	// lease is the frontier's lease on it (fleet mode; see fleet.go).
+	lease *leaseOf
 }
 
 // hostState says where a host is in the scheduler.
@@ -169,6 +171,8 @@ type sched struct {
 
 	// maxHosts bounds the hosts in memory (see feed).
 	maxHosts int
+	// fleet: URLs come from a frontier (feedFleet), not from state.db.
+	fleet bool
 
 	// mu guards every field below, and the hosts' guarded fields.
 	mu       sync.Mutex
@@ -385,6 +389,9 @@ func (s *sched) done(it *item) {
 	s.loaded--
 	s.settle(h)
 	s.letGo(h, time.Now())
+	if s.fleet {
+		s.feedCond.Signal() // room for more leases
+	}
 }
 
 // retry says a URL handed out by next goes back: to the front of its

@@ -38,6 +38,16 @@ CREATE UNIQUE INDEX IF NOT EXISTS urls_seq ON urls(seq) WHERE seq IS NOT NULL;
 -- The pending URLs of each host in order, for Run to stream (issue 17,
 -- defect 3): a URL leaves it when it is done.
 CREATE INDEX IF NOT EXISTS urls_pending ON urls(host, id) WHERE state = 'pending';
+-- Fleet mode (fleet.go): the frontier's lease on each URL leased, and whether
+-- the frontier took its result (1), refused it (-1: the lease had gone to
+-- another worker) or has not answered yet (0).
+CREATE TABLE IF NOT EXISTS leases (
+	id      INTEGER PRIMARY KEY,  -- the URL's id in urls
+	token   INTEGER NOT NULL,     -- the lease's fencing token
+	leases  INTEGER NOT NULL,     -- how many times the frontier leased the URL
+	expires INTEGER NOT NULL,     -- unix ms
+	acked   INTEGER NOT NULL DEFAULT 0
+);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS hosts (
 	host         TEXT    PRIMARY KEY, -- host key
@@ -214,6 +224,7 @@ type row struct {
 	notBefore time.Time
 	reason    string
 	started   time.Time
+	lease     *leaseOf // fleet mode
 }
 
 // pendingCounts returns how many URLs not done the job has, good ones

@@ -1,0 +1,498 @@
+package crawl
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Fleet mode (issue 31). With Options.Frontier set, a job's URLs are not
+// the list loaded into its state.db but the URLs it leases from a frontier
+// shared by a fleet of workers (redisstore.Frontier): each worker leases a
+// few URLs at a time from hosts that are due, fetches them through its
+// Transport (whose Store shares each host's budget with the fleet), and
+// commits each result back with the lease's fencing token. The frontier
+// takes a result only while the token is current, so every URL ends with
+// exactly one committed result, whatever becomes of the workers: a lease
+// that a killed or stalled worker left to expire is handed to another
+// worker with a new token, and the first worker's late result is refused.
+//
+// The worker's own directory stays a job as before: every leased URL is a
+// row of its state.db (with the lease, in the leases table), and what it
+// fetches goes to its results.jsonl and WARC files under the same
+// durability rules. A result is sent to the frontier only after it is
+// committed there, so a worker killed at any instant has either not
+// fetched a URL, or holds its result: reopened, it sends the results the
+// frontier did not take yet (still current, they commit; else refused),
+// and gives back the leases of URLs it had not finished. The fleet's
+// merged view (which worker's record is each URL's result) is the
+// frontier's; a worker's results.jsonl may also hold results the frontier
+// refused (see Summary.Fleet).
+
+// Frontier is a crawl's work queue shared by a fleet of workers. Every
+// method is safe to call again after an error (each call is idempotent on
+// the frontier's side), and each is bounded in time by its implementation.
+type Frontier interface {
+	// Lease hands out up to max URLs from hosts that are due, none from
+	// the hosts in skip (those this worker holds enough of).
+	Lease(ctx context.Context, max int, skip []string) ([]Leased, error)
+	// Extend renews leases; lost[i] says the i-th is no longer this
+	// worker's (it expired and went to another, or was committed).
+	Extend(ctx context.Context, ls []Leased) (lost []bool, err error)
+	// Commit records results; accepted[i] false says the i-th lease was
+	// no longer current, and its result is not the URL's.
+	Commit(ctx context.Context, cs []Committed) (accepted []bool, err error)
+	// Release gives back leased URLs unfinished, due again at notBefore.
+	Release(ctx context.Context, ls []Leased, notBefore time.Time) error
+	// Finished reports whether no URL is pending and no lease is out.
+	Finished(ctx context.Context) (bool, error)
+}
+
+// Leased is a URL leased from a Frontier.
+type Leased struct {
+	URL     string
+	Host    string // the URL's host key, as Line.Host
+	Token   int64  // the lease's fencing token
+	Leases  int    // how many times the URL was leased, this one included
+	Expires time.Time
+}
+
+// Committed is a URL's result sent to the frontier under its lease.
+type Committed struct {
+	Leased
+	Outcome string
+	Record  []byte // its results.jsonl line, without the newline
+}
+
+// FleetSummary is what a fleet worker's run came to, beyond its own results.
+type FleetSummary struct {
+	Leased   int // URLs leased
+	Accepted int // results the frontier took
+	Late     int // results it refused: their lease had gone to another worker
+	Released int // URLs given back unfinished (the run stopped)
+	Lost     int // leases lost before their URL was sent (not sent)
+}
+
+// Defaults of fleet mode.
+const (
+	DefaultLeaseRenew = 10 * time.Second
+	DefaultFleetPoll  = 250 * time.Millisecond
+	// fleetHostAhead is how many of a host's URLs a worker holds queued
+	// (besides those in flight) before it asks for no more of them: the
+	// rest stay in the frontier, for any worker, and behind none of this
+	// worker's (a URL of a higher lane enqueued later waits only for these).
+	fleetHostAhead = 2
+	// ackBatch bounds the results sent in one Commit call.
+	ackBatch = 256
+	// fleetCallTimeout bounds one call to the frontier.
+	fleetCallTimeout = 10 * time.Second
+	// fleetDrain bounds how long a stopping run waits for the frontier to
+	// take its last results (they are sent again by the next run).
+	fleetDrain = 10 * time.Second
+)
+
+// fleet is a worker's side of the frontier during a Run.
+type fleet struct {
+	fr Frontier
+
+	mu   sync.Mutex
+	out  map[int64]*item // leased, not finished here yet
+	pend []pendingAck    // finished and committed here, not yet taken by the frontier
+	wake chan struct{}   // pend gained results, or the run stops
+	stop bool
+
+	leased, accepted, late, released, lost atomic.Int64
+}
+
+// pendingAck is a result committed here that the frontier has not taken.
+type pendingAck struct {
+	id int64
+	c  Committed
+}
+
+// leaseOf is the lease an item of a fleet run holds.
+type leaseOf struct {
+	Leased
+	lost atomic.Bool
+}
+
+func newFleet(fr Frontier) *fleet {
+	return &fleet{fr: fr, out: map[int64]*item{}, wake: make(chan struct{}, 1)}
+}
+
+func (f *fleet) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// queue adds results committed here for the frontier.
+func (f *fleet) queue(acks []pendingAck) {
+	if len(acks) == 0 {
+		return
+	}
+	f.mu.Lock()
+	for _, a := range acks {
+		delete(f.out, a.id)
+	}
+	f.pend = append(f.pend, acks...)
+	f.mu.Unlock()
+	f.poke()
+}
+
+// idle reports whether nothing is leased here nor waiting for the frontier.
+func (f *fleet) idle() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.out) == 0 && len(f.pend) == 0
+}
+
+// fleetResume settles what an earlier run of this worker left: the results
+// it committed here that the frontier did not take are sent (below, by the
+// acker), and URLs it leased but did not finish are given back and
+// forgotten here (the frontier hands them out again, maybe to this worker).
+func (j *Job) fleetResume(ctx context.Context) error {
+	acks, unfinished, err := j.st.unacked()
+	if err != nil {
+		return fmt.Errorf("crawl: reading state: %w", err)
+	}
+	if len(unfinished) > 0 {
+		ls := make([]Leased, len(unfinished))
+		ids := make([]int64, len(unfinished))
+		for i, u := range unfinished {
+			ls[i], ids[i] = u.c.Leased, u.id
+		}
+		cctx, cancel := context.WithTimeout(ctx, fleetCallTimeout)
+		err := j.opts.Frontier.Release(cctx, ls, time.Now())
+		cancel()
+		if err != nil {
+			// They come back when their leases expire.
+			j.logError("giving back an earlier run's leases", err)
+		}
+		if err := j.st.forget(ids); err != nil {
+			return fmt.Errorf("crawl: writing state: %w", err)
+		}
+	}
+	j.fl.pend = append(j.fl.pend, acks...)
+	return nil
+}
+
+// feedFleet leases URLs for the scheduler until it stops, or until the
+// frontier is finished and this worker holds nothing.
+func (j *Job) feedFleet(ctx context.Context) error {
+	s := j.sched
+	ahead := j.opts.LeaseAhead
+	poll := j.opts.FleetPoll
+	idleFor := time.Duration(0)
+	for {
+		s.mu.Lock()
+		for !s.stopping && (s.loaded >= ahead || len(s.hosts) >= s.maxHosts) {
+			s.feedCond.Wait()
+		}
+		if s.stopping {
+			s.mu.Unlock()
+			return nil
+		}
+		n := ahead - s.loaded
+		var skip []string
+		for k, h := range s.hosts {
+			if h.queued()+h.delayed >= fleetHostAhead {
+				skip = append(skip, k)
+			}
+		}
+		s.mu.Unlock()
+
+		cctx, cancel := context.WithTimeout(ctx, fleetCallTimeout)
+		ls, err := j.fl.fr.Lease(cctx, n, skip)
+		cancel()
+		if err != nil {
+			j.logError("leasing URLs", err)
+		}
+		if len(ls) == 0 {
+			if err == nil && j.fl.idle() && s.loadedNow() == 0 {
+				cctx, cancel := context.WithTimeout(ctx, fleetCallTimeout)
+				fin, err := j.fl.fr.Finished(cctx)
+				cancel()
+				if err == nil && fin {
+					s.mu.Lock()
+					s.hostsOut = true
+					if len(s.hosts) == 0 {
+						s.stop()
+					}
+					s.mu.Unlock()
+					return nil
+				}
+			}
+			// Nothing due now: look again soon, a little later each time
+			// while nothing comes (bounded by poll).
+			idleFor = min(max(idleFor*2, poll/8), poll)
+			if !s.sleepFeed(idleFor) {
+				return nil
+			}
+			continue
+		}
+		idleFor = 0
+		if err := j.takeLeased(ls); err != nil {
+			return err
+		}
+	}
+}
+
+// takeLeased records leased URLs in state.db and hands them to the
+// scheduler. A URL this worker finished before (its result was refused or
+// not taken, and the frontier leased it here again) is not fetched again:
+// its result goes to the frontier under the new lease.
+func (j *Job) takeLeased(ls []Leased) error {
+	rows, again, err := j.st.addLeased(ls)
+	if err != nil {
+		// Not recorded here: give them back rather than fetch what a
+		// crash could not account for.
+		cctx, cancel := context.WithTimeout(context.Background(), fleetCallTimeout)
+		if rerr := j.fl.fr.Release(cctx, ls, time.Now()); rerr != nil {
+			j.logError("giving back leases", rerr)
+		}
+		cancel()
+		return fmt.Errorf("crawl: recording leased URLs in %s: %w", StateFile, err)
+	}
+	j.fl.leased.Add(int64(len(ls)))
+	j.fl.queue(again)
+	if len(rows) == 0 {
+		return nil
+	}
+	s := j.sched
+	now := time.Now()
+	j.fl.mu.Lock()
+	s.mu.Lock()
+	for _, r := range rows {
+		h := s.hosts[r.host]
+		if h == nil {
+			h = &host{key: r.host}
+			s.hosts[r.host] = h
+		}
+		it := &item{id: r.id, url: r.url, host: h, attempts: r.attempts, started: r.started, reason: r.reason, lease: r.lease}
+		h.loaded++
+		s.loaded++
+		j.fl.out[it.id] = it
+		s.requeue(it, r.notBefore, false, now)
+	}
+	s.peakLoaded = max(s.peakLoaded, s.loaded)
+	s.mu.Unlock()
+	j.fl.mu.Unlock()
+	j.mu.Lock()
+	j.total += len(rows)
+	j.mu.Unlock()
+	return nil
+}
+
+// extender renews the leases this worker holds every LeaseRenew until ctx
+// ends; a lease found lost marks its URL, which is then not sent (see
+// dropLost).
+func (j *Job) extender(ctx context.Context) {
+	tk := time.NewTicker(j.opts.LeaseRenew)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+		}
+		j.fl.mu.Lock()
+		ls := make([]Leased, 0, len(j.fl.out)+len(j.fl.pend))
+		var of []*leaseOf
+		for _, it := range j.fl.out {
+			ls = append(ls, it.lease.Leased)
+			of = append(of, it.lease)
+		}
+		for _, p := range j.fl.pend {
+			ls = append(ls, p.c.Leased)
+			of = append(of, nil)
+		}
+		j.fl.mu.Unlock()
+		if len(ls) == 0 {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, fleetCallTimeout)
+		lost, err := j.fl.fr.Extend(cctx, ls)
+		cancel()
+		if err != nil {
+			j.logError("renewing leases", err)
+			continue
+		}
+		for i, l := range lost {
+			if l && i < len(of) && of[i] != nil {
+				of[i].lost.Store(true)
+			}
+		}
+	}
+}
+
+// dropLost forgets a URL whose lease went to another worker before this one
+// sent it: the other worker fetches it.
+func (j *Job) dropLost(it *item) {
+	j.fl.lost.Add(1)
+	j.fl.mu.Lock()
+	delete(j.fl.out, it.id)
+	j.fl.mu.Unlock()
+	if err := j.st.forget([]int64{it.id}); err != nil {
+		j.logError("forgetting a lost lease", err)
+	}
+	j.mu.Lock()
+	j.total--
+	j.mu.Unlock()
+	j.sched.done(it)
+}
+
+// acker sends the results committed here to the frontier until the run
+// stops and every one is sent, or, once stopping, fleetDrain has passed
+// (those left are sent by the next run).
+func (j *Job) acker(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	var deadline time.Time
+	backoff := time.Duration(0)
+	for {
+		j.fl.mu.Lock()
+		batch := append([]pendingAck(nil), j.fl.pend[:min(len(j.fl.pend), ackBatch)]...)
+		stop := j.fl.stop
+		j.fl.mu.Unlock()
+		if stop && deadline.IsZero() {
+			deadline = time.Now().Add(j.drain)
+		}
+		if len(batch) == 0 {
+			if stop {
+				return
+			}
+			select {
+			case <-j.fl.wake:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			return
+		}
+		cs := make([]Committed, len(batch))
+		for i, p := range batch {
+			cs[i] = p.c
+		}
+		cctx, cancel := context.WithTimeout(ctx, fleetCallTimeout)
+		acc, err := j.fl.fr.Commit(cctx, cs)
+		cancel()
+		if err == nil && len(acc) != len(cs) {
+			err = fmt.Errorf("the frontier answered %d of %d results", len(acc), len(cs))
+		}
+		if err != nil {
+			j.logError("sending results to the frontier", err)
+			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+			select {
+			case <-time.After(backoff):
+			case <-j.fl.wake: // the run stops: the drain's deadline decides
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		backoff = 0
+		var ok, late []int64
+		for i, a := range acc {
+			if a {
+				ok = append(ok, batch[i].id)
+			} else {
+				late = append(late, batch[i].id)
+			}
+		}
+		if err := j.st.acked(ok, late); err != nil {
+			j.logError("recording results the frontier took", err)
+		}
+		j.fl.accepted.Add(int64(len(ok)))
+		j.fl.late.Add(int64(len(late)))
+		j.fl.mu.Lock()
+		j.fl.pend = j.fl.pend[len(batch):]
+		j.fl.mu.Unlock()
+	}
+}
+
+// releaseUnfinished gives back, as a run ends, the leased URLs it did not
+// finish, and forgets them here.
+func (j *Job) releaseUnfinished() {
+	j.fl.mu.Lock()
+	var ls []Leased
+	var ids []int64
+	for id, it := range j.fl.out {
+		ls = append(ls, it.lease.Leased)
+		ids = append(ids, id)
+	}
+	clear(j.fl.out)
+	j.fl.mu.Unlock()
+	if len(ls) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), fleetCallTimeout)
+	err := j.fl.fr.Release(cctx, ls, time.Now())
+	cancel()
+	if err != nil {
+		j.logError("giving back unfinished leases", err)
+	} else {
+		j.fl.released.Add(int64(len(ls)))
+	}
+	if err := j.st.forget(ids); err != nil {
+		j.logError("forgetting unfinished leases", err)
+	}
+}
+
+// fleetAcks picks the results of a committed batch that the frontier is to
+// take.
+func fleetAcks(batch []commitMsg, finished []done) []pendingAck {
+	var acks []pendingAck
+	k := 0
+	for _, m := range batch {
+		if m.it == nil || m.res == nil {
+			continue
+		}
+		d := finished[k]
+		k++
+		if m.it.lease == nil {
+			continue
+		}
+		line := d.line
+		if n := len(line); n > 0 && line[n-1] == '\n' {
+			line = line[:n-1]
+		}
+		acks = append(acks, pendingAck{id: d.id, c: Committed{Leased: m.it.lease.Leased, Outcome: d.outcome, Record: line}})
+	}
+	return acks
+}
+
+// loadedNow returns the URLs in memory not done.
+func (s *sched) loadedNow() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loaded
+}
+
+// sleepFeed waits d, or until the scheduler stops; it reports whether the
+// scheduler is still running.
+func (s *sched) sleepFeed(d time.Duration) bool {
+	end := time.Now().Add(d)
+	for {
+		s.mu.Lock()
+		stopping := s.stopping
+		s.mu.Unlock()
+		if stopping {
+			return false
+		}
+		left := time.Until(end)
+		if left <= 0 {
+			return true
+		}
+		time.Sleep(min(left, 20*time.Millisecond))
+	}
+}
+
+func (f *fleet) summary() *FleetSummary {
+	return &FleetSummary{Leased: int(f.leased.Load()), Accepted: int(f.accepted.Load()), Late: int(f.late.Load()),
+		Released: int(f.released.Load()), Lost: int(f.lost.Load())}
+}

@@ -1,0 +1,341 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/testbed"
+)
+
+// memFrontier is a Frontier in memory with the semantics the job relies on
+// (fencing tokens, refused late results), for the job's own tests; the
+// Redis frontier has its own (redisstore).
+type memFrontier struct {
+	mu      sync.Mutex
+	queue   []Leased         // pending, FIFO
+	leased  map[string]int64 // url → current token
+	leases  map[string]int
+	done    map[string]int64 // url → the token its result was committed under
+	records map[string][]byte
+	commits map[string]int // accepted commits per URL: must end at 1
+	tok     int64
+	late    int
+	// failCommits fails this many Commit calls.
+	failCommits int
+}
+
+func newMemFrontier(urls []string) *memFrontier {
+	f := &memFrontier{leased: map[string]int64{}, leases: map[string]int{}, done: map[string]int64{},
+		records: map[string][]byte{}, commits: map[string]int{}}
+	for _, u := range urls {
+		p, _ := url.Parse(u)
+		f.queue = append(f.queue, Leased{URL: u, Host: p.Host})
+	}
+	return f
+}
+
+func (f *memFrontier) Lease(_ context.Context, max int, skip []string) ([]Leased, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	skipped := map[string]bool{}
+	for _, h := range skip {
+		skipped[h] = true
+	}
+	var out []Leased
+	kept := f.queue[:0]
+	for _, l := range f.queue {
+		if len(out) < max && !skipped[l.Host] {
+			f.tok++
+			f.leases[l.URL]++
+			l.Token, l.Leases, l.Expires = f.tok, f.leases[l.URL], time.Now().Add(time.Minute)
+			f.leased[l.URL] = l.Token
+			out = append(out, l)
+			continue
+		}
+		kept = append(kept, l)
+	}
+	f.queue = kept
+	return out, nil
+}
+
+func (f *memFrontier) Extend(_ context.Context, ls []Leased) ([]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lost := make([]bool, len(ls))
+	for i, l := range ls {
+		lost[i] = f.leased[l.URL] != l.Token
+	}
+	return lost, nil
+}
+
+func (f *memFrontier) Commit(_ context.Context, cs []Committed) ([]bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failCommits > 0 {
+		f.failCommits--
+		return nil, errors.New("frontier unreachable")
+	}
+	acc := make([]bool, len(cs))
+	for i, c := range cs {
+		switch {
+		case f.leased[c.URL] == c.Token && c.Token != 0:
+			delete(f.leased, c.URL)
+			f.done[c.URL] = c.Token
+			f.records[c.URL] = c.Record
+			f.commits[c.URL]++
+			acc[i] = true
+		case f.done[c.URL] == c.Token:
+			acc[i] = true // the same commit again
+		default:
+			f.late++
+		}
+	}
+	return acc, nil
+}
+
+func (f *memFrontier) Release(_ context.Context, ls []Leased, _ time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, l := range ls {
+		if f.leased[l.URL] == l.Token {
+			delete(f.leased, l.URL)
+			f.queue = append(f.queue, Leased{URL: l.URL, Host: l.Host})
+		}
+	}
+	return nil
+}
+
+func (f *memFrontier) Finished(context.Context) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.queue) == 0 && len(f.leased) == 0, nil
+}
+
+// expire takes u's lease away from its holder, as its expiry does, and
+// puts u first in the queue.
+func (f *memFrontier) expire(u string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.leased[u]; ok {
+		delete(f.leased, u)
+		p, _ := url.Parse(u)
+		f.queue = append([]Leased{{URL: u, Host: p.Host}}, f.queue...)
+	}
+}
+
+func (f *memFrontier) check(t *testing.T, urls []string) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, u := range urls {
+		if f.commits[u] != 1 {
+			t.Errorf("%s: %d committed results, want 1", u, f.commits[u])
+		}
+	}
+	if len(f.commits) != len(urls) {
+		t.Errorf("%d URLs committed, want %d", len(f.commits), len(urls))
+	}
+}
+
+func runFleetJob(t *testing.T, ctx context.Context, dir string, tr *polite.Transport, fr Frontier, opts Options) (Summary, error) {
+	t.Helper()
+	opts.Transport, opts.Frontier = tr, fr
+	j, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	return j.Run(ctx, nil)
+}
+
+// Three workers on one frontier: every URL fetched by one of them, one
+// committed result each, and each worker's results are its own.
+func TestFleetWorkersShareOneFrontier(t *testing.T) {
+	srv := testbed.NewServer(testbed.HostConfig{Name: "a.test"}, testbed.HostConfig{Name: "b.test"},
+		testbed.HostConfig{Name: "c.test", Rate: 50, Burst: 5})
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var urls []string
+	for i := range 60 {
+		for _, h := range []string{"a.test", "b.test", "c.test"} {
+			urls = append(urls, fmt.Sprintf("http://%s/page/%d", h, i))
+		}
+	}
+	fr := newMemFrontier(urls)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	sums := make([]Summary, 3)
+	dirs := make([]string, 3)
+	for w := range 3 {
+		dirs[w] = t.TempDir()
+		tr := &polite.Transport{Base: srv.Transport(), Limits: polite.Limits{Rate: 200, Burst: 10, Concurrency: 4}}
+		wg.Go(func() {
+			sum, err := runFleetJob(t, ctx, dirs[w], tr, fr, Options{Workers: 4, FleetPoll: 20 * time.Millisecond})
+			if err != nil {
+				t.Error(err)
+			}
+			sums[w] = sum
+		})
+	}
+	wg.Wait()
+	fr.check(t, urls)
+	accepted, seen := 0, map[string]bool{}
+	for w, sum := range sums {
+		if sum.Fleet == nil || sum.Fleet.Late != 0 || sum.Interrupted {
+			t.Errorf("worker %d: %+v", w, sum)
+			continue
+		}
+		accepted += sum.Fleet.Accepted
+		for _, r := range readResults(t, dirs[w]) {
+			if seen[r.URL] {
+				t.Errorf("%s in two workers' results", r.URL)
+			}
+			seen[r.URL] = true
+			if r.Outcome != OK {
+				t.Errorf("%s: %s", r.URL, r.Outcome)
+			}
+		}
+	}
+	if accepted != len(urls) || len(seen) != len(urls) {
+		t.Errorf("accepted %d, results %d, want %d", accepted, len(seen), len(urls))
+	}
+	// Hosts that refuse nothing (c.test's 429s are retried, and its
+	// robots.txt may be among them) saw each of their URLs once.
+	if got := pages(srv, "a.test") + pages(srv, "b.test"); got != int64(len(urls))*2/3 {
+		t.Errorf("%d requests for %d URLs", got, len(urls)*2/3)
+	}
+}
+
+// A worker whose lease went to another worker while its request was out:
+// its result is refused (Late), the other's is the URL's, once.
+func TestFleetLateResultRefused(t *testing.T) {
+	const u = "/slow"
+	arrived := make(chan struct{}, 2)
+	release := make(chan struct{})
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			arrived <- struct{}{}
+			<-release
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	urls := []string{srv.URL + u}
+	fr := newMemFrontier(urls)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tr := func() *polite.Transport {
+		return &polite.Transport{Base: srv.Client().Transport}
+	}
+	first := make(chan Summary, 1)
+	go func() {
+		sum, err := runFleetJob(t, ctx, t.TempDir(), tr(), fr, Options{Workers: 1, FleetPoll: 20 * time.Millisecond})
+		if err != nil {
+			t.Error(err)
+		}
+		first <- sum
+	}()
+	<-arrived
+	fr.expire(urls[0])
+	second, err := runFleetJob(t, ctx, t.TempDir(), tr(), fr, Options{Workers: 1, FleetPoll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	sum := <-first
+	fr.check(t, urls)
+	if sum.Fleet.Late != 1 || sum.Fleet.Accepted != 0 || second.Fleet.Accepted != 1 {
+		t.Errorf("first %+v, second %+v", sum.Fleet, second.Fleet)
+	}
+}
+
+// Results the frontier could not take (it did not answer) are sent by the
+// worker's next run, not fetched again.
+func TestFleetResendsResultsAfterRestart(t *testing.T) {
+	srv := testbed.NewServer(testbed.HostConfig{Name: "a.test"})
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var urls []string
+	for i := range 20 {
+		urls = append(urls, fmt.Sprintf("http://a.test/page/%d", i))
+	}
+	fr := newMemFrontier(urls)
+	fr.failCommits = 1 << 30
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	j, err := Open(dir, Options{Transport: fastTransport(srv), Frontier: fr, Workers: 4, FleetPoll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.drain = 50 * time.Millisecond
+	go func() {
+		for pages(srv, "a.test") < int64(len(urls)) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel() // every URL fetched; none taken by the frontier
+	}()
+	sum, err := j.Run(ctx, nil)
+	j.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Fleet.Accepted != 0 || sum.DoneNow != len(urls) {
+		t.Fatalf("first run: %+v %+v", sum, sum.Fleet)
+	}
+	fr.mu.Lock()
+	fr.failCommits = 0
+	fr.mu.Unlock()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel2()
+	sum, err = runFleetJob(t, ctx2, dir, fastTransport(srv), fr, Options{Workers: 4, FleetPoll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr.check(t, urls)
+	if got := pages(srv, "a.test"); got != int64(len(urls)) {
+		t.Errorf("%d requests for %d URLs", got, len(urls))
+	}
+	if sum.Fleet.Accepted != len(urls) || sum.Interrupted {
+		t.Errorf("second run: %+v %+v", sum, sum.Fleet)
+	}
+}
+
+// A worker given a directory with a list of its own is refused: the list
+// would never be fetched, nor the fleet's URLs kept apart from it.
+func TestFleetRefusesAJobDir(t *testing.T) {
+	dir := t.TempDir()
+	j := loadJob(t, dir, "http://a.test/1\n", Options{})
+	j.Close()
+	_, err := runFleetJob(t, context.Background(), dir, &polite.Transport{}, newMemFrontier(nil), Options{})
+	if err == nil || !strings.Contains(err.Error(), "directory of its own") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// pages counts the page requests host answered (robots.txt and refusals
+// left out).
+func pages(srv *testbed.Server, host string) int64 {
+	st := srv.Host(host).Stats()
+	return st.Admitted - st.Robots
+}
+
+func fastTransport(srv *testbed.Server) *polite.Transport {
+	return &polite.Transport{Base: srv.Transport(), Limits: polite.Limits{Rate: 500, Burst: 20, Concurrency: 4}}
+}
