@@ -226,10 +226,11 @@ func (j *Job) feedFleet(ctx context.Context) error {
 					return nil
 				}
 			}
-			// Nothing due now: look again soon, a little later each time
+			// Nothing due now: look again when a URL goes out or ends
+			// (a host may take more), or soon, a little later each time
 			// while nothing comes (bounded by poll).
 			idleFor = min(max(idleFor*2, poll/8), poll)
-			if !s.sleepFeed(idleFor) {
+			if !s.waitFeed(idleFor) {
 				return nil
 			}
 			continue
@@ -473,23 +474,22 @@ func (s *sched) loadedNow() int {
 	return s.loaded
 }
 
-// sleepFeed waits d, or until the scheduler stops; it reports whether the
+// waitFeed waits until d has passed, the scheduler has room for more
+// leases (a URL handed out or done), or it stops; it reports whether the
 // scheduler is still running.
-func (s *sched) sleepFeed(d time.Duration) bool {
-	end := time.Now().Add(d)
-	for {
+func (s *sched) waitFeed(d time.Duration) bool {
+	t := time.AfterFunc(d, func() {
 		s.mu.Lock()
-		stopping := s.stopping
+		s.feedCond.Broadcast()
 		s.mu.Unlock()
-		if stopping {
-			return false
-		}
-		left := time.Until(end)
-		if left <= 0 {
-			return true
-		}
-		time.Sleep(min(left, 20*time.Millisecond))
+	})
+	defer t.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stopping {
+		s.feedCond.Wait()
 	}
+	return !s.stopping
 }
 
 func (f *fleet) summary() *FleetSummary {

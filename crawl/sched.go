@@ -342,6 +342,9 @@ func (s *sched) handOut(h *host) *item {
 	h.inflight++
 	s.inflight++
 	s.low(h)
+	if s.fleet && h.queued()+h.delayed < fleetHostAhead {
+		s.feedCond.Signal() // the feeder may lease more of h
+	}
 	s.kick(h) // more for this host? back of the line
 	return it
 }
