@@ -413,36 +413,64 @@ func (f *Frontier) Enqueue(ctx context.Context, es []Entry) (added int, err erro
 // reclaims expired leases and moves due delayed URLs (a bounded number),
 // then takes from the hosts that are due, in the order they became due,
 // up to PerHost URLs each. It returns no leases, and no error, when
-// nothing is due.
+// nothing is due. On an error it returns the leases it took before it.
 func (f *Frontier) Lease(ctx context.Context, worker string, max int) ([]Lease, error) {
 	if max <= 0 {
 		return nil, nil
 	}
 	var out []Lease
 	first := int(f.start.Add(1) % uint64(f.o.Shards))
-	visited := 0
-	for visited < f.o.Shards && len(out) < max {
-		// A few shards at once, each asked for all the leases still
-		// wanted: most shards have fewer due, and what the pipeline
-		// takes too many is released at once.
-		want := max - len(out)
-		n := min(want, f.o.Shards-visited, leaseFanout)
-		calls := make([]*fcall, n)
-		for i := range calls {
-			s := (first + visited + i) % f.o.Shards
-			calls[i] = &fcall{script: leaseScript, shard: s, args: []any{f.clock(), worker, want, f.o.PerHost,
-				f.o.HostGap.Microseconds(), f.o.LeaseTTL.Microseconds(), f.o.MaxLeases, leaseChores}}
+	var full []int                    // shards that gave all they were asked: they may have more
+	taken := map[int]map[string]int{} // per shard, URLs taken from each host (at most PerHost per call)
+	visit := func(shards []int, ask int) error {
+		calls := make([]*fcall, len(shards))
+		for i, s := range shards {
+			args := []any{f.clock(), worker, ask, f.o.PerHost,
+				f.o.HostGap.Microseconds(), f.o.LeaseTTL.Microseconds(), f.o.MaxLeases, leaseChores}
+			for h, n := range taken[s] {
+				args = append(args, h, n)
+			}
+			calls[i] = &fcall{script: leaseScript, shard: s, args: args}
 		}
-		visited += n
 		if err := f.run(ctx, calls, false); err != nil {
-			return out, err
+			return err
 		}
-		for _, c := range calls {
+		for i, c := range calls {
 			ls, err := parseLeases(c.cmd.Val(), f.o.LeaseTTL)
 			if err != nil {
-				return out, err
+				return err
+			}
+			if len(ls) == ask {
+				full = append(full, shards[i])
+			}
+			for _, l := range ls {
+				if taken[shards[i]] == nil {
+					taken[shards[i]] = map[string]int{}
+				}
+				taken[shards[i]][l.Host]++
 			}
 			out = append(out, ls...)
+		}
+		return nil
+	}
+	// A few shards per pipeline, the leases still wanted split between
+	// them; then, if that was not enough, the shards that had more, one
+	// by one.
+	for visited := 0; visited < f.o.Shards && len(out) < max; {
+		want := max - len(out)
+		n := min(want, f.o.Shards-visited, leaseFanout)
+		shards := make([]int, n)
+		for i := range shards {
+			shards[i] = (first + visited + i) % f.o.Shards
+		}
+		visited += n
+		if err := visit(shards, (want+n-1)/n); err != nil {
+			return out, err
+		}
+	}
+	for k := 0; k < len(full) && len(out) < max; k++ {
+		if err := visit(full[k:k+1], max-len(out)); err != nil {
+			return out, err
 		}
 	}
 	if len(out) > max {

@@ -406,8 +406,27 @@ func TestFrontierHostGap(t *testing.T) {
 	}
 }
 
+// One Lease call takes at most PerHost URLs from a host, however many
+// times it visits the host's shard.
+func TestFrontierPerHost(t *testing.T) {
+	f, _, _ := newFrontier(t, FrontierOptions{PerHost: 3})
+	for h := range 3 {
+		mustEnqueue(t, f, urls(fmt.Sprintf("h%d.example", h), 0, 10))
+	}
+	for round := range 3 {
+		ls := mustLease(t, f, "w", 100)
+		per := map[string]int{}
+		for _, l := range ls {
+			per[l.Host]++
+		}
+		if len(per) != 3 || per["h0.example"] != 3 || per["h1.example"] != 3 || per["h2.example"] != 3 {
+			t.Errorf("round %d: Lease took %v, want 3 of each host", round, per)
+		}
+	}
+}
+
 func TestFrontierDeferHost(t *testing.T) {
-	f, clk, _ := newFrontier(t, FrontierOptions{})
+	f, clk, _ := newFrontier(t, FrontierOptions{LeaseTTL: time.Hour})
 	ctx := context.Background()
 	if err := f.DeferHost(ctx, "a.example", clk.Now().Add(time.Minute)); err != nil { // before it has URLs
 		t.Fatal(err)
@@ -566,6 +585,9 @@ func TestFrontierRestart(t *testing.T) {
 	}
 	mustEnqueue(t, f, urls("a.example", 0, 10))
 	ls := mustLease(t, f, "w", 4)
+	if len(ls) != 4 {
+		t.Fatalf("Lease = %d, want 4", len(ls))
+	}
 	mustCommit(t, f, "w", "ok", ls[:2]...)
 	srv.Restart(t)
 	st := mustStats(t, f)

@@ -1,7 +1,9 @@
 -- lease: ARGV[2] the worker, [3] at most this many URLs, [4] from one
 -- host, [5] the host gap (µs), [6] the lease's time to live (µs), [7]
 -- MaxLeases, [8] at most this many expired leases reclaimed and delayed
--- URLs moved. Returns now, then per lease: URL, host, lane, token, leases.
+-- URLs moved; ARGV[9..] pairs of host and how many URLs this Lease call
+-- took from it already (in an earlier visit of the shard). Returns now, then per lease: URL, host, lane,
+-- token, leases.
 --
 -- There is no janitor: each lease call first does the shard's
 -- housekeeping, a bounded amount of it, so a shard that has workers is
@@ -58,12 +60,13 @@ local function pick(host)
   return nil
 end
 
+local had = {}
+for i = 9, #ARGV - 1, 2 do had[ARGV[i]] = tonumber(ARGV[i + 1]) end
+
 local out, taken = {int(now)}, 0
-local hosts = redis.call('ZRANGEBYSCORE', RDY, '-inf', int(now), 'LIMIT', 0, max)
-for _, host in ipairs(hosts) do
-  if taken >= max then break end
+local function take(host, limit)
   local n = 0
-  while n < perHost and taken < max do
+  while n < limit and taken < max do
     local fp = pick(host)
     if not fp then break end
     local r = dec(redis.call('HGET', U, fp))
@@ -91,5 +94,12 @@ for _, host in ipairs(hosts) do
   else
     redis.call('ZADD', RDY, 'XX', int(now + gap), host)
   end
+end
+
+local hosts = redis.call('ZRANGEBYSCORE', RDY, '-inf', int(now), 'LIMIT', 0, max + (#ARGV - 8) / 2)
+for _, host in ipairs(hosts) do
+  if taken >= max then break end
+  local limit = perHost - (had[host] or 0)
+  if limit > 0 then take(host, limit) end
 end
 return out
