@@ -101,7 +101,7 @@ type FrontierOptions struct {
 	// in Redis at first use; a Frontier with another number is refused.
 	Shards int
 	// LeaseTTL is how long a lease lives unless extended or committed;
-	// 30 s if zero. Then it is reclaimed and the URL leased again.
+	// 30 s if zero, at least 1 ms. Then it is reclaimed and the URL leased again.
 	LeaseTTL time.Duration
 	// PerHost is how many URLs one Lease call takes from one host; 2 if
 	// zero.
@@ -207,6 +207,7 @@ func NewFrontier(c redis.UniversalClient, o FrontierOptions) (*Frontier, error) 
 	if o.LeaseTTL <= 0 {
 		o.LeaseTTL = 30 * time.Second
 	}
+	o.LeaseTTL = max(o.LeaseTTL, time.Millisecond)
 	if o.PerHost <= 0 {
 		o.PerHost = 2
 	}

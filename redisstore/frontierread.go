@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -172,23 +173,17 @@ func parseResult(v string) (Result, error) {
 		return bad("lane")
 	}
 	r.Lane = Lane(v[0] - '0')
-	rest := v[1:]
-	leases, rest, ok := strings.Cut(rest, ",")
-	n, err := strconv.Atoi(leases)
-	if !ok || err != nil || n < 0 {
+	leases, rest, ok := number(v[1:], ',')
+	if !ok || leases > math.MaxInt32 {
 		return bad("leases")
 	}
-	r.Leases = n
-	tok, rest, ok := strings.Cut(rest, ",")
-	t, err := strconv.ParseInt(tok, 10, 64)
-	if !ok || err != nil {
+	r.Leases = int(leases)
+	if r.Token, rest, ok = number(rest, ','); !ok {
 		return bad("token")
 	}
-	r.Token = t
 	var fields [4]string
 	for i := range fields {
-		fields[i], rest, ok = field(rest)
-		if !ok {
+		if fields[i], rest, ok = field(rest); !ok {
 			return bad("field " + strconv.Itoa(i))
 		}
 	}
@@ -197,11 +192,26 @@ func parseResult(v string) (Result, error) {
 	return r, nil
 }
 
+// number reads a decimal number ended by sep from the front of s: digits
+// only, no leading zero, at most 18 of them (as the scripts write).
+func number(s string, sep byte) (n int64, rest string, ok bool) {
+	i := strings.IndexByte(s, sep)
+	if i < 1 || i > 18 || (i > 1 && s[0] == '0') {
+		return 0, s, false
+	}
+	for _, c := range []byte(s[:i]) {
+		if c < '0' || c > '9' {
+			return 0, s, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, s[i+1:], true
+}
+
 // field reads <len>":"<bytes> from the front of s.
 func field(s string) (f, rest string, ok bool) {
-	l, rest, ok := strings.Cut(s, ":")
-	n, err := strconv.Atoi(l)
-	if !ok || err != nil || n < 0 || n > len(rest) || (len(l) > 1 && l[0] == '0') || l[0] == '+' || l[0] == '-' {
+	n, rest, ok := number(s, ':')
+	if !ok || n > int64(len(rest)) {
 		return "", s, false
 	}
 	return rest[:n], rest[n:], true
@@ -223,25 +233,21 @@ func parseRecord(v string) (record, error) {
 	bad := func(why string) (record, error) {
 		return record{}, fmt.Errorf("redisstore: frontier: malformed record (%s): %.80q", why, v)
 	}
-	if len(v) < 2 || !strings.ContainsRune("qdlxc", rune(v[0])) {
+	if len(v) < 2 || strings.IndexByte("qdlxc", v[0]) < 0 {
 		return bad("state")
 	}
 	if v[1] < '0' || v[1] >= '0'+byte(nLanes) {
 		return bad("lane")
 	}
 	r.State, r.Lane = v[0], Lane(v[1]-'0')
-	leases, rest, ok := strings.Cut(v[2:], ",")
-	n, err := strconv.Atoi(leases)
-	if !ok || err != nil || n < 0 {
+	leases, rest, ok := number(v[2:], ',')
+	if !ok || leases > math.MaxInt32 {
 		return bad("leases")
 	}
-	r.Leases = n
-	tok, rest, ok := strings.Cut(rest, ",")
-	t, err := strconv.ParseInt(tok, 10, 64)
-	if !ok || err != nil {
+	r.Leases = int(leases)
+	if r.Token, rest, ok = number(rest, ','); !ok {
 		return bad("token")
 	}
-	r.Token = t
 	if r.State == 'c' {
 		if rest != "" {
 			return bad("committed with a tail")
