@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,16 +34,19 @@ import (
 // URL is done and is never committed, nor enqueued, again. The
 // nats-server#4786 and crawlee#2849 duplicates cannot happen.
 //
-// Exactly-once survives Redis losing its last second of writes (AOF
-// everysec, then a crash): the record it falls back to is an older one of
-// the same URL. If a commit was lost, the URL is leased again, which
-// re-runs the fetch, and only one commit is kept. If a lease was lost, the
-// token counter may hand out a number again, but the lost lease's holder
-// holds a token the record no longer names unless the new lease drew the
-// same number; then both are leases of one URL at most one of which
-// commits, since a commit turns the record to done and a done record
-// accepts no other commit. Results written and acknowledged with WaitAOF
-// set are not lost at all.
+// Exactly-once holds in Redis even if it loses its last second of
+// writes (AOF everysec, then a crash): each URL's record falls back to an
+// older state of itself, and the results hash holds at most one result
+// per URL, since a commit turns the record to done and a done record
+// accepts no other token. What a lost second can cost is an
+// acknowledgement: a commit accepted, then lost, leaves the URL leased,
+// to be reclaimed, fetched again and committed by another worker. Tokens
+// are not reused across such a loss: each is the shard's last plus one,
+// and never less than Redis's clock in µs, so tokens handed out after the
+// restart exceed every one handed out before the crash (Redis's clock
+// moving on across a restart assumed). With WaitAOF set, Enqueue and
+// Commit return only once their writes are in the append-only file, and
+// nothing acknowledged is lost.
 //
 // Why no janitor. Each Lease call first reclaims a bounded number of the
 // shard's expired leases and moves its delayed URLs that are due; a shard
@@ -152,7 +156,8 @@ func (l Lane) String() string {
 }
 
 // Entry is a URL to enqueue. Host is the caller's host key: it decides the
-// URL's shard and its queue, and politeness is per host key.
+// URL's shard and its queue, and politeness is per host key; if empty,
+// the URL's host (with a port other than the scheme's default).
 type Entry struct {
 	URL, Host string
 	Lane      Lane
@@ -357,6 +362,9 @@ func (f *Frontier) Enqueue(ctx context.Context, es []Entry) (added int, err erro
 		u, err := NormalizeURL(e.URL)
 		if err != nil {
 			return 0, err
+		}
+		if e.Host == "" {
+			e.Host = hostOf(u)
 		}
 		k := struct {
 			host string
@@ -637,4 +645,16 @@ func (f *Frontier) Release(ctx context.Context, ls []Lease, notBefore time.Time)
 func (f *Frontier) DeferHost(ctx context.Context, host string, until time.Time) error {
 	c := &fcall{script: deferScript, shard: f.shard(host), args: []any{f.clock(), host, until.UnixMicro()}}
 	return f.run(ctx, []*fcall{c}, false)
+}
+
+// hostOf returns the host of a normalized URL: what follows the scheme,
+// up to the path.
+func hostOf(u string) string {
+	_, rest, _ := strings.Cut(u, "://")
+	h, _, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndexByte(h, '@'); i >= 0 {
+		h = h[i+1:]
+	}
+	h, _, _ = strings.Cut(h, "?")
+	return h
 }

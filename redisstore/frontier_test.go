@@ -671,3 +671,56 @@ func TestFrontierCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Hosts take turns by when they are next due: a host leased from goes
+// behind those that were due before.
+func TestFrontierHostOrder(t *testing.T) {
+	f, clk, _ := newFrontier(t, FrontierOptions{Shards: 1, PerHost: 1})
+	for _, h := range []string{"a.example", "b.example", "c.example"} {
+		mustEnqueue(t, f, urls(h, 0, 2))
+		clk.Advance(time.Second)
+	}
+	var order []string
+	for range 6 {
+		ls := mustLease(t, f, "w", 1)
+		if len(ls) != 1 {
+			t.Fatalf("Lease = %+v, want 1", ls)
+		}
+		order = append(order, ls[0].Host[:1])
+		clk.Advance(time.Millisecond)
+	}
+	if got := fmt.Sprint(order); got != "[a b c a b c]" {
+		t.Errorf("hosts leased in order %s, want [a b c a b c]", got)
+	}
+}
+
+// A Lease call reclaims at most leaseChores expired leases of a shard.
+func TestFrontierReclaimBounded(t *testing.T) {
+	f, clk, _ := newFrontier(t, FrontierOptions{Shards: 1, PerHost: 100, LeaseTTL: time.Second})
+	mustEnqueue(t, f, urls("a.example", 0, 100))
+	if ls := mustLease(t, f, "w", 100); len(ls) != 100 {
+		t.Fatalf("Lease = %d, want 100", len(ls))
+	}
+	clk.Advance(time.Second)
+	ls := mustLease(t, f, "w", 1)
+	if st := mustStats(t, f); st.Reclaimed != leaseChores || st.Leased != 100-leaseChores+1 {
+		t.Errorf("after one Lease: %d reclaimed, %d leased, want %d and %d", st.Reclaimed, st.Leased,
+			leaseChores, 100-leaseChores+1)
+	}
+	if ls[0].Token < clk.Now().UnixMicro() {
+		t.Errorf("token %d lags the clock %d", ls[0].Token, clk.Now().UnixMicro())
+	}
+}
+
+// An entry without a host key is queued under its URL's host.
+func TestFrontierDefaultHost(t *testing.T) {
+	f, _, _ := newFrontier(t, FrontierOptions{})
+	mustEnqueue(t, f, []Entry{{URL: "https://user@A.example:8443/x?q=1"}, {URL: "http://b.example/"}})
+	hosts := map[string]bool{}
+	for _, l := range mustLease(t, f, "w", 10) {
+		hosts[l.Host] = true
+	}
+	if !hosts["a.example:8443"] || !hosts["b.example"] || len(hosts) != 2 {
+		t.Errorf("leased hosts %v, want a.example:8443 and b.example", hosts)
+	}
+}

@@ -63,6 +63,10 @@ end
 local had = {}
 for i = 9, #ARGV - 1, 2 do had[ARGV[i]] = tonumber(ARGV[i + 1]) end
 
+-- Fencing tokens grow by one per lease, and never lag Redis's clock
+-- (µs): so a Redis that lost its last second of writes, the counter's
+-- with them, hands out tokens above every token it handed out before.
+local tok = tonumber(redis.call('HGET', C, 'tok') or '0') or 0
 local out, taken = {int(now)}, 0
 local function take(host, limit)
   local n = 0
@@ -72,7 +76,8 @@ local function take(host, limit)
     local r = dec(redis.call('HGET', U, fp))
     if r and r.st == 'q' then
       r.st, r.leases, r.worker = 'l', r.leases + 1, worker
-      r.tok = redis.call('HINCRBY', C, 'tok', 1)
+      tok = math.max(tok + 1, now)
+      r.tok = tok
       redis.call('HSET', U, fp, enc(r))
       redis.call('ZADD', LS, int(now + ttl), fp)
       out[#out + 1] = r.url
@@ -102,4 +107,5 @@ for _, host in ipairs(hosts) do
   local limit = perHost - (had[host] or 0)
   if limit > 0 then take(host, limit) end
 end
+if taken > 0 then redis.call('HSET', C, 'tok', int(tok)) end
 return out
