@@ -15,57 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// # The crawl frontier (issue 31)
-//
-// A Frontier is the fleet's shared work queue: the URLs a crawl has yet to
-// fetch, kept in the Redis that already holds the fleet's rate budget, as
-// Lua scripts on it. Workers (separate `polite fetch` processes) lease
-// URLs, fetch them, and commit each result.
-//
-// Why leases and fencing tokens. A worker may die, stall or lose its
-// network at any time, so a URL handed out must come back by itself: it
-// is leased for LeaseTTL, and a lease neither extended nor committed by
-// then is reclaimed and leased again. That makes fetching at-least-once (a
-// slow worker and its successor may both fetch), and results exactly-once:
-// each lease carries a fencing token, a number drawn from the shard's
-// counter, and a commit is accepted only while the URL is leased under
-// that very token. A reclaimed lease's holder commits too late and is
-// refused (counted in Late); the current holder commits; once committed a
-// URL is done and is never committed, nor enqueued, again. The
-// nats-server#4786 and crawlee#2849 duplicates cannot happen.
-//
-// Exactly-once holds in Redis even if it loses its last second of
-// writes (AOF everysec, then a crash): each URL's record falls back to an
-// older state of itself, and the results hash holds at most one result
-// per URL, since a commit turns the record to done and a done record
-// accepts no other token. What a lost second can cost is an
-// acknowledgement: a commit accepted, then lost, leaves the URL leased,
-// to be reclaimed, fetched again and committed by another worker. Tokens
-// are not reused across such a loss: each is the shard's last plus one,
-// and never less than Redis's clock in µs, so tokens handed out after the
-// restart exceed every one handed out before the crash (Redis's clock
-// moving on across a restart assumed). With WaitAOF set, Enqueue and
-// Commit return only once their writes are in the append-only file, and
-// nothing acknowledged is lost.
-//
-// Why no janitor. Each Lease call first reclaims a bounded number of the
-// shard's expired leases and moves its delayed URLs that are due; a shard
-// with workers is kept by them, one without needs no keeping, and no
-// process must be elected or kept alive for it.
-//
-// # Layout
-//
-// Hosts are spread over Shards virtual shards by xxhash64(host) % Shards;
-// all keys of shard s carry the hash tag {f<s>}, so each script touches
-// one Cluster slot and a Cluster spreads the shards. URLs are deduplicated
-// by an 8-byte fingerprint of their normalized form (NormalizeURL). In a
-// shard (lua/frontier_lib.lua lists the keys): a hash of fingerprint to a
-// small packed record (state, lane, leases, token, host, worker, URL), one
-// list per host and lane of fingerprints, a sorted set of hosts by when
-// they are next due, a sorted set of leases by expiry, and a hash of
-// counters kept exact by the scripts. A committed URL keeps a few bytes of
-// its record for the dedupe; its URL and result move to the results hash.
-
 var (
 	//go:embed lua/frontier_lib.lua
 	frontierLib string
@@ -184,9 +133,62 @@ type Commit struct {
 // number of shards for the prefix.
 var ErrShards = errors.New("redisstore: frontier shards mismatch")
 
-// Frontier is a crawl frontier shared by a fleet through Redis. Its
-// methods are safe for concurrent use, by any number of goroutines and
-// processes.
+// Frontier is a crawl frontier shared by a fleet through Redis (issue
+// 31), the work queue of the URLs a crawl has yet to fetch, kept in the Redis that already holds the fleet's rate budget, as
+// Lua scripts on it. Workers (separate `polite fetch` processes) lease
+// URLs, fetch them, and commit each result.
+//
+// Leases and fencing tokens. A worker may die, stall or lose its
+// network at any time, so a URL handed out must come back by itself: it
+// is leased for LeaseTTL, and a lease neither extended nor committed by
+// then is reclaimed and leased again. That makes fetching at-least-once (a
+// slow worker and its successor may both fetch), and results exactly-once:
+// each lease carries a fencing token, a number that grows with every
+// lease of the shard, and a commit is accepted only while the URL is leased under
+// that very token. A reclaimed lease's holder commits too late and is
+// refused (counted in Late); the current holder commits; once committed a
+// URL is done and is never committed, nor enqueued, again. The
+// nats-server#4786 and crawlee#2849 duplicates cannot happen.
+//
+// Exactly-once holds in Redis even if it loses its last second of
+// writes (AOF everysec, then a crash): each URL's record falls back to an
+// older state of itself, and the results hash holds at most one result
+// per URL, since a commit turns the record to done and a done record
+// accepts no other token. What a lost second can cost is an
+// acknowledgement: a commit accepted, then lost, leaves the URL leased,
+// to be reclaimed, fetched again and committed by another worker. Tokens
+// are not reused across such a loss: each is the shard's last plus one,
+// and never less than Redis's clock in µs, so tokens handed out after the
+// restart exceed every one handed out before the crash (Redis's clock
+// moving on across a restart assumed). With WaitAOF set, Enqueue and
+// Commit return only once their writes are in the append-only file, and
+// nothing acknowledged is lost.
+//
+// No janitor. Each Lease call first reclaims a bounded number of the
+// shard's expired leases and moves its delayed URLs that are due; a shard
+// with workers is kept by them, one without needs no keeping, and no
+// process must be elected or kept alive for it.
+//
+// Layout. Hosts are spread over Shards virtual shards by xxhash64(host) % Shards;
+// all keys of shard s carry the hash tag {f<s>}, so each script touches
+// one Cluster slot and a Cluster spreads the shards. URLs are deduplicated
+// by an 8-byte fingerprint of their normalized form (NormalizeURL). In a
+// shard (lua/frontier_lib.lua lists the keys): a hash of fingerprint to a
+// small packed record (state, lane, leases, token, host, worker, URL), one
+// list per host and lane of fingerprints, a sorted set of hosts by when
+// they are next due, a sorted set of leases by expiry, and a hash of
+// counters kept exact by the scripts. A committed URL keeps a few bytes of
+// its record for the dedupe; its URL and result move to the results hash.
+//
+// Scheduling. Within a host, lanes take turns 6:3:1 (see Lane); hosts take
+// turns by when each is next due (HostGap after a take, DeferHost);
+// Lease visits the shards round-robin.
+//
+// A Frontier is made by NewFrontier; its methods are safe for concurrent
+// use by any number of goroutines and processes. Each method's calls to
+// Redis are bounded by Timeout. go-redis may send a script again after a
+// lost reply: every script but lease's is idempotent, and a lease whose
+// reply was lost expires after LeaseTTL like any other.
 type Frontier struct {
 	c     redis.UniversalClient
 	o     FrontierOptions
