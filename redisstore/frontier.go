@@ -200,6 +200,9 @@ const (
 	enqueueBatch = 1000 // entries per enqueue call
 	leaseChores  = 64   // expired leases reclaimed, and delayed URLs moved, per lease call
 	leaseFanout  = 4    // shards one pipeline of Lease visits
+	leaseMax     = 1000 // leases one Lease call takes at most
+
+	frontierPipeline = 32 // script calls per pipeline: 32,000 entries of Enqueue take about 0.15 s
 )
 
 // NewFrontier returns a Frontier on c, recording o.Shards for o.Prefix in
@@ -274,7 +277,7 @@ func fingerprint(u string) string {
 	return string(b[:])
 }
 
-// call is one script call of a pipeline.
+// fcall is one script call of a pipeline.
 type fcall struct {
 	script *redis.Script
 	shard  int
@@ -282,30 +285,57 @@ type fcall struct {
 	cmd    *redis.Cmd
 }
 
-// run sends calls in one pipeline (a Cluster client splits it per node),
-// then, with wait, WAITAOF on the same connection. A call refused with
-// NOSCRIPT (first use, or Redis restarted) is sent again with EVAL.
+// run sends calls in pipelines of at most frontierPipeline (a Cluster client
+// splits each per node), each bounded by Timeout, and with wait ends each
+// with WAITAOF on the same connection. Calls refused with NOSCRIPT (first
+// use, or Redis restarted) are sent again, once, after loading their
+// scripts.
 func (f *Frontier) run(ctx context.Context, calls []*fcall, wait bool) error {
-	if len(calls) == 0 {
-		return nil
+	for len(calls) > 0 {
+		n := min(len(calls), frontierPipeline)
+		if err := f.run1(ctx, calls[:n], wait && f.o.WaitAOF > 0); err != nil {
+			return err
+		}
+		calls = calls[n:]
 	}
+	return nil
+}
+
+func (f *Frontier) run1(ctx context.Context, calls []*fcall, wait bool) error {
 	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
 	defer cancel()
-	var aof *redis.Cmd
-	pl := f.c.Pipeline()
-	for _, c := range calls {
-		c.cmd = c.script.EvalSha(ctx, pl, f.keys(c.shard), c.args...)
+	send := func(calls []*fcall) error {
+		pl := f.c.Pipeline()
+		for _, c := range calls {
+			c.cmd = c.script.EvalSha(ctx, pl, f.keys(c.shard), c.args...)
+		}
+		var aof *redis.Cmd
+		if wait {
+			aof = pl.Do(ctx, "WAITAOF", 1, 0, max(f.o.WaitAOF.Milliseconds(), 1))
+		}
+		_, _ = pl.Exec(ctx) // each command holds its own error
+		if wait {
+			return waited(aof)
+		}
+		return nil
 	}
-	wait = wait && f.o.WaitAOF > 0
-	if wait {
-		aof = pl.Do(ctx, "WAITAOF", 1, 0, max(f.o.WaitAOF.Milliseconds(), 1))
-	}
-	_, _ = pl.Exec(ctx) // each command holds its own error
-	again := false
+	werr := send(calls)
+	var again []*fcall
+	loaded := map[*redis.Script]bool{}
 	for _, c := range calls {
 		if err := c.cmd.Err(); err != nil && isNoScript(err) {
-			again = true
-			c.cmd = c.script.Run(ctx, f.c, f.keys(c.shard), c.args...)
+			if !loaded[c.script] {
+				loaded[c.script] = true
+				if err := c.script.Load(ctx, f.c).Err(); err != nil {
+					return fmt.Errorf("redisstore: frontier: loading a script: %w", err)
+				}
+			}
+			again = append(again, c)
+		}
+	}
+	if len(again) > 0 {
+		if err := send(again); err != nil && werr == nil {
+			werr = err
 		}
 	}
 	for _, c := range calls {
@@ -313,15 +343,7 @@ func (f *Frontier) run(ctx context.Context, calls []*fcall, wait bool) error {
 			return fmt.Errorf("redisstore: frontier: %w", err)
 		}
 	}
-	if wait {
-		if again {
-			aof = f.c.Do(ctx, "WAITAOF", 1, 0, max(f.o.WaitAOF.Milliseconds(), 1))
-		}
-		if err := waited(aof); err != nil {
-			return err
-		}
-	}
-	return nil
+	return werr
 }
 
 // waited checks WAITAOF's reply: [local, replicas], local 1 when the
@@ -424,11 +446,13 @@ func (f *Frontier) Enqueue(ctx context.Context, es []Entry) (added int, err erro
 // reclaims expired leases and moves due delayed URLs (a bounded number),
 // then takes from the hosts that are due, in the order they became due,
 // up to PerHost URLs each. It returns no leases, and no error, when
-// nothing is due. On an error it returns the leases it took before it.
+// nothing is due, and at most 1000 leases. On an error it returns the
+// leases it took before it.
 func (f *Frontier) Lease(ctx context.Context, worker string, max int) ([]Lease, error) {
 	if max <= 0 {
 		return nil, nil
 	}
+	max = min(max, leaseMax)
 	var out []Lease
 	first := int(f.start.Add(1) % uint64(f.o.Shards))
 	var full []int                    // shards that gave all they were asked: they may have more
@@ -548,7 +572,8 @@ func (f *Frontier) byShard(ls []Lease) map[int][]int {
 
 // Extend renews each lease still current for LeaseTTL from now, setting
 // its Expires in ls, and reports the ones lost (reclaimed, released or
-// committed meanwhile): their result will be refused.
+// committed meanwhile): their result will be refused. A lease past its
+// expiry is current until a Lease call reclaims it.
 func (f *Frontier) Extend(ctx context.Context, ls []Lease) (lost []bool, err error) {
 	var calls []*fcall
 	var idx [][]int
@@ -587,7 +612,8 @@ func (f *Frontier) Extend(ctx context.Context, ls []Lease) (lost []bool, err err
 // Commit stores each result whose lease is current, and reports which
 // were accepted. A URL's result is accepted once: a lease reclaimed or
 // released meanwhile is refused (counted in Late), and committing the
-// same token again is accepted and counts nothing twice. With WaitAOF set
+// same token again is accepted and counts nothing twice. A lease past its
+// expiry is accepted until a Lease call reclaims it. With WaitAOF set
 // Commit returns only once Redis has the results in its append-only file.
 func (f *Frontier) Commit(ctx context.Context, cs []Commit) (accepted []bool, err error) {
 	ls := make([]Lease, len(cs))
