@@ -676,6 +676,17 @@ func TestFrontierCluster(t *testing.T) {
 	if err := f.DeadLetters(ctx, func(DeadLetter) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
+	nodes := map[string]bool{}
+	for s := range f.o.Shards {
+		node, err := c.MasterForKey(ctx, f.keys(s)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[node.String()] = true
+	}
+	if len(nodes) < 2 {
+		t.Errorf("the %d shards live on %d node, want them spread", f.o.Shards, len(nodes))
+	}
 }
 
 // Hosts take turns by when they are next due: a host leased from goes
@@ -729,4 +740,106 @@ func TestFrontierDefaultHost(t *testing.T) {
 	if !hosts["a.example:8443"] || !hosts["b.example"] || len(hosts) != 2 {
 		t.Errorf("leased hosts %v, want a.example:8443 and b.example", hosts)
 	}
+}
+
+// Workers racing for real, each with its own connection pool as separate
+// processes would have, some of them dropping leases as if killed, while
+// the clock runs: every URL ends with one result, committed under one
+// token.
+func TestFrontierConcurrentWorkers(t *testing.T) {
+	addr := redistest.Start(t)
+	clk := newClock()
+	open := func() *Frontier {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { c.Close() })
+		f, err := NewFrontier(c, FrontierOptions{Clock: clk.Now, LeaseTTL: 5 * time.Second, MaxLeases: 1000, Shards: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	var es []Entry
+	for h := range 40 {
+		es = append(es, urls(fmt.Sprintf("h%d.example", h), 0, 25)...)
+	}
+	mustEnqueue(t, open(), es)
+	var mu sync.Mutex
+	accepted := map[string]int64{}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() { // the clock
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				clk.Advance(time.Second)
+			}
+		}
+	})
+	var workers sync.WaitGroup
+	for w := range 4 {
+		f := open()
+		name := fmt.Sprint("w", w)
+		rnd := rand.New(rand.NewPCG(uint64(w), 7))
+		workers.Go(func() {
+			var slow []Lease // leases held past their time, committed late
+			for range 2000 {
+				if done, err := f.Finished(ctx); err != nil || done {
+					return
+				}
+				ls, err := f.Lease(ctx, name, 10)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				switch rnd.IntN(10) {
+				case 0:
+					continue // killed: these leases expire
+				case 1:
+					slow = append(slow, ls...) // stalled: committed some time later
+					continue
+				case 2:
+					ls, slow = append(ls, slow...), nil
+				}
+				cs := make([]Commit, len(ls))
+				for i, l := range ls {
+					cs[i] = Commit{Lease: l, Outcome: "ok", Worker: name}
+				}
+				ok, err := f.Commit(ctx, cs)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for i, l := range ls {
+					if !ok[i] {
+						continue
+					}
+					if tok, dup := accepted[l.URL]; dup && tok != l.Token {
+						t.Errorf("%s committed under tokens %d and %d", l.URL, tok, l.Token)
+					}
+					accepted[l.URL] = l.Token
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	workers.Wait()
+	close(stop)
+	wg.Wait()
+	f := open()
+	if done, err := f.Finished(ctx); !done || err != nil {
+		t.Fatalf("Finished = %v, %v", done, err)
+	}
+	n := 0
+	if err := f.Results(ctx, func(string, []byte) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(es) || len(accepted) != len(es) {
+		t.Errorf("%d results, %d URLs accepted, want %d", n, len(accepted), len(es))
+	}
+	st := mustStats(t, f)
+	t.Logf("done %d, late %d, reclaimed %d", st.Done, st.Late, st.Reclaimed)
 }
