@@ -843,3 +843,22 @@ func TestFrontierConcurrentWorkers(t *testing.T) {
 	st := mustStats(t, f)
 	t.Logf("done %d, late %d, reclaimed %d", st.Done, st.Late, st.Reclaimed)
 }
+
+// Stats lists a bounded number of hosts and says so; HostStats reads any.
+func TestFrontierStatsHosts(t *testing.T) {
+	f, _, _ := newFrontier(t, FrontierOptions{Shards: 2})
+	var es []Entry
+	for h := range 3000 {
+		es = append(es, urls(fmt.Sprintf("h%d.example", h), 0, 1)...)
+	}
+	mustEnqueue(t, f, es)
+	st := mustStats(t, f)
+	if len(st.Hosts) == 0 || len(st.Hosts) > StatsHosts || !st.HostsTruncated || st.Pending != 3000 {
+		t.Errorf("Stats: %d hosts, truncated %v, pending %d; want 1..%d, true, 3000", len(st.Hosts), st.HostsTruncated,
+			st.Pending, StatsHosts)
+	}
+	hs, err := f.HostStats(context.Background(), "h2999.example")
+	if err != nil || hs != (HostStats{Pending: 1}) {
+		t.Errorf("HostStats = %+v, %v, want 1 pending", hs, err)
+	}
+}

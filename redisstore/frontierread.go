@@ -24,8 +24,8 @@ type FrontierStats struct {
 	Reclaimed int64 // expired leases put back in their queue
 	Outcomes  map[string]int64
 	Workers   map[string]WorkerStats
-	// Hosts has up to StatsHosts hosts (HostsTruncated says when there
-	// were more); HostStats reads one.
+	// Hosts has some hosts, up to StatsHosts (HostsTruncated says when
+	// there were more); HostStats reads any one.
 	Hosts          map[string]HostStats
 	HostsTruncated bool
 }
@@ -51,16 +51,21 @@ func (f *Frontier) Stats(ctx context.Context) (FrontierStats, error) {
 	defer cancel()
 	st := FrontierStats{Outcomes: map[string]int64{}, Workers: map[string]WorkerStats{}, Hosts: map[string]HostStats{}}
 	pl := f.c.Pipeline()
-	cmds := make([]*[3]*redis.MapStringStringCmd, f.o.Shards)
+	type shardCmds struct {
+		counters *redis.MapStringStringCmd
+		hosts    [2]*redis.ScanCmd // pending, done: one HSCAN step each, so a shard of many hosts costs no more
+	}
+	cmds := make([]shardCmds, f.o.Shards)
+	per := int64(StatsHosts/f.o.Shards + 1)
 	for s := range cmds {
 		k := f.keys(s)
-		cmds[s] = &[3]*redis.MapStringStringCmd{pl.HGetAll(ctx, k[4]), pl.HGetAll(ctx, k[7]), pl.HGetAll(ctx, k[8])}
+		cmds[s] = shardCmds{pl.HGetAll(ctx, k[4]), [2]*redis.ScanCmd{pl.HScan(ctx, k[7], 0, "", per), pl.HScan(ctx, k[8], 0, "", per)}}
 	}
 	if _, err := pl.Exec(ctx); err != nil {
 		return st, fmt.Errorf("redisstore: frontier: stats: %w", err)
 	}
 	for _, c := range cmds {
-		for field, v := range c[0].Val() {
+		for field, v := range c.counters.Val() {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
 				return st, fmt.Errorf("redisstore: frontier: stats: counter %q = %q", field, v)
@@ -90,14 +95,19 @@ func (f *Frontier) Stats(ctx context.Context) (FrontierStats, error) {
 				st.Workers[field[3:]] = w
 			}
 		}
-		for i, m := range c[1:] {
-			for h, v := range m.Val() {
+		for i, sc := range c.hosts {
+			kv, cursor := sc.Val()
+			if cursor != 0 {
+				st.HostsTruncated = true
+			}
+			for j := 0; j+1 < len(kv); j += 2 {
+				h := kv[j]
 				hs, ok := st.Hosts[h]
 				if !ok && len(st.Hosts) >= StatsHosts {
 					st.HostsTruncated = true
 					continue
 				}
-				n, _ := strconv.ParseInt(v, 10, 64)
+				n, _ := strconv.ParseInt(kv[j+1], 10, 64)
 				if i == 0 {
 					hs.Pending = n
 				} else {
