@@ -449,6 +449,12 @@ func (f *Frontier) Enqueue(ctx context.Context, es []Entry) (added int, err erro
 // nothing is due, and at most 1000 leases. On an error it returns the
 // leases it took before it.
 func (f *Frontier) Lease(ctx context.Context, worker string, max int) ([]Lease, error) {
+	return f.LeaseExcept(ctx, worker, max, nil)
+}
+
+// LeaseExcept is Lease, taking nothing of the hosts in skip (those the
+// worker holds enough of already). A skipped host keeps its turn.
+func (f *Frontier) LeaseExcept(ctx context.Context, worker string, max int, skip []string) ([]Lease, error) {
 	if max <= 0 {
 		return nil, nil
 	}
@@ -457,6 +463,13 @@ func (f *Frontier) Lease(ctx context.Context, worker string, max int) ([]Lease, 
 	first := int(f.start.Add(1) % uint64(f.o.Shards))
 	var full []int                    // shards that gave all they were asked: they may have more
 	taken := map[int]map[string]int{} // per shard, URLs taken from each host (at most PerHost per call)
+	for _, h := range skip {
+		s := f.shard(h)
+		if taken[s] == nil {
+			taken[s] = map[string]int{}
+		}
+		taken[s][h] = f.o.PerHost
+	}
 	visit := func(shards []int, ask int) error {
 		calls := make([]*fcall, len(shards))
 		for i, s := range shards {

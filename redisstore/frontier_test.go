@@ -862,3 +862,18 @@ func TestFrontierStatsHosts(t *testing.T) {
 		t.Errorf("HostStats = %+v, %v, want 1 pending", hs, err)
 	}
 }
+
+// LeaseExcept takes nothing of the hosts skipped, which keep their turn.
+func TestFrontierLeaseExcept(t *testing.T) {
+	f, _, _ := newFrontier(t, FrontierOptions{Shards: 1, PerHost: 1})
+	for _, h := range []string{"a.example", "b.example", "c.example"} {
+		mustEnqueue(t, f, urls(h, 0, 2))
+	}
+	ls, err := f.LeaseExcept(context.Background(), "w", 10, []string{"a.example", "c.example"})
+	if err != nil || len(ls) != 1 || ls[0].Host != "b.example" {
+		t.Fatalf("LeaseExcept(a, c) = %+v, %v, want one of b", ls, err)
+	}
+	if ls := mustLease(t, f, "w", 1); len(ls) != 1 || ls[0].Host != "a.example" {
+		t.Fatalf("Lease = %+v, want a's (it kept its turn)", ls)
+	}
+}
