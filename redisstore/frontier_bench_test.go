@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,4 +95,24 @@ func BenchmarkFrontierLeaseCommit(b *testing.B) {
 		done += len(ls)
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "urls/s")
+}
+
+// BenchmarkFrontierEnqueueParallel: several enqueuers at once, each its
+// own batches of 1,000 new URLs.
+func BenchmarkFrontierEnqueueParallel(b *testing.B) {
+	f, _, _ := newFrontier(b, FrontierOptions{})
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := int(next.Add(1000)) - 1000
+			if _, err := f.Enqueue(context.Background(), crawlURLs(i, 1000, 2000)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)*1000/time.Since(start).Seconds(), "urls/s")
 }
