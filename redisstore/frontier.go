@@ -1,0 +1,701 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/frontier_lib.lua
+	frontierLib string
+	//go:embed lua/frontier_enqueue.lua
+	frontierEnqueueLua string
+	//go:embed lua/frontier_lease.lua
+	frontierLeaseLua string
+	//go:embed lua/frontier_extend.lua
+	frontierExtendLua string
+	//go:embed lua/frontier_commit.lua
+	frontierCommitLua string
+	//go:embed lua/frontier_release.lua
+	frontierReleaseLua string
+	//go:embed lua/frontier_defer.lua
+	frontierDeferLua string
+	//go:embed lua/frontier_retry.lua
+	frontierRetryLua string
+)
+
+var (
+	enqueueScript  = redis.NewScript(frontierLib + frontierEnqueueLua)
+	leaseScript    = redis.NewScript(frontierLib + frontierLeaseLua)
+	extendScript   = redis.NewScript(frontierLib + frontierExtendLua)
+	commitScript   = redis.NewScript(frontierLib + frontierCommitLua)
+	releaseFScript = redis.NewScript(frontierLib + frontierReleaseLua)
+	deferScript    = redis.NewScript(frontierLib + frontierDeferLua)
+	retryScript    = redis.NewScript(frontierLib + frontierRetryLua)
+)
+
+// FrontierOptions configure a Frontier. Every worker of a fleet must use
+// the same Prefix and Shards; the zero value of each field is its default.
+type FrontierOptions struct {
+	// Prefix starts every key, "polite:" if empty: the fleet's prefix, as
+	// the Store's ("polite:NAME:").
+	Prefix string
+	// Shards is the number of virtual shards, 16 if zero. It is recorded
+	// in Redis at first use; a Frontier with another number is refused.
+	Shards int
+	// LeaseTTL is how long a lease lives unless extended or committed;
+	// 30 s if zero, at least 1 ms. Then it is reclaimed and the URL leased again.
+	LeaseTTL time.Duration
+	// PerHost is how many URLs one Lease call takes from one host; 2 if
+	// zero.
+	PerHost int
+	// HostGap is how long a host is not due to another Lease call after
+	// one took from it; none if zero.
+	HostGap time.Duration
+	// MaxLeases: a URL leased this many times without a commit becomes a
+	// dead letter; 5 if zero.
+	MaxLeases int
+	// WaitAOF, if positive, makes Enqueue and Commit wait that long for
+	// Redis to confirm (WAITAOF 1 0 <ms>, Redis 7.2+) that their writes
+	// are in its append-only file, and fail if it does not. Not with a
+	// ClusterClient, whose connections go-redis does not expose per node.
+	WaitAOF time.Duration
+	// Clock, in tests, is the clock the scripts use (µs) instead of
+	// Redis's TIME; nil in production, where every worker shares Redis's.
+	Clock func() time.Time
+	// Timeout bounds each method's calls to Redis; 2 s if zero.
+	Timeout time.Duration
+}
+
+// Lane is a URL's priority within its host. Between a host's non-empty
+// lanes, leases go in a weighted round, 6 interactive : 3 normal : 1 bulk,
+// so bulk is slowed but never starved; within a lane, first in first out.
+// The zero value is LaneNormal.
+type Lane uint8
+
+// The lanes.
+const (
+	LaneNormal Lane = iota
+	LaneInteractive
+	LaneBulk
+	nLanes
+)
+
+// String returns the lane's name.
+func (l Lane) String() string {
+	switch l {
+	case LaneNormal:
+		return "normal"
+	case LaneInteractive:
+		return "interactive"
+	case LaneBulk:
+		return "bulk"
+	}
+	return "lane(" + strconv.Itoa(int(l)) + ")"
+}
+
+// Entry is a URL to enqueue. Host is the caller's host key: it decides the
+// URL's shard and its queue, and politeness is per host key; if empty,
+// the URL's host (with a port other than the scheme's default).
+type Entry struct {
+	URL, Host string
+	Lane      Lane
+}
+
+// Lease is a URL leased to a worker until Expires.
+type Lease struct {
+	URL, Host string // URL normalized
+	Lane      Lane
+	Token     int64     // the fencing token: a commit must name it
+	Leases    int       // times leased, this one included
+	Expires   time.Time // on the Frontier's clock (Redis's, or Options.Clock)
+}
+
+// Commit is a lease's result.
+type Commit struct {
+	Lease
+	Outcome string // counted per outcome ("ok", "404", "error", ...)
+	Record  []byte // the result as JSON, stored as given
+	Worker  string // who committed, counted per worker
+}
+
+// ErrShards is wrapped by NewFrontier's error when Redis records another
+// number of shards for the prefix.
+var ErrShards = errors.New("redisstore: frontier shards mismatch")
+
+// Frontier is a crawl frontier shared by a fleet through Redis (issue
+// 31), the work queue of the URLs a crawl has yet to fetch, kept in the Redis that already holds the fleet's rate budget, as
+// Lua scripts on it. Workers (separate `polite fetch` processes) lease
+// URLs, fetch them, and commit each result.
+//
+// Leases and fencing tokens. A worker may die, stall or lose its
+// network at any time, so a URL handed out must come back by itself: it
+// is leased for LeaseTTL, and a lease neither extended nor committed by
+// then is reclaimed and leased again. That makes fetching at-least-once (a
+// slow worker and its successor may both fetch), and results exactly-once:
+// each lease carries a fencing token, a number that grows with every
+// lease of the shard, and a commit is accepted only while the URL is leased under
+// that very token. A reclaimed lease's holder commits too late and is
+// refused (counted in Late); the current holder commits; once committed a
+// URL is done and is never committed, nor enqueued, again. The
+// nats-server#4786 and crawlee#2849 duplicates cannot happen.
+//
+// Exactly-once holds in Redis even if it loses its last second of
+// writes (AOF everysec, then a crash): each URL's record falls back to an
+// older state of itself, and the results hash holds at most one result
+// per URL, since a commit turns the record to done and a done record
+// accepts no other token. What a lost second can cost is an
+// acknowledgement: a commit accepted, then lost, leaves the URL leased,
+// to be reclaimed, fetched again and committed by another worker. Tokens
+// are not reused across such a loss: each is the shard's last plus one,
+// and never less than Redis's clock in µs, so tokens handed out after the
+// restart exceed every one handed out before the crash (Redis's clock
+// moving on across a restart assumed). With WaitAOF set, Enqueue and
+// Commit return only once their writes are in the append-only file, and
+// nothing acknowledged is lost.
+//
+// No janitor. Each Lease call first reclaims a bounded number of the
+// shard's expired leases and moves its delayed URLs that are due; a shard
+// with workers is kept by them, one without needs no keeping, and no
+// process must be elected or kept alive for it.
+//
+// Layout. Hosts are spread over Shards virtual shards by xxhash64(host) % Shards;
+// all keys of shard s carry the hash tag {f<s>}, so each script touches
+// one Cluster slot and a Cluster spreads the shards. URLs are deduplicated
+// by an 8-byte fingerprint of their normalized form (NormalizeURL). In a
+// shard (lua/frontier_lib.lua lists the keys): a hash of fingerprint to a
+// small packed record (state, lane, leases, token, host, worker, URL), one
+// list per host and lane of fingerprints, a sorted set of hosts by when
+// they are next due, a sorted set of leases by expiry, and a hash of
+// counters kept exact by the scripts. A committed URL keeps a few bytes of
+// its record for the dedupe; its URL and result move to the results hash.
+//
+// Scheduling. Within a host, lanes take turns 6:3:1 (see Lane); hosts take
+// turns by when each is next due (HostGap after a take, DeferHost);
+// Lease visits the shards round-robin.
+//
+// A Frontier is made by NewFrontier; its methods are safe for concurrent
+// use by any number of goroutines and processes. Each method's calls to
+// Redis are bounded by Timeout. go-redis may send a script again after a
+// lost reply: every script but lease's is idempotent, and a lease whose
+// reply was lost expires after LeaseTTL like any other.
+type Frontier struct {
+	c     redis.UniversalClient
+	o     FrontierOptions
+	start atomic.Uint64 // the shard Lease starts at, round-robin
+}
+
+// Limits of one script call, so that no call holds Redis for long.
+const (
+	enqueueBatch = 1000 // entries per enqueue call
+	leaseChores  = 64   // expired leases reclaimed, and delayed URLs moved, per lease call
+	leaseFanout  = 4    // shards one pipeline of Lease visits
+	leaseMax     = 1000 // leases one Lease call takes at most
+
+	frontierPipeline = 32 // script calls per pipeline: 32,000 entries of Enqueue take about 0.15 s
+)
+
+// NewFrontier returns a Frontier on c, recording o.Shards for o.Prefix in
+// Redis if none is recorded yet.
+func NewFrontier(c redis.UniversalClient, o FrontierOptions) (*Frontier, error) {
+	if o.Prefix == "" {
+		o.Prefix = "polite:"
+	}
+	if o.Shards <= 0 {
+		o.Shards = 16
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 30 * time.Second
+	}
+	o.LeaseTTL = max(o.LeaseTTL, time.Millisecond)
+	if o.PerHost <= 0 {
+		o.PerHost = 2
+	}
+	if o.HostGap < 0 {
+		o.HostGap = 0
+	}
+	if o.MaxLeases <= 0 {
+		o.MaxLeases = 5
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Second
+	}
+	if _, ok := c.(*redis.ClusterClient); ok && o.WaitAOF > 0 {
+		return nil, errors.New("redisstore: frontier WaitAOF needs a non-Cluster client")
+	}
+	f := &Frontier{c: c, o: o}
+	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
+	defer cancel()
+	key := o.Prefix + "frontier:shards"
+	if err := c.SetNX(ctx, key, o.Shards, 0).Err(); err != nil {
+		return nil, fmt.Errorf("redisstore: frontier: %w", err)
+	}
+	got, err := c.Get(ctx, key).Int()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: frontier: reading %s: %w", key, err)
+	}
+	if got != o.Shards {
+		return nil, fmt.Errorf("%w: %d shards asked, %s records %d", ErrShards, o.Shards, key, got)
+	}
+	return f, nil
+}
+
+// shard returns the shard of a host key.
+func (f *Frontier) shard(host string) int {
+	return int(xxhash.Sum64String(host) % uint64(f.o.Shards))
+}
+
+// keys returns the keys of shard s, in lua/frontier_lib.lua's order.
+func (f *Frontier) keys(s int) []string {
+	b := f.o.Prefix + "{f" + strconv.Itoa(s) + "}:"
+	return []string{b + "u", b + "ls", b + "rdy", b + "dly", b + "c", b + "r", b + "dead", b + "hp", b + "hd", b + "hdef", b + "wr"}
+}
+
+// clock is the scripts' first argument: the caller's clock in µs, 0 for
+// Redis's TIME.
+func (f *Frontier) clock() int64 {
+	if f.o.Clock == nil {
+		return 0
+	}
+	return f.o.Clock().UnixMicro()
+}
+
+// fingerprint returns the 8-byte fingerprint of a normalized URL.
+func fingerprint(u string) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], xxhash.Sum64String(u))
+	return string(b[:])
+}
+
+// fcall is one script call of a pipeline.
+type fcall struct {
+	script *redis.Script
+	shard  int
+	args   []any
+	cmd    *redis.Cmd
+}
+
+// run sends calls in pipelines of at most frontierPipeline (a Cluster client
+// splits each per node), each bounded by Timeout, and with wait ends each
+// with WAITAOF on the same connection. Calls refused with NOSCRIPT (first
+// use, or Redis restarted) are sent again, once, after loading their
+// scripts.
+func (f *Frontier) run(ctx context.Context, calls []*fcall, wait bool) error {
+	for len(calls) > 0 {
+		n := min(len(calls), frontierPipeline)
+		if err := f.run1(ctx, calls[:n], wait && f.o.WaitAOF > 0); err != nil {
+			return err
+		}
+		calls = calls[n:]
+	}
+	return nil
+}
+
+func (f *Frontier) run1(ctx context.Context, calls []*fcall, wait bool) error {
+	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
+	defer cancel()
+	send := func(calls []*fcall) error {
+		pl := f.c.Pipeline()
+		for _, c := range calls {
+			c.cmd = c.script.EvalSha(ctx, pl, f.keys(c.shard), c.args...)
+		}
+		var aof *redis.Cmd
+		if wait {
+			aof = pl.Do(ctx, "WAITAOF", 1, 0, max(f.o.WaitAOF.Milliseconds(), 1))
+		}
+		_, _ = pl.Exec(ctx) // each command holds its own error
+		if wait {
+			return waited(aof)
+		}
+		return nil
+	}
+	werr := send(calls)
+	var again []*fcall
+	loaded := map[*redis.Script]bool{}
+	for _, c := range calls {
+		if err := c.cmd.Err(); err != nil && isNoScript(err) {
+			if !loaded[c.script] {
+				loaded[c.script] = true
+				if err := c.script.Load(ctx, f.c).Err(); err != nil {
+					return fmt.Errorf("redisstore: frontier: loading a script: %w", err)
+				}
+			}
+			again = append(again, c)
+		}
+	}
+	if len(again) > 0 {
+		if err := send(again); err != nil && werr == nil {
+			werr = err
+		}
+	}
+	for _, c := range calls {
+		if err := c.cmd.Err(); err != nil {
+			return fmt.Errorf("redisstore: frontier: %w", err)
+		}
+	}
+	return werr
+}
+
+// waited checks WAITAOF's reply: [local, replicas], local 1 when the
+// writes are in the append-only file.
+func waited(cmd *redis.Cmd) error {
+	v, err := cmd.Result()
+	if err != nil {
+		return fmt.Errorf("redisstore: frontier: WAITAOF: %w", err)
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) < 1 {
+		return fmt.Errorf("redisstore: frontier: WAITAOF: unexpected reply %v", v)
+	}
+	if n, _ := a[0].(int64); n < 1 {
+		return errors.New("redisstore: frontier: WAITAOF: the writes are not confirmed in the append-only file")
+	}
+	return nil
+}
+
+// Enqueue adds the entries whose URL the frontier does not know yet
+// (queued, leased, done or dead) and returns how many it added. It is
+// idempotent: the same list twice, or from two workers at once, adds each
+// URL once. A URL NormalizeURL rejects fails the whole call before
+// anything is written.
+func (f *Frontier) Enqueue(ctx context.Context, es []Entry) (added int, err error) {
+	type group struct {
+		host string
+		lane Lane
+		args []any // fingerprint, URL pairs
+	}
+	byShard := make(map[int][]*group)
+	index := make(map[struct {
+		host string
+		lane Lane
+	}]*group)
+	for _, e := range es {
+		if e.Lane >= nLanes {
+			return 0, fmt.Errorf("redisstore: frontier: %s: unknown lane %d", e.URL, e.Lane)
+		}
+		u, err := NormalizeURL(e.URL)
+		if err != nil {
+			return 0, err
+		}
+		if e.Host == "" {
+			e.Host = hostOf(u)
+		}
+		k := struct {
+			host string
+			lane Lane
+		}{e.Host, e.Lane}
+		g := index[k]
+		if g == nil {
+			g = &group{host: e.Host, lane: e.Lane}
+			index[k] = g
+			s := f.shard(e.Host)
+			byShard[s] = append(byShard[s], g)
+		}
+		g.args = append(g.args, fingerprint(u), u)
+	}
+	var calls []*fcall
+	for s, gs := range byShard {
+		var args []any
+		n := 0
+		flush := func() {
+			if n > 0 {
+				calls = append(calls, &fcall{script: enqueueScript, shard: s, args: args})
+			}
+			args, n = []any{f.clock()}, 0
+		}
+		flush()
+		for _, g := range gs {
+			for rest := g.args; len(rest) > 0; {
+				k := min(len(rest)/2, enqueueBatch-n)
+				args = append(args, g.host, int(g.lane), k)
+				args = append(args, rest[:2*k]...)
+				rest = rest[2*k:]
+				if n += k; n >= enqueueBatch {
+					flush()
+				}
+			}
+		}
+		flush()
+	}
+	if err := f.run(ctx, calls, true); err != nil {
+		return 0, err
+	}
+	for _, c := range calls {
+		n, err := c.cmd.Int()
+		if err != nil {
+			return added, fmt.Errorf("redisstore: frontier: enqueue reply: %w", err)
+		}
+		added += n
+	}
+	return added, nil
+}
+
+// Lease leases up to max URLs to worker, visiting the shards round-robin
+// from where the Frontier's last Lease began, a pipeline of shards at a
+// time, until it has max or has visited all. In each shard it first
+// reclaims expired leases and moves due delayed URLs (a bounded number),
+// then takes from the hosts that are due, in the order they became due,
+// up to PerHost URLs each. It returns no leases, and no error, when
+// nothing is due, and at most 1000 leases. On an error it returns the
+// leases it took before it.
+func (f *Frontier) Lease(ctx context.Context, worker string, max int) ([]Lease, error) {
+	return f.LeaseExcept(ctx, worker, max, nil)
+}
+
+// LeaseExcept is Lease, taking nothing of the hosts in skip (those the
+// worker holds enough of already). A skipped host keeps its turn.
+func (f *Frontier) LeaseExcept(ctx context.Context, worker string, max int, skip []string) ([]Lease, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	max = min(max, leaseMax)
+	var out []Lease
+	first := int(f.start.Add(1) % uint64(f.o.Shards))
+	var full []int                    // shards that gave all they were asked: they may have more
+	taken := map[int]map[string]int{} // per shard, URLs taken from each host (at most PerHost per call)
+	for _, h := range skip {
+		s := f.shard(h)
+		if taken[s] == nil {
+			taken[s] = map[string]int{}
+		}
+		taken[s][h] = f.o.PerHost
+	}
+	visit := func(shards []int, ask int) error {
+		calls := make([]*fcall, len(shards))
+		for i, s := range shards {
+			args := []any{f.clock(), worker, ask, f.o.PerHost,
+				f.o.HostGap.Microseconds(), f.o.LeaseTTL.Microseconds(), f.o.MaxLeases, leaseChores}
+			for h, n := range taken[s] {
+				args = append(args, h, n)
+			}
+			calls[i] = &fcall{script: leaseScript, shard: s, args: args}
+		}
+		if err := f.run(ctx, calls, false); err != nil {
+			return err
+		}
+		for i, c := range calls {
+			ls, err := parseLeases(c.cmd.Val(), f.o.LeaseTTL)
+			if err != nil {
+				return err
+			}
+			if len(ls) == ask {
+				full = append(full, shards[i])
+			}
+			for _, l := range ls {
+				if taken[shards[i]] == nil {
+					taken[shards[i]] = map[string]int{}
+				}
+				taken[shards[i]][l.Host]++
+			}
+			out = append(out, ls...)
+		}
+		return nil
+	}
+	// A few shards per pipeline, the leases still wanted split between
+	// them; then, if that was not enough, the shards that had more, one
+	// by one.
+	for visited := 0; visited < f.o.Shards && len(out) < max; {
+		want := max - len(out)
+		n := min(want, f.o.Shards-visited, leaseFanout)
+		shards := make([]int, n)
+		for i := range shards {
+			shards[i] = (first + visited + i) % f.o.Shards
+		}
+		visited += n
+		if err := visit(shards, (want+n-1)/n); err != nil {
+			return out, err
+		}
+	}
+	for k := 0; k < len(full) && len(out) < max; k++ {
+		if err := visit(full[k:k+1], max-len(out)); err != nil {
+			return out, err
+		}
+	}
+	if len(out) > max {
+		extra := out[max:]
+		out = out[:max:max]
+		if err := f.Release(ctx, extra, time.Time{}); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// parseLeases reads lease's reply: now, then URL, host, lane, token and
+// leases per lease.
+func parseLeases(v any, ttl time.Duration) ([]Lease, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) < 1 || (len(a)-1)%5 != 0 {
+		return nil, fmt.Errorf("redisstore: frontier: malformed lease reply %.200v", v)
+	}
+	now, err := replyInt(a[0])
+	if err != nil {
+		return nil, err
+	}
+	exp := time.UnixMicro(now).Add(ttl)
+	ls := make([]Lease, 0, (len(a)-1)/5)
+	for i := 1; i < len(a); i += 5 {
+		u, ok1 := a[i].(string)
+		h, ok2 := a[i+1].(string)
+		lane, err1 := replyInt(a[i+2])
+		tok, err2 := replyInt(a[i+3])
+		n, err3 := replyInt(a[i+4])
+		if !ok1 || !ok2 || errors.Join(err1, err2, err3) != nil || lane < 0 || lane >= int64(nLanes) {
+			return nil, fmt.Errorf("redisstore: frontier: malformed lease in reply %.200v", a[i:i+5])
+		}
+		ls = append(ls, Lease{URL: u, Host: h, Lane: Lane(lane), Token: tok, Leases: int(n), Expires: exp})
+	}
+	return ls, nil
+}
+
+// replyInt reads an integer a script returned, as a number or a string.
+func replyInt(v any) (int64, error) {
+	switch v := v.(type) {
+	case int64:
+		return v, nil
+	case string:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("redisstore: frontier: malformed number %q in a reply", v)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("redisstore: frontier: malformed number %v in a reply", v)
+}
+
+// byShard groups the indexes of leases by their shard.
+func (f *Frontier) byShard(ls []Lease) map[int][]int {
+	m := make(map[int][]int)
+	for i, l := range ls {
+		s := f.shard(l.Host)
+		m[s] = append(m[s], i)
+	}
+	return m
+}
+
+// Extend renews each lease still current for LeaseTTL from now, setting
+// its Expires in ls, and reports the ones lost (reclaimed, released or
+// committed meanwhile): their result will be refused. A lease past its
+// expiry is current until a Lease call reclaims it.
+func (f *Frontier) Extend(ctx context.Context, ls []Lease) (lost []bool, err error) {
+	var calls []*fcall
+	var idx [][]int
+	for s, is := range f.byShard(ls) {
+		args := []any{f.clock(), f.o.LeaseTTL.Microseconds()}
+		for _, i := range is {
+			args = append(args, fingerprint(ls[i].URL), ls[i].Token)
+		}
+		calls = append(calls, &fcall{script: extendScript, shard: s, args: args})
+		idx = append(idx, is)
+	}
+	if err := f.run(ctx, calls, false); err != nil {
+		return nil, err
+	}
+	lost = make([]bool, len(ls))
+	for k, c := range calls {
+		a, ok := c.cmd.Val().([]any)
+		if !ok || len(a) != len(idx[k])+1 {
+			return nil, fmt.Errorf("redisstore: frontier: malformed extend reply %.200v", c.cmd.Val())
+		}
+		now, err := replyInt(a[0])
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx[k] {
+			n, _ := replyInt(a[j+1])
+			lost[i] = n != 1
+			if n == 1 {
+				ls[i].Expires = time.UnixMicro(now).Add(f.o.LeaseTTL)
+			}
+		}
+	}
+	return lost, nil
+}
+
+// Commit stores each result whose lease is current, and reports which
+// were accepted. A URL's result is accepted once: a lease reclaimed or
+// released meanwhile is refused (counted in Late), and committing the
+// same token again is accepted and counts nothing twice. A lease past its
+// expiry is accepted until a Lease call reclaims it. With WaitAOF set
+// Commit returns only once Redis has the results in its append-only file.
+func (f *Frontier) Commit(ctx context.Context, cs []Commit) (accepted []bool, err error) {
+	ls := make([]Lease, len(cs))
+	for i, c := range cs {
+		ls[i] = c.Lease
+	}
+	var calls []*fcall
+	var idx [][]int
+	for s, is := range f.byShard(ls) {
+		args := []any{f.clock()}
+		for _, i := range is {
+			c := cs[i]
+			args = append(args, fingerprint(c.URL), c.Token, c.Worker, c.Outcome, c.Record)
+		}
+		calls = append(calls, &fcall{script: commitScript, shard: s, args: args})
+		idx = append(idx, is)
+	}
+	if err := f.run(ctx, calls, true); err != nil {
+		return nil, err
+	}
+	accepted = make([]bool, len(cs))
+	for k, c := range calls {
+		a, ok := c.cmd.Val().([]any)
+		if !ok || len(a) != len(idx[k]) {
+			return nil, fmt.Errorf("redisstore: frontier: malformed commit reply %.200v", c.cmd.Val())
+		}
+		for j, i := range idx[k] {
+			n, _ := replyInt(a[j])
+			accepted[i] = n == 1
+		}
+	}
+	return accepted, nil
+}
+
+// Release gives back leases of URLs not fetched: each still current goes
+// back to the front of its host's queue, due at notBefore (at once if it
+// has passed or is zero), and its lease does not count against
+// MaxLeases.
+func (f *Frontier) Release(ctx context.Context, ls []Lease, notBefore time.Time) error {
+	var at int64
+	if !notBefore.IsZero() {
+		at = notBefore.UnixMicro()
+	}
+	var calls []*fcall
+	for s, is := range f.byShard(ls) {
+		args := []any{f.clock(), at}
+		for _, i := range is {
+			args = append(args, fingerprint(ls[i].URL), ls[i].Token)
+		}
+		calls = append(calls, &fcall{script: releaseFScript, shard: s, args: args})
+	}
+	return f.run(ctx, calls, false)
+}
+
+// DeferHost makes host's URLs not due before until (on the Frontier's
+// clock), as for a Retry-After; an earlier deferral in force stands.
+func (f *Frontier) DeferHost(ctx context.Context, host string, until time.Time) error {
+	c := &fcall{script: deferScript, shard: f.shard(host), args: []any{f.clock(), host, until.UnixMicro()}}
+	return f.run(ctx, []*fcall{c}, false)
+}
+
+// hostOf returns the host of a normalized URL: what follows the scheme,
+// up to the path.
+func hostOf(u string) string {
+	_, rest, _ := strings.Cut(u, "://")
+	h, _, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndexByte(h, '@'); i >= 0 {
+		h = h[i+1:]
+	}
+	h, _, _ = strings.Cut(h, "?")
+	return h
+}
