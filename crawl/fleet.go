@@ -387,6 +387,9 @@ func (j *Job) acker(ctx context.Context, done chan<- struct{}) {
 		}
 		if err != nil {
 			j.logError("sending results to the frontier", err)
+			if stop {
+				return // the next run sends them: they are committed here
+			}
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
 			select {
 			case <-time.After(backoff):

@@ -57,21 +57,32 @@ type fetchOptions struct {
 	Redis         string
 	Fleet         string
 	Outage        string
-	Metrics       string
-	Bodies        crawl.Bodies
-	MaxBody       int64
-	WARCGzip      bool  // a gzip member per record (bodies.warc.gz)
-	WARCMaxSize   int64 // start a new WARC file past this; negative: never
-	MaxURLLen     int
-	Progress      string      // auto, bar, log or none
-	Headers       []string    // -H as given
-	Header        http.Header // parsed
-	MaxTime       time.Duration
-	MaxURLs       int
-	RetryOn       map[int]bool // nil: polite's reading of the status
-	Method        string       // -X; "" is GET (POST with --data)
-	Body          []byte       // --data; nil: no body
-	RetryPost     bool         // --retry-non-idempotent
+	// With --redis (issue 31): the list goes into the fleet's frontier
+	// unless OwnList; Lane is its priority there, EnqueueOnly stops after
+	// enqueuing, Worker names this worker, LeaseTTL is how long a lease
+	// lives unrenewed, WaitAOF how long enqueues and commits wait for
+	// Redis's append-only file (0: not).
+	OwnList     bool
+	Lane        string
+	EnqueueOnly bool
+	Worker      string
+	LeaseTTL    time.Duration
+	WaitAOF     time.Duration
+	Metrics     string
+	Bodies      crawl.Bodies
+	MaxBody     int64
+	WARCGzip    bool  // a gzip member per record (bodies.warc.gz)
+	WARCMaxSize int64 // start a new WARC file past this; negative: never
+	MaxURLLen   int
+	Progress    string      // auto, bar, log or none
+	Headers     []string    // -H as given
+	Header      http.Header // parsed
+	MaxTime     time.Duration
+	MaxURLs     int
+	RetryOn     map[int]bool // nil: polite's reading of the status
+	Method      string       // -X; "" is GET (POST with --data)
+	Body        []byte       // --data; nil: no body
+	RetryPost   bool         // --retry-non-idempotent
 
 	// With --redis: how long --outage local lasts before closed, and how
 	// long closed lasts before the job stops.
@@ -193,15 +204,26 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	o := &fetchOptions{}
 	var rate, maxBody, key, bodies, warcMax string
 	c := &cobra.Command{
-		Use:   "fetch [flags] URLFILE",
+		Use:   "fetch [flags] [URLFILE]",
 		Short: "Fetch a list of URLs politely, durably and resumably",
 		Long:  fetchLong + "\n" + configHelp,
 		Example: `  polite fetch urls.txt
   cat urls.txt | polite fetch --out run1 --rate 1 --concurrency 1 -
   polite fetch --config rules.toml --bodies none urls.txt`,
-		Args: args(cobra.ExactArgs(1)),
+		Args: args(func(c *cobra.Command, a []string) error {
+			// Only a fleet worker may start without a list: it joins the
+			// fleet's frontier.
+			if redis, _ := c.Flags().GetString("redis"); redis != "" && len(a) == 0 {
+				if own, _ := c.Flags().GetBool("own-list"); !own {
+					return nil
+				}
+			}
+			return cobra.ExactArgs(1)(c, a)
+		}),
 		RunE: func(c *cobra.Command, a []string) error {
-			o.List = a[0]
+			if len(a) == 1 {
+				o.List = a[0]
+			}
 			if err := o.parse(rate, maxBody, key, bodies); err != nil {
 				return err
 			}
@@ -237,6 +259,12 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&o.Config, "config", "", "TOML `FILE` of per-host rules (see below)")
 	f.StringVar(&o.Redis, "redis", "", "Redis `URL` (redis://HOST:PORT/DB) through which a fleet of workers shares each host's rate, pause, breaker and retry budget")
 	f.StringVar(&o.Fleet, "fleet", "default", "the fleet's `NAME` in Redis: workers with the same --redis and --fleet share budgets")
+	f.BoolVar(&o.OwnList, "own-list", false, "with --redis: share only the hosts' budgets, each worker fetching its own list into its own --out (no shared frontier)")
+	f.StringVar(&o.Lane, "lane", "normal", "with --redis: the priority of this list's URLs in the frontier: interactive, normal or bulk (a host's higher lanes go first, 6:3:1, so bulk never starves)")
+	f.BoolVar(&o.EnqueueOnly, "enqueue-only", false, "with --redis: put the list into the fleet's frontier and exit, fetching nothing")
+	f.StringVar(&o.Worker, "worker", "", "with --redis: this worker's `NAME` in the fleet's accounts (default HOSTNAME:PID)")
+	f.DurationVar(&o.LeaseTTL, "lease-ttl", 30*time.Second, "with --redis: a URL a worker leased and did not renew or finish within this long goes to another worker (a killed worker's URLs come back after it)")
+	f.DurationVar(&o.WaitAOF, "wait-aof", 0, "with --redis: wait up to this long for Redis to write each enqueue and result to its append-only file (WAITAOF; needs appendonly yes): a Redis crash then loses none; 0: do not wait (appendfsync everysec loses at most about a second)")
 	f.StringVar(&o.Outage, "outage", "local", "while Redis does not answer: local (each worker sends each host its share, the fleet within rate + burst a second, for --outage-local-for, then closed), closed (send nothing) or open (full rate per worker)")
 	f.DurationVar(&o.OutageLocalFor, "outage-local-for", 5*time.Minute, "how long --outage local lasts before it turns closed")
 	f.DurationVar(&o.OutageClosedFor, "outage-closed-for", 10*time.Minute, "once nothing has been sent for this long waiting for Redis (closed), the job stops with exit status 1, unfinished URLs pending (run again to resume)")
@@ -314,6 +342,9 @@ func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 		return usageErr("--block-recheck %v: must not be negative", o.BlockRecheck)
 	}
 	if err := o.parseOutage(); err != nil {
+		return err
+	}
+	if err := o.parseFleet(); err != nil {
 		return err
 	}
 	if o.Key, err = polite.ParseKeyBy(key); err != nil {
@@ -516,7 +547,7 @@ var errMaxTime = errors.New("--max-time reached")
 func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	defer limitMemory(o.Workers, o.MaxBody)()
 	list := o.list
-	if list == nil {
+	if list == nil && o.List != "" {
 		if o.List == "-" {
 			list = e.stdin
 		} else {
@@ -566,7 +597,9 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	}()
 
 	loop := &loopbackPorts{}
-	list = loop.tap(list)
+	if list != nil {
+		list = loop.tap(list)
+	}
 	tr := o.transport(loop)
 	if o.Metrics != "" {
 		addr, stop, err := serveMetrics(o.Metrics, tr)
@@ -605,6 +638,28 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	if o.Rules != nil {
 		opts.RetriesFor = o.Rules.retriesFor
 	}
+	if o.frontier() {
+		fr, err := o.newFrontier(fleet.c)
+		if err != nil {
+			return &exitError{code: ExitFatal, err: err}
+		}
+		if list != nil {
+			res, err := enqueue(ctx, fr, list, o)
+			if err != nil {
+				return &exitError{code: ExitFatal, err: fmt.Errorf("enqueuing %s into fleet %q: %w (what was enqueued stays; running again adds the rest once)", o.List, o.Fleet, err)}
+			}
+			fmt.Fprintf(e.stderr, "polite: fleet %q: %d of the list's %d URLs were new to its frontier (%d already there)\n",
+				o.Fleet, res.added, res.lines-res.invalid, res.lines-res.invalid-res.added)
+			if res.invalid > 0 {
+				fmt.Fprintf(e.stderr, "polite: %d lines of the list are not URLs to fetch and were left out, the first %s\n", res.invalid, term.Quote(res.firstInvalid))
+			}
+			if o.EnqueueOnly {
+				return nil
+			}
+		}
+		opts.Frontier = fleetFrontier{f: fr, worker: o.workerName()}
+		opts.LeaseRenew = o.LeaseTTL / 3
+	}
 	job, err := crawl.Open(o.Out, opts)
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
@@ -613,13 +668,14 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	if rc := tr.RobotsCache; rc != nil {
 		rc.Record = job.KeepRobots // robots.txt fetches go to the WARC files too
 	}
-	before, err := job.Len()
-	if err != nil {
-		return &exitError{code: ExitFatal, err: err}
-	}
-	added, err := job.Load(list)
-	if err != nil {
-		return &exitError{code: ExitFatal, err: err}
+	before, added := 0, 0
+	if !o.frontier() {
+		if before, err = job.Len(); err != nil {
+			return &exitError{code: ExitFatal, err: err}
+		}
+		if added, err = job.Load(list); err != nil {
+			return &exitError{code: ExitFatal, err: err}
+		}
 	}
 	if n := job.Skipped(); n > 0 {
 		fmt.Fprintf(e.stderr, "polite: --max-urls %d: took the first %d URLs of the list, skipped %d\n", o.MaxURLs, o.MaxURLs, n)
@@ -677,6 +733,10 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		fmt.Fprintf(e.stdout, "report: %s (%s)\n", path, term.Quote(unread))
 	default:
 		fmt.Fprintf(e.stdout, "report: %s\n", path)
+	}
+	if f := sum.Fleet; f != nil {
+		fmt.Fprintf(e.stdout, "fleet %q: this worker leased %d URLs: %d results taken by the frontier, %d refused (their lease had gone to another worker), %d given back unfinished, %d lost before sending; 'polite status --redis %s --fleet %s' shows the whole fleet\n",
+			o.Fleet, f.Leased, f.Accepted, f.Late, f.Released, f.Lost, redact(o.Redis), o.Fleet)
 	}
 	if o.Adaptive {
 		fmt.Fprintf(e.stdout, "rates: each host started at %s req/s and could rise to %s (--max-rate); the rate column is where each ended\n",

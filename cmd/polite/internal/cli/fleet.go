@@ -99,7 +99,7 @@ func (o *fetchOptions) fleetStore(ctx context.Context, tr *polite.Transport, say
 		return nil, nil, &exitError{code: ExitFatal, err: fmt.Errorf("--redis %s: %v", redact(o.Redis), err)}
 	}
 	s, err := redisstore.New(c, tr.Registry(), redisstore.Options{
-		Prefix:       "polite:" + o.Fleet + ":",
+		Prefix:       fleetPrefix(o.Fleet),
 		Timeout:      redisTimeout,
 		LocalOptions: tr.LocalOptions(),
 		LeaseTTL:     o.Timeout + leaseMargin,
@@ -113,7 +113,7 @@ func (o *fetchOptions) fleetStore(ctx context.Context, tr *polite.Transport, say
 		return nil, nil, &exitError{code: ExitFatal, err: err}
 	}
 	tr.Store = s
-	return &fleetWatch{s: s, redis: redact(o.Redis), closedFor: o.OutageClosedFor}, func() error {
+	return &fleetWatch{s: s, c: c, redis: redact(o.Redis), closedFor: o.OutageClosedFor}, func() error {
 		s.Close()
 		return c.Close()
 	}, nil
@@ -135,8 +135,9 @@ func (w lineWriter) Write(p []byte) (int, error) {
 // whose Redis never comes back ends in bounded time.
 type fleetWatch struct {
 	s         *redisstore.Store
-	redis     string        // the URL, password redacted
-	closedFor time.Duration // --outage-closed-for
+	c         redis.UniversalClient // the fleet's Redis, for its frontier too
+	redis     string                // the URL, password redacted
+	closedFor time.Duration         // --outage-closed-for
 }
 
 // watchEvery is how often the watch looks at the store.

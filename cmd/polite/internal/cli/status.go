@@ -18,6 +18,11 @@ import (
 type statusOptions struct {
 	Out  string
 	Dead int // dead letters listed
+	// A fleet's frontier instead of a directory (issue 31): its Redis and
+	// name, and whether to print its committed results (the merged view).
+	Redis, Fleet string
+	Results      bool
+	Hosts        int // hosts listed, most pending first
 }
 
 func newStatusCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
@@ -31,11 +36,16 @@ with their reasons; and each host's state: URLs done and pending, how many
 ended throttled (and with a last status of 429 or 503) or blocked, and a
 pause the host named beyond --max-retry-after, until when and why. A running
 job may be read. Re-queue dead letters with 'polite retry DIR'.`,
-		Args: args(cobra.ExactArgs(1)),
+		Args: args(dirOrRedis),
 		RunE: func(c *cobra.Command, a []string) error {
-			o.Out = a[0]
+			if len(a) == 1 {
+				o.Out = a[0]
+			}
 			if o.Dead < 0 {
 				return usageErr("--dead %d: must not be negative", o.Dead)
+			}
+			if o.Results && o.Redis == "" {
+				return usageErr("--results needs --redis: a job's results are DIR/results.jsonl")
 			}
 			if runF != nil {
 				return runF(c.Context(), o)
@@ -44,10 +54,17 @@ job may be read. Re-queue dead letters with 'polite retry DIR'.`,
 		},
 	}
 	c.Flags().IntVar(&o.Dead, "dead", 50, "dead letters listed (results.jsonl has them all)")
+	c.Flags().StringVar(&o.Redis, "redis", "", "a fleet's Redis `URL`: read its frontier instead of a DIR (outcomes, workers, hosts, leases out, dead letters)")
+	c.Flags().StringVar(&o.Fleet, "fleet", "default", "the fleet's `NAME`, with --redis")
+	c.Flags().BoolVar(&o.Results, "results", false, "with --redis: print every committed result, one JSON line per URL, each URL once (the fleet's merged results.jsonl)")
+	c.Flags().IntVar(&o.Hosts, "hosts", 20, "with --redis: hosts listed, most URLs pending first")
 	return c
 }
 
 func runStatus(e *env, o *statusOptions) error {
+	if o.Redis != "" {
+		return runFleetStatus(e, o)
+	}
 	s, err := crawl.ReadStatus(o.Out, o.Dead)
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
@@ -108,6 +125,8 @@ func runStatus(e *env, o *statusOptions) error {
 type retryOptions struct {
 	Out      string
 	Outcomes []string
+	// A fleet's frontier instead of a directory (issue 31).
+	Redis, Fleet string
 }
 
 // retryable are the outcomes `polite retry` re-queues by default: every
@@ -119,7 +138,7 @@ func newRetryCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	o := &retryOptions{}
 	var list string
 	c := &cobra.Command{
-		Use:   "retry [flags] DIR",
+		Use:   "retry [flags] DIR | --redis URL --fleet NAME",
 		Short: "Re-queue a job's dead letters so the next fetch tries them again",
 		Long: `Put the finished URLs of the job in DIR (its --out) that ended with one of
 --outcome back in its queue, in state.db, as if never tried. Their lines leave
@@ -127,12 +146,19 @@ results.jsonl; running 'polite fetch --out DIR' again (with the same list)
 fetches them and records their new outcome. A pause a host named beyond
 --max-retry-after still holds (see 'polite status DIR').
 
+With --redis, the same in a fleet's frontier: its committed results with one
+of --outcome, and its dead letters (URLs leased again and again without a
+result), go back in its queues; the fleet's running workers fetch them, or
+the next 'polite fetch --redis URL --fleet NAME' does.
+
 Outcomes that may be re-queued: ` + strings.Join(retryable, ", ") + `.`,
 		Example: `  polite retry out --outcome throttled,network_error,timeout
   polite fetch --out out urls.txt`,
-		Args: args(cobra.ExactArgs(1)),
+		Args: args(dirOrRedis),
 		RunE: func(c *cobra.Command, a []string) error {
-			o.Out = a[0]
+			if len(a) == 1 {
+				o.Out = a[0]
+			}
 			o.Outcomes = nil
 			for _, s := range strings.Split(list, ",") {
 				s = strings.TrimSpace(s)
@@ -159,10 +185,15 @@ Outcomes that may be re-queued: ` + strings.Join(retryable, ", ") + `.`,
 	}
 	c.Flags().StringVar(&list, "outcome", strings.Join([]string{crawl.Throttled, crawl.NetworkError, crawl.Timeout, crawl.RobotsUnreachable}, ","),
 		"comma-separated `LIST` of outcomes to re-queue")
+	c.Flags().StringVar(&o.Redis, "redis", "", "a fleet's Redis `URL`: re-queue in its frontier instead of a DIR")
+	c.Flags().StringVar(&o.Fleet, "fleet", "default", "the fleet's `NAME`, with --redis")
 	return c
 }
 
 func runRetry(e *env, o *retryOptions) error {
+	if o.Redis != "" {
+		return runFleetRetry(e, o)
+	}
 	if _, err := crawl.ReadStatus(o.Out, 0); err != nil { // no job: say so, create nothing
 		return &exitError{code: ExitFatal, err: err}
 	}
@@ -186,6 +217,18 @@ func runRetry(e *env, o *retryOptions) error {
 					term.Quote(h.Host), h.PausedUntil.Format(time.RFC3339), term.Quote(h.PauseWhy), h.Pending)
 			}
 		}
+	}
+	return nil
+}
+
+// dirOrRedis takes a job's DIR, or none with --redis (a fleet's frontier).
+func dirOrRedis(c *cobra.Command, a []string) error {
+	redis, _ := c.Flags().GetString("redis")
+	switch {
+	case redis == "":
+		return cobra.ExactArgs(1)(c, a)
+	case len(a) > 0:
+		return fmt.Errorf("give a job's DIR or a fleet's --redis URL, not both")
 	}
 	return nil
 }

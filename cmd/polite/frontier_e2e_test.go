@@ -1,0 +1,345 @@
+package main_test
+
+// One crawl over many workers (issue 31): separate polite processes, a real
+// redis-server, testbed hosts on loopback. The hosts' own logs and the
+// fleet's merged results (polite status --results) are the truth.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/polite-go/polite/internal/redistest"
+	"github.com/polite-go/polite/testbed"
+)
+
+// writeList writes lines to a new file and returns its path.
+func writeList(t *testing.T, lines []string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "urls.txt")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// pagesOf returns n page URLs of each site, interleaved, from first.
+func pagesOf(ss []*site, first, n int) []string {
+	var out []string
+	for i := first; i < first+n; i++ {
+		for _, s := range ss {
+			out = append(out, fmt.Sprintf("%s/p/%d", s.url, i))
+		}
+	}
+	return out
+}
+
+// merged reads the fleet's committed results and fails on a URL named
+// twice; it returns them by URL.
+func merged(t *testing.T, redis, name string) map[string]result {
+	t.Helper()
+	r := polite(t, "status", "--redis", redis, "--fleet", name, "--results")
+	if r.code != 0 {
+		t.Fatalf("status --results: exit %d\n%s", r.code, r.stderr)
+	}
+	out := map[string]result{}
+	sc := bufio.NewScanner(strings.NewReader(r.stdout))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var res result
+		if err := json.Unmarshal(sc.Bytes(), &res); err != nil {
+			t.Fatalf("merged result %q: %v", sc.Text(), err)
+		}
+		if _, dup := out[res.URL]; dup {
+			t.Errorf("%s has two committed results", res.URL)
+		}
+		out[res.URL] = res
+	}
+	return out
+}
+
+// checkOnce checks that every URL of want has one committed result, ok,
+// and nothing else is committed.
+func checkOnce(t *testing.T, got map[string]result, want []string) {
+	t.Helper()
+	for _, u := range want {
+		r, ok := got[u]
+		switch {
+		case !ok:
+			t.Errorf("%s: no committed result", u)
+		case r.Outcome != "ok":
+			t.Errorf("%s: %s (%s)", u, r.Outcome, r.Error)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d committed results, want %d", len(got), len(want))
+	}
+}
+
+// TestFleetOneCrawl: two lists with overlapping halves enqueued from two
+// processes, three workers (one joins with no list): every URL fetched once
+// by the fleet, one committed result each, and each host kept to the
+// fleet's shared rate.
+func TestFleetOneCrawl(t *testing.T) {
+	t.Parallel()
+	addr := redistest.Start(t)
+	redis := "redis://" + addr + "/0"
+	ss := []*site{
+		startSite(t, testbed.HostConfig{Name: "one-a", Latency: 5 * time.Millisecond}),
+		startSite(t, testbed.HostConfig{Name: "one-b", Latency: 20 * time.Millisecond}),
+		startSite(t, testbed.HostConfig{Name: "one-c", Latency: 5 * time.Millisecond}),
+	}
+	const rate = 30.0
+	all := pagesOf(ss, 0, 60)
+	first, second := writeList(t, all[:len(all)*2/3]), writeList(t, all[len(all)/3:])
+	common := []string{"--progress", "none", "--rate", fmt.Sprint(rate), "--burst", "2", "--adaptive=false",
+		"--redis", redis, "--fleet", "one", "--workers", "8",
+		"--allow-private"} // a worker without a list does not know its loopback ports
+	// The first list is in the frontier before any worker starts, so a
+	// worker joining without a list has work.
+	if r := polite(t, append([]string{"fetch", "--enqueue-only"}, append(common, first)...)...); r.code != 0 ||
+		!strings.Contains(r.stderr, fmt.Sprintf("%d of the list's %d URLs were new", len(all)*2/3, len(all)*2/3)) {
+		t.Fatalf("enqueue-only: exit %d\n%s", r.code, r.stderr)
+	}
+	var wg sync.WaitGroup
+	runs := make([]run, 3)
+	for w, list := range []string{second, first, ""} {
+		argv := append([]string{"fetch", "--out", t.TempDir(), "--worker", "w" + strconv.Itoa(w)}, common...)
+		if list != "" {
+			argv = append(argv, list)
+		}
+		wg.Go(func() { runs[w] = polite(t, argv...) })
+	}
+	wg.Wait()
+	for w, r := range runs {
+		if r.code != 0 {
+			t.Fatalf("worker %d: exit %d\n%s", w, r.code, r.stderr)
+		}
+	}
+	if !strings.Contains(runs[0].stderr, fmt.Sprintf("%d of the list's %d URLs were new", len(all)/3, len(all)*2/3)) {
+		t.Errorf("the second list's enqueue:\n%s", runs[0].stderr)
+	}
+	checkOnce(t, merged(t, redis, "one"), all)
+	for _, s := range ss {
+		for p, n := range s.counts() {
+			if n != 1 && p != "/robots.txt" {
+				t.Errorf("%s%s requested %d times, want once", s.url, p, n)
+			}
+		}
+		var pages []hit
+		for _, h := range s.log() {
+			if h.path != "/robots.txt" {
+				pages = append(pages, h)
+			}
+		}
+		checkRate(t, s.url, pages, rate, 2)
+	}
+	st := polite(t, "status", "--redis", redis, "--fleet", "one")
+	if st.code != 0 || !strings.Contains(st.stdout, "finished") || !strings.Contains(st.stdout, fmt.Sprintf("%d committed", len(all))) {
+		t.Errorf("status: exit %d\n%s%s", st.code, st.stdout, st.stderr)
+	}
+}
+
+// TestFleetKilledWorkers: four workers, two of them killed with SIGKILL at
+// random instants while URLs are leased to them. Every URL still ends with
+// one committed result; the killed workers' URLs are served again after
+// their leases run out; no URL is fetched more than twice, and the extra
+// fetches are at most the URLs the killed workers could hold.
+func TestFleetKilledWorkers(t *testing.T) {
+	t.Parallel()
+	trials := 1
+	if n, err := strconv.Atoi(os.Getenv("POLITE_KILL_TRIALS")); err == nil && n > 0 {
+		trials = min(n, 20)
+	}
+	for trial := range trials {
+		killTrial(t, trial)
+	}
+}
+
+func killTrial(t *testing.T, trial int) {
+	addr := redistest.Start(t)
+	redis := "redis://" + addr + "/0"
+	name := "kill" + strconv.Itoa(trial)
+	ss := []*site{
+		startSite(t, testbed.HostConfig{Name: "k-a", Latency: 30 * time.Millisecond}),
+		startSite(t, testbed.HostConfig{Name: "k-b", Latency: 60 * time.Millisecond}),
+	}
+	all := pagesOf(ss, 0, 60)
+	const ahead = 4 // --workers: the most a worker holds leased
+	// A killed worker's URLs come back when their leases run out
+	// (--lease-ttl), its in-flight slots when theirs do (--timeout + 2 s).
+	const back = 3 * time.Second
+	common := []string{"--progress", "none", "--rate", "40", "--burst", "2", "--adaptive=false", "--robots=false",
+		"--redis", redis, "--fleet", name, "--workers", strconv.Itoa(ahead), "--lease-ttl", "2s", "--timeout", "1s",
+		"--allow-private"}
+	if r := polite(t, append([]string{"fetch", "--enqueue-only"}, append(common, writeList(t, all))...)...); r.code != 0 {
+		t.Fatalf("enqueue: exit %d\n%s", r.code, r.stderr)
+	}
+	cmds := make([]*exec.Cmd, 4)
+	for w := range cmds {
+		cmds[w] = exec.Command(bin, append([]string{"fetch", "--out", t.TempDir(), "--worker", "w" + strconv.Itoa(w)}, common...)...)
+		if err := cmds[w].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Kill two, each once the hosts have served a random share of the
+	// list.
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(trial)))
+	served := func() int {
+		n := 0
+		for _, s := range ss {
+			n += len(s.log())
+		}
+		return n
+	}
+	var kills []time.Time
+	for _, w := range []int{0, 1} {
+		at := len(all) / 10 * (1 + rng.IntN(6))
+		deadline := time.Now().Add(30 * time.Second)
+		for served() < at && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cmds[w].Process.Kill()
+		cmds[w].Wait()
+		kills = append(kills, time.Now())
+	}
+	killedAt := kills[len(kills)-1]
+	for _, w := range []int{2, 3} {
+		if err := cmds[w].Wait(); err != nil {
+			t.Fatalf("worker %d: %v", w, err)
+		}
+	}
+	checkOnce(t, merged(t, redis, name), all)
+	extra := 0
+	var slowest time.Duration // from a kill to a URL's fetch again
+	for _, s := range ss {
+		first := map[string]time.Time{}
+		for _, h := range s.log() {
+			f, again := first[h.path]
+			if !again {
+				first[h.path] = h.at
+				continue
+			}
+			extra++
+			// The kill the first fetch came before is the one that
+			// left the URL to be fetched again.
+			for _, k := range kills {
+				if f.Before(k) {
+					slowest = max(slowest, h.at.Sub(k))
+					break
+				}
+			}
+		}
+		for p, n := range s.counts() {
+			if n > 2 {
+				t.Errorf("%s%s fetched %d times, want at most twice", s.url, p, n)
+			}
+		}
+	}
+	t.Logf("trial %d: %d extra fetches for two killed workers holding at most %d URLs each; fetched again at most %v after the kill; the last kill %v before the end",
+		trial, extra, ahead, slowest.Round(time.Millisecond), time.Since(killedAt).Round(time.Millisecond))
+	if slowest > back+time.Second {
+		t.Errorf("a killed worker's URL was fetched again %v after the kill, want within %v + 1 s", slowest, back)
+	}
+	if extra > 2*ahead {
+		t.Errorf("%d extra fetches, want at most %d (what two killed workers could hold)", extra, 2*ahead)
+	}
+}
+
+// TestFleetStalledWorker: a worker stopped (SIGSTOP) with requests out, past
+// its leases, then resumed: another worker has fetched and committed its
+// URLs meanwhile, so its late results are refused, and each URL keeps one
+// committed result.
+func TestFleetStalledWorker(t *testing.T) {
+	t.Parallel()
+	addr := redistest.Start(t)
+	redis := "redis://" + addr + "/0"
+	s := startSite(t, testbed.HostConfig{Name: "stall", Latency: 400 * time.Millisecond})
+	all := pagesOf([]*site{s}, 0, 12)
+	common := []string{"--progress", "none", "--rate", "inf", "--concurrency", "4", "--adaptive=false", "--robots=false",
+		"--redis", redis, "--fleet", "stall", "--workers", "4", "--lease-ttl", "2s", "--timeout", "10s", "--allow-private"}
+	a := exec.Command(bin, append([]string{"fetch", "--out", t.TempDir(), "--worker", "a"}, append(common, writeList(t, all))...)...)
+	var aOut strings.Builder
+	a.Stdout = &aOut
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.host.Stats().InFlight == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	a.Process.Signal(syscall.SIGSTOP)
+	b := polite(t, append([]string{"fetch", "--out", t.TempDir(), "--worker", "b"}, common...)...)
+	a.Process.Signal(syscall.SIGCONT)
+	if err := a.Wait(); err != nil {
+		t.Fatalf("worker a: %v\n%s", err, aOut.String())
+	}
+	if b.code != 0 {
+		t.Fatalf("worker b: exit %d\n%s", b.code, b.stderr)
+	}
+	checkOnce(t, merged(t, redis, "stall"), all)
+	if !strings.Contains(aOut.String(), "refused") || strings.Contains(aOut.String(), " 0 refused") {
+		t.Errorf("the stalled worker's late results were not refused:\n%s", aOut.String())
+	}
+}
+
+// TestFleetRedisRestart: Redis killed with SIGKILL mid-run and started
+// again from its append-only file (appendfsync everysec): the job
+// completes, every URL has one committed result, and the URLs fetched
+// again are few (those whose commits Redis lost with its last second).
+func TestFleetRedisRestart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "everysec")
+	redis := "redis://" + srv.Addr + "/0"
+	s := startSite(t, testbed.HostConfig{Name: "aof", Latency: 10 * time.Millisecond})
+	all := pagesOf([]*site{s}, 0, 150)
+	common := []string{"--progress", "none", "--rate", "60", "--burst", "2", "--adaptive=false", "--robots=false",
+		"--redis", redis, "--fleet", "aof", "--workers", "4", "--lease-ttl", "2s", "--allow-private"}
+	if r := polite(t, append([]string{"fetch", "--enqueue-only"}, append(common, writeList(t, all))...)...); r.code != 0 {
+		t.Fatalf("enqueue: exit %d\n%s", r.code, r.stderr)
+	}
+	time.Sleep(1500 * time.Millisecond) // the enqueue in the append-only file (everysec)
+	var wg sync.WaitGroup
+	runs := make([]run, 2)
+	for w := range runs {
+		wg.Go(func() { runs[w] = polite(t, append([]string{"fetch", "--out", t.TempDir()}, common...)...) })
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(s.log()) < len(all)/3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	srv.Kill()
+	crashed := time.Now()
+	time.Sleep(500 * time.Millisecond)
+	srv.Restart(t)
+	wg.Wait()
+	for w, r := range runs {
+		if r.code != 0 {
+			t.Fatalf("worker %d: exit %d\n%s%s", w, r.code, r.stdout, r.stderr)
+		}
+	}
+	checkOnce(t, merged(t, redis, "aof"), all)
+	extra, lastSecond := 0, 0
+	for _, h := range s.log() {
+		if h.at.Before(crashed) && h.at.After(crashed.Add(-1100*time.Millisecond)) {
+			lastSecond++
+		}
+	}
+	for _, n := range s.counts() {
+		extra += n - 1
+	}
+	t.Logf("%d URLs fetched again after Redis's crash; %d fetched in its last second", extra, lastSecond)
+	if extra > lastSecond+8 { // + what the two workers held leased when it crashed
+		t.Errorf("%d URLs fetched again, want at most the last second's %d and the 8 the workers could hold", extra, lastSecond)
+	}
+}

@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/polite-go/polite/crawl"
+	"github.com/polite-go/polite/redisstore"
+)
+
+// One crawl over many machines (issue 31): with --redis, a worker's list
+// goes into the fleet's frontier in Redis (deduplicated, so lists given to
+// several workers, or given twice, yield each URL once), and every worker
+// of the fleet leases its URLs from there; a worker started without a list
+// joins. Each result is committed to the frontier under its lease's fencing
+// token, so each URL has exactly one committed result whatever becomes of
+// the workers. The job ends when the frontier is empty and no lease is out.
+
+// frontierCallTimeout bounds one call to the frontier: longer than the
+// store's redisTimeout, since a call carries a batch.
+const frontierCallTimeout = 5 * time.Second
+
+// enqueueBatch is how many URLs go to the frontier in one call.
+const enqueueBatch = 2000
+
+// fleetFrontier is one worker's side of the fleet's frontier, as the crawl
+// job wants it.
+type fleetFrontier struct {
+	f      *redisstore.Frontier
+	worker string
+}
+
+func toLease(l crawl.Leased) redisstore.Lease {
+	return redisstore.Lease{URL: l.URL, Host: l.Host, Token: l.Token, Leases: l.Leases, Expires: l.Expires}
+}
+
+func toLeases(ls []crawl.Leased) []redisstore.Lease {
+	out := make([]redisstore.Lease, len(ls))
+	for i, l := range ls {
+		out[i] = toLease(l)
+	}
+	return out
+}
+
+func (a fleetFrontier) Lease(ctx context.Context, max int, skip []string) ([]crawl.Leased, error) {
+	ls, err := a.f.LeaseExcept(ctx, a.worker, max, skip)
+	out := make([]crawl.Leased, len(ls))
+	for i, l := range ls {
+		out[i] = crawl.Leased{URL: l.URL, Host: l.Host, Token: l.Token, Leases: l.Leases, Expires: l.Expires}
+	}
+	return out, err
+}
+
+func (a fleetFrontier) Extend(ctx context.Context, ls []crawl.Leased) ([]bool, error) {
+	return a.f.Extend(ctx, toLeases(ls))
+}
+
+func (a fleetFrontier) Commit(ctx context.Context, cs []crawl.Committed) ([]bool, error) {
+	out := make([]redisstore.Commit, len(cs))
+	for i, c := range cs {
+		out[i] = redisstore.Commit{Lease: toLease(c.Leased), Outcome: c.Outcome, Record: c.Record, Worker: a.worker}
+	}
+	return a.f.Commit(ctx, out)
+}
+
+func (a fleetFrontier) Release(ctx context.Context, ls []crawl.Leased, notBefore time.Time) error {
+	return a.f.Release(ctx, toLeases(ls), notBefore)
+}
+
+func (a fleetFrontier) Finished(ctx context.Context) (bool, error) { return a.f.Finished(ctx) }
+
+// newFrontier opens the fleet's frontier on c.
+func (o *fetchOptions) newFrontier(c redis.UniversalClient) (*redisstore.Frontier, error) {
+	return redisstore.NewFrontier(c, redisstore.FrontierOptions{
+		Prefix:   fleetPrefix(o.Fleet),
+		LeaseTTL: o.LeaseTTL,
+		WaitAOF:  o.WaitAOF,
+		Timeout:  frontierCallTimeout,
+	})
+}
+
+// fleetPrefix is the prefix of a fleet's keys in Redis.
+func fleetPrefix(name string) string { return "polite:" + name + ":" }
+
+// workerName is this worker's name in the fleet's accounts: --worker, or
+// the machine's name and the process's id.
+func (o *fetchOptions) workerName() string {
+	if o.Worker != "" {
+		return o.Worker
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "worker"
+	}
+	return h + ":" + strconv.Itoa(os.Getpid())
+}
+
+// enqueued is what putting a list into the frontier came to.
+type enqueued struct {
+	lines, added, invalid int
+	firstInvalid          string
+}
+
+// enqueue reads a URL list into the frontier, a batch at a time: lines that
+// are not URLs are counted (and the first named), never enqueued.
+func enqueue(ctx context.Context, f *redisstore.Frontier, r io.Reader, o *fetchOptions) (enqueued, error) {
+	var res enqueued
+	lane, _ := parseLane(o.Lane) // checked by parse
+	batch := make([]redisstore.Entry, 0, enqueueBatch)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		cctx, cancel := context.WithTimeout(ctx, 4*frontierCallTimeout)
+		n, err := f.Enqueue(cctx, batch)
+		cancel()
+		res.added += n
+		batch = batch[:0]
+		return err
+	}
+	err := crawl.ReadLines(r, o.MaxURLLen, func(l crawl.Line) error {
+		if o.MaxURLs > 0 && res.lines >= o.MaxURLs {
+			return errStopList
+		}
+		res.lines++
+		if l.Problem != "" || l.Host == "" {
+			res.invalid++
+			if res.firstInvalid == "" {
+				res.firstInvalid = fmt.Sprintf("%q: %s", cutText(l.Text, 80), l.Problem)
+			}
+			return nil
+		}
+		batch = append(batch, redisstore.Entry{URL: l.Text, Host: l.Host, Lane: lane})
+		if len(batch) == enqueueBatch {
+			return flush()
+		}
+		return nil
+	})
+	if errors.Is(err, errStopList) {
+		err = nil
+	}
+	if err == nil {
+		err = flush()
+	}
+	return res, err
+}
+
+var errStopList = errors.New("enough lines")
+
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// parseLane reads --lane.
+func parseLane(s string) (redisstore.Lane, error) {
+	switch strings.ToLower(s) {
+	case "interactive":
+		return redisstore.LaneInteractive, nil
+	case "", "normal":
+		return redisstore.LaneNormal, nil
+	case "bulk":
+		return redisstore.LaneBulk, nil
+	}
+	return 0, fmt.Errorf("--lane %q: want interactive, normal or bulk", s)
+}
+
+// frontier reports whether the job works the fleet's shared frontier.
+func (o *fetchOptions) frontier() bool { return o.Redis != "" && !o.OwnList }
+
+// parseFleet checks the frontier's flags.
+func (o *fetchOptions) parseFleet() error {
+	if o.Redis == "" {
+		if o.EnqueueOnly {
+			return usageErr("--enqueue-only needs --redis: it puts the list into a fleet's frontier")
+		}
+		return nil
+	}
+	if _, err := parseLane(o.Lane); err != nil {
+		return usageErr("%v", err)
+	}
+	if o.EnqueueOnly && (!o.frontier() || o.List == "") {
+		return usageErr("--enqueue-only needs --redis and a URLFILE (and not --own-list)")
+	}
+	if o.LeaseTTL < 2*time.Second {
+		return usageErr("--lease-ttl %v: must be at least 2s", o.LeaseTTL)
+	}
+	if o.WaitAOF < 0 {
+		return usageErr("--wait-aof %v: must not be negative", o.WaitAOF)
+	}
+	return nil
+}
