@@ -83,7 +83,7 @@ const (
 	// (besides those in flight) before it asks for no more of them: the
 	// rest stay in the frontier, for any worker, and behind none of this
 	// worker's (a URL of a higher lane enqueued later waits only for these).
-	fleetHostAhead = 2
+	fleetHostAhead = 1
 	// ackBatch bounds the results sent in one Commit call.
 	ackBatch = 256
 	// fleetCallTimeout bounds one call to the frontier.

@@ -452,8 +452,15 @@ func (f *Frontier) Lease(ctx context.Context, worker string, max int) ([]Lease, 
 	return f.LeaseExcept(ctx, worker, max, nil)
 }
 
-// LeaseExcept is Lease, taking nothing of the hosts in skip (those the
-// worker holds enough of already). A skipped host keeps its turn.
+// skipped marks, in LeaseExcept's count of URLs taken from a host, a host
+// the caller holds enough of: the lease script takes one interactive URL
+// of it, no other.
+const skipped = -1
+
+// LeaseExcept is Lease, taking of the hosts in skip (those the worker
+// holds enough of already) only an interactive URL, at most one each: it
+// goes ahead of what the worker holds, so an interactive URL waits for no
+// lease to come back. A skipped host keeps its turn.
 func (f *Frontier) LeaseExcept(ctx context.Context, worker string, max int, skip []string) ([]Lease, error) {
 	if max <= 0 {
 		return nil, nil
@@ -468,7 +475,7 @@ func (f *Frontier) LeaseExcept(ctx context.Context, worker string, max int, skip
 		if taken[s] == nil {
 			taken[s] = map[string]int{}
 		}
-		taken[s][h] = f.o.PerHost
+		taken[s][h] = skipped // an interactive URL only, then none
 	}
 	visit := func(shards []int, ask int) error {
 		calls := make([]*fcall, len(shards))
@@ -494,6 +501,10 @@ func (f *Frontier) LeaseExcept(ctx context.Context, worker string, max int, skip
 			for _, l := range ls {
 				if taken[shards[i]] == nil {
 					taken[shards[i]] = map[string]int{}
+				}
+				if taken[shards[i]][l.Host] == skipped {
+					taken[shards[i]][l.Host] = f.o.PerHost
+					continue
 				}
 				taken[shards[i]][l.Host]++
 			}

@@ -876,4 +876,24 @@ func TestFrontierLeaseExcept(t *testing.T) {
 	if ls := mustLease(t, f, "w", 1); len(ls) != 1 || ls[0].Host != "a.example" {
 		t.Fatalf("Lease = %+v, want a's (it kept its turn)", ls)
 	}
+	// Of a skipped host, an interactive URL, one, and nothing else: it
+	// goes ahead of what the worker holds.
+	hot := urls("c.example", 10, 12)
+	for i := range hot {
+		hot[i].Lane = LaneInteractive
+	}
+	mustEnqueue(t, f, hot)
+	ls, err = f.LeaseExcept(context.Background(), "w", 10, []string{"a.example", "c.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromC []Lease
+	for _, l := range ls {
+		if l.Host == "c.example" {
+			fromC = append(fromC, l)
+		}
+	}
+	if len(fromC) != 1 || fromC[0].Lane != LaneInteractive || fromC[0].URL != hot[0].URL {
+		t.Fatalf("LeaseExcept(a, c) took %+v of c, want its first interactive URL alone", fromC)
+	}
 }

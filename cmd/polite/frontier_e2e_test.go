@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -341,5 +342,139 @@ func TestFleetRedisRestart(t *testing.T) {
 	t.Logf("%d URLs fetched again after Redis's crash; %d fetched in its last second", extra, lastSecond)
 	if extra > lastSecond+8 { // + what the two workers held leased when it crashed
 		t.Errorf("%d URLs fetched again, want at most the last second's %d and the 8 the workers could hold", extra, lastSecond)
+	}
+}
+
+// TestFleetAllKilled: every worker killed with SIGKILL mid-run, then one
+// new worker: it finishes the job, every URL one committed result.
+func TestFleetAllKilled(t *testing.T) {
+	t.Parallel()
+	addr := redistest.Start(t)
+	redis := "redis://" + addr + "/0"
+	s := startSite(t, testbed.HostConfig{Name: "all-killed", Latency: 20 * time.Millisecond})
+	all := pagesOf([]*site{s}, 0, 80)
+	common := []string{"--progress", "none", "--rate", "40", "--burst", "2", "--adaptive=false", "--robots=false",
+		"--redis", redis, "--fleet", "all", "--workers", "4", "--lease-ttl", "2s", "--timeout", "1s", "--allow-private"}
+	cmds := make([]*exec.Cmd, 3)
+	for w := range cmds {
+		argv := append([]string{"fetch", "--out", t.TempDir()}, common...)
+		if w == 0 {
+			argv = append(argv, writeList(t, all))
+		}
+		cmds[w] = exec.Command(bin, argv...)
+		if err := cmds[w].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(s.log()) < len(all)/3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, c := range cmds {
+		c.Process.Kill()
+		c.Wait()
+	}
+	before := len(s.log())
+	if before >= len(all) {
+		t.Fatalf("every URL was fetched before the kills (%d requests)", before)
+	}
+	if r := polite(t, append([]string{"fetch", "--out", t.TempDir()}, common...)...); r.code != 0 {
+		t.Fatalf("the new worker: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	checkOnce(t, merged(t, redis, "all"), all)
+	for p, n := range s.counts() {
+		if n > 2 {
+			t.Errorf("%s fetched %d times, want at most twice", p, n)
+		}
+	}
+	t.Logf("%d requests before the three workers were killed; %d in all for %d URLs", before, len(s.log()), len(all))
+}
+
+// envInt reads a test's size from the environment (make fleet-priority
+// runs the full size), within [1, most].
+func envInt(name string, def, most int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return min(n, most)
+	}
+	return def
+}
+
+// TestFleetPriority: a host's bulk backlog in the frontier, two workers at
+// the host's rate, and interactive URLs enqueued one at a time mid-run:
+// each is fetched within a second of its enqueue, and bulk URLs are still
+// served meanwhile. (make fleet-priority: 10,000 bulk at 5 req/s, 50
+// interactive.)
+func TestFleetPriority(t *testing.T) {
+	t.Parallel()
+	var (
+		bulk        = envInt("POLITE_PRIORITY_BULK", 400, 100_000)
+		interactive = envInt("POLITE_PRIORITY_INTERACTIVE", 8, 1000)
+		rate        = envInt("POLITE_PRIORITY_RATE", 10, 1000)
+	)
+	addr := redistest.Start(t)
+	redis := "redis://" + addr + "/0"
+	s := startSite(t, testbed.HostConfig{Name: "lanes", Latency: 5 * time.Millisecond})
+	var bulkURLs []string
+	for i := range bulk {
+		bulkURLs = append(bulkURLs, fmt.Sprintf("%s/bulk/%d", s.url, i))
+	}
+	common := []string{"--progress", "none", "--rate", strconv.Itoa(rate), "--burst", "1", "--adaptive=false", "--robots=false",
+		"--redis", redis, "--fleet", "lanes", "--allow-private"}
+	if r := polite(t, append([]string{"fetch", "--enqueue-only", "--lane", "bulk"}, append(common, writeList(t, bulkURLs))...)...); r.code != 0 {
+		t.Fatalf("enqueue: exit %d\n%s", r.code, r.stderr)
+	}
+	var workers []*exec.Cmd
+	for range 2 {
+		c := exec.Command(bin, append([]string{"fetch", "--out", t.TempDir(), "--workers", "4"}, common...)...)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		workers = append(workers, c)
+	}
+	defer func() {
+		for _, c := range workers {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}()
+	time.Sleep(2 * time.Second) // the workers busy with bulk
+	enqueued := map[string]time.Time{}
+	start := time.Now()
+	for i := range interactive {
+		u := fmt.Sprintf("%s/interactive/%d", s.url, i)
+		list := writeList(t, []string{u})
+		began := time.Now()
+		if r := polite(t, append([]string{"fetch", "--enqueue-only", "--lane", "interactive"}, append(common, list)...)...); r.code != 0 {
+			t.Fatalf("enqueue: exit %d\n%s", r.code, r.stderr)
+		}
+		// The URL is in the frontier once the enqueuing process has
+		// ended (its start, a few tens of ms, is not the frontier's).
+		enqueued["/interactive/"+strconv.Itoa(i)] = time.Now()
+		time.Sleep(time.Until(began.Add(time.Second)))
+	}
+	time.Sleep(2 * time.Second)
+	end := time.Now()
+	var waits []time.Duration
+	bulkServed := 0
+	for _, h := range s.log() {
+		if at, ok := enqueued[h.path]; ok {
+			waits = append(waits, h.at.Sub(at))
+		} else if strings.HasPrefix(h.path, "/bulk/") && h.at.After(start) && h.at.Before(end) {
+			bulkServed++
+		}
+	}
+	if len(waits) != interactive {
+		t.Fatalf("%d of %d interactive URLs fetched within 2 s of the last enqueue", len(waits), interactive)
+	}
+	slices.Sort(waits)
+	p95 := waits[(len(waits)*95+99)/100-1]
+	t.Logf("interactive waits (enqueue to the host): p50 %v p95 %v max %v; %d bulk URLs served meanwhile (%.1f/s of %d/s)",
+		waits[len(waits)/2].Round(time.Millisecond), p95.Round(time.Millisecond), waits[len(waits)-1].Round(time.Millisecond),
+		bulkServed, float64(bulkServed)/end.Sub(start).Seconds(), rate)
+	if p95 > time.Second {
+		t.Errorf("interactive p95 wait %v, want at most 1 s", p95)
+	}
+	if bulkServed == 0 {
+		t.Errorf("no bulk URL was served while interactive ones came")
 	}
 }

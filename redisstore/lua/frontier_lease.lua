@@ -2,8 +2,10 @@
 -- host, [5] the host gap (µs), [6] the lease's time to live (µs), [7]
 -- MaxLeases, [8] at most this many expired leases reclaimed and delayed
 -- URLs moved; ARGV[9..] pairs of host and how many URLs this Lease call
--- took from it already (in an earlier visit of the shard). Returns now, then per lease: URL, host, lane,
--- token, leases.
+-- took from it already (in an earlier visit of the shard), -1 for a host
+-- the worker holds enough of: of those it takes only an interactive URL,
+-- one, which goes ahead of what it holds. Returns now, then per lease:
+-- URL, host, lane, token, leases.
 --
 -- There is no janitor: each lease call first does the shard's
 -- housekeeping, a bounded amount of it, so a shard that has workers is
@@ -47,7 +49,8 @@ end
 -- interleaved; a host keeps its place in it (WR), and an empty lane
 -- gives its turn to the next.
 local round = {1, 1, 0, 1, 1, 0, 1, 2, 1, 0}
-local function pick(host)
+local function pick(host, only)
+  if only then return redis.call('LPOP', qkey(only, host)) end
   local pos = tonumber(redis.call('HGET', WR, host) or '0') or 0
   for k = 0, 9 do
     local lane = round[(pos + k) % 10 + 1]
@@ -68,10 +71,10 @@ for i = 9, #ARGV - 1, 2 do had[ARGV[i]] = tonumber(ARGV[i + 1]) end
 -- with them, hands out tokens above every token it handed out before.
 local tok = tonumber(redis.call('HGET', C, 'tok') or '0') or 0
 local out, taken = {int(now)}, 0
-local function take(host, limit)
+local function take(host, limit, only)
   local n = 0
   while n < limit and taken < max do
-    local fp = pick(host)
+    local fp = pick(host, only)
     if not fp then break end
     local r = dec(redis.call('HGET', U, fp))
     if r and r.st == 'q' then
@@ -104,8 +107,12 @@ end
 local hosts = redis.call('ZRANGEBYSCORE', RDY, '-inf', int(now), 'LIMIT', 0, max + (#ARGV - 8) / 2)
 for _, host in ipairs(hosts) do
   if taken >= max then break end
-  local limit = perHost - (had[host] or 0)
-  if limit > 0 then take(host, limit) end
+  if had[host] == -1 then
+    take(host, 1, 1) -- a host the worker holds enough of: an interactive URL only
+  else
+    local limit = perHost - (had[host] or 0)
+    if limit > 0 then take(host, limit) end
+  end
 end
 if taken > 0 then redis.call('HSET', C, 'tok', int(tok)) end
 return out
