@@ -10,7 +10,7 @@ FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 COUNT    ?= 6
 
-.PHONY: test deps fmt-check vet unit bench bench-peers bench-pairs bench-guard fuzz politeness politeness-avg politeness-live politeness-live-fleet throughput throughput-scale
+.PHONY: test deps fmt-check vet unit bench bench-peers bench-pairs bench-guard fuzz politeness politeness-avg politeness-live politeness-live-fleet throughput throughput-scale fleet-priority fleet-kill
 
 test: deps fmt-check vet unit
 
@@ -132,3 +132,18 @@ throughput-scale:
 	  echo "== $$((p * 1000)) URLs"; \
 	  PAGES=$$p DURATION=90m MIN_RATE=$${MIN_RATE:-5000} MAX_RSS_MB=$${MAX_RSS_MB:-300} bash crawl/testdata/throughput.sh || exit 1; \
 	done
+
+# Priority lanes in a fleet's frontier at the issue's size (issue 31): a
+# host's 10,000 bulk URLs at 5 req/s, two worker processes, 50 interactive
+# URLs enqueued one a second mid-run; the host's own log gives each one's
+# wait from its enqueue (p95 at most 1 s) and the bulk served meanwhile.
+# About 70 s. make test runs the same test small.
+fleet-priority:
+	POLITE_PRIORITY_BULK=10000 POLITE_PRIORITY_RATE=5 POLITE_PRIORITY_INTERACTIVE=50 \
+	  $(GO) test ./cmd/polite -count 1 -run '^TestFleetPriority$$' -v -timeout 10m
+
+# Ten trials of two fleet workers killed with SIGKILL at random instants
+# (make test runs one): every URL one committed result, a killed worker's
+# URLs fetched again within its lease + 1 s, at most twice each.
+fleet-kill:
+	POLITE_KILL_TRIALS=10 $(GO) test ./cmd/polite -count 1 -run '^TestFleetKilledWorkers$$' -v -timeout 20m

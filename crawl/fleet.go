@@ -84,6 +84,9 @@ const (
 	// rest stay in the frontier, for any worker, and behind none of this
 	// worker's (a URL of a higher lane enqueued later waits only for these).
 	fleetHostAhead = 1
+	// interactivePoll is how often at most a worker holding hosts' URLs
+	// asks for their interactive ones (see Frontier.Lease's skip).
+	interactivePoll = 100 * time.Millisecond
 	// ackBatch bounds the results sent in one Commit call.
 	ackBatch = 256
 	// fleetCallTimeout bounds one call to the frontier.
@@ -230,6 +233,11 @@ func (j *Job) feedFleet(ctx context.Context) error {
 			// (a host may take more), or soon, a little later each time
 			// while nothing comes (bounded by poll).
 			idleFor = min(max(idleFor*2, poll/8), poll)
+			if len(skip) > 0 {
+				// An interactive URL of a host held here may come at
+				// any time: ask for it often.
+				idleFor = min(idleFor, interactivePoll)
+			}
 			if !s.waitFeed(idleFor) {
 				return nil
 			}
