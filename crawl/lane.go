@@ -27,6 +27,19 @@ const (
 	numLanes
 )
 
+// laneWeights are the lanes' shares of a host's turns: 6:3:1.
+var laneWeights = [numLanes]int{LaneNormal: 3, LaneInteractive: 6, LaneBulk: 1}
+
+// laneTurns is one round of the weighted round-robin, spread out (the
+// order smooth weighted round-robin gives for 6:3:1) so that no lane waits
+// for another's run of turns. A host keeps its place in it (host.turn) and
+// passes over the turns of lanes with nothing queued, so any two non-empty
+// lanes share a round in the ratio of their weights.
+var laneTurns = [...]Lane{
+	LaneInteractive, LaneNormal, LaneInteractive, LaneInteractive, LaneNormal,
+	LaneInteractive, LaneBulk, LaneInteractive, LaneNormal, LaneInteractive,
+}
+
 // ParseLane parses "interactive", "normal" or "bulk" (in any case).
 func ParseLane(s string) (Lane, error) {
 	switch strings.ToLower(s) {
