@@ -230,30 +230,34 @@ func (j *Job) blockReady(h *host, now time.Time) (time.Duration, polite.Reason) 
 	return 0, ""
 }
 
-// pickProbe moves to the front of h's queue a URL from a section with no
-// challenge (one answered with pages first), if the queue holds one.
-// Called with sched.mu and b.mu held.
+// pickProbe makes the next URL of h a URL from a section with no
+// challenge (one answered with pages first), if h has one queued, in
+// whatever lane. Called with sched.mu and b.mu held.
 func (b *blockState) pickProbe(h *host) {
-	best, bestScore := -1, 0
-	for i := h.head; i < len(h.queue); i++ {
-		st := b.sections[section(nextURL(h.queue[i]))]
-		score := 2 // a section not heard from
-		switch {
-		case st == nil:
-		case st.challenges > 0:
-			score = 0
-		case st.pages > 0:
-			score = 3
-		}
-		if score > bestScore {
-			best, bestScore = i, score
-			if score == 3 {
-				break
+	best, bestLane, bestScore := -1, LaneNormal, 0
+lanes:
+	for _, l := range [...]Lane{LaneInteractive, LaneNormal, LaneBulk} {
+		q := &h.lanes[l]
+		for i := q.head; i < len(q.queue); i++ {
+			st := b.sections[section(nextURL(q.queue[i]))]
+			score := 2 // a section not heard from
+			switch {
+			case st == nil:
+			case st.challenges > 0:
+				score = 0
+			case st.pages > 0:
+				score = 3
+			}
+			if score > bestScore {
+				best, bestLane, bestScore = i, l, score
+				if score == 3 {
+					break lanes
+				}
 			}
 		}
 	}
-	if best > h.head {
-		h.queue[h.head], h.queue[best] = h.queue[best], h.queue[h.head]
+	if best >= 0 {
+		h.goesNext(bestLane, best)
 	}
 }
 

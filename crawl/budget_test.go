@@ -74,8 +74,9 @@ func TestCountsPausedHostsAsWaiting(t *testing.T) {
 			h := &host{key: key}
 			s.hosts[key] = h
 			for i := range n {
-				h.loaded++
-				s.requeue(&item{id: int64(i), host: h}, time.Time{}, false, now)
+				it := &item{id: int64(i), host: h}
+				h.hold(it)
+				s.requeue(it, time.Time{}, false, now)
 			}
 		}
 		s.mu.Unlock()

@@ -14,12 +14,16 @@ import (
 // dozen of its URLs (lowWater, refillTo) besides those in flight; the
 // feeder, one goroutine, takes hosts in (in host-key order, one index seek
 // each) as others are let go, and refills a host's URLs when they run
-// low, with indexed queries on urls_pending over a read-only connection of
+// low, with indexed queries on urls_lanes over a read-only connection of
 // its own, so the committer's transactions never hold it up. Nothing about
 // durability changes: a URL is pending in the database until the
 // transaction that records it done commits, and the feeder reads each
 // pending URL once per run (its cursor moves past it), so a URL in memory
 // is never read twice and a crash loses only what was in memory.
+//
+// Each lane of a host is read apart (by host, lane and id), with a cursor of
+// its own, so that a host's interactive URLs are in memory for their turns
+// even when thousands of its bulk URLs came before them in the list.
 
 // feed runs the feeder until the scheduler stops. An error reading the
 // database is fatal to the run: it is returned, and the fetchers stopped.
@@ -40,9 +44,9 @@ func (j *Job) feed(ctx context.Context, paused map[string]hostPause) error {
 			h := s.want[0]
 			s.want[0] = nil
 			s.want = s.want[1:]
-			n, cursor := refillTo-h.queued()-h.delayed, h.cursor
+			asks := h.asks()
 			s.mu.Unlock()
-			err = j.refill(ctx, h, cursor, n)
+			err = j.refill(ctx, h, asks)
 		} else {
 			s.mu.Unlock()
 			after, err = j.takeIn(ctx, after, paused)
@@ -59,10 +63,9 @@ func (j *Job) feed(ctx context.Context, paused map[string]hostPause) error {
 	}
 }
 
-// refill reads up to n more of h's URLs, after the id cursor.
-func (j *Job) refill(ctx context.Context, h *host, cursor int64, n int) error {
-	rows := make([]row, 0, max(n, 0))
-	err := j.st.window(ctx, h.key, cursor, max(n, 1), func(r row) { rows = append(rows, r) })
+// refill reads more of h's URLs, as asks say.
+func (j *Job) refill(ctx context.Context, h *host, asks []laneAsk) error {
+	rows, err := j.read(ctx, h.key, asks)
 	s := j.sched
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -71,13 +74,21 @@ func (j *Job) refill(ctx context.Context, h *host, cursor int64, n int) error {
 		return err
 	}
 	now := time.Now()
-	if len(rows) == 0 {
-		h.unloaded = 0 // the count was off: nothing more to read
-	}
-	s.take(h, rows, now)
+	s.take(h, asks, rows, now)
 	s.low(h)
 	s.letGo(h, now)
 	return nil
+}
+
+// read reads the windows of host's URLs that asks name.
+func (j *Job) read(ctx context.Context, host string, asks []laneAsk) ([]row, error) {
+	var rows []row
+	for _, a := range asks {
+		if err := j.st.window(ctx, host, a.lane, a.after, a.n, func(r row) { rows = append(rows, r) }); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
 }
 
 // takeIn takes in the next host after after with URLs left, and returns its
@@ -101,23 +112,24 @@ func (j *Job) takeIn(ctx context.Context, after string, paused map[string]hostPa
 	if err != nil {
 		return after, err
 	}
-	h := &host{key: key, unloaded: n}
+	h := &host{key: key}
+	for l := range h.lanes {
+		h.lanes[l].unloaded = n[l]
+	}
 	if p, ok := paused[key]; ok {
 		h.pausedUntil, h.pauseWhy = p.until, polite.Reason(p.reason)
 		h.persisted.Store(p.until.UnixMilli())
 	}
-	var rows []row
-	if err := j.st.window(ctx, key, 0, refillTo, func(r row) { rows = append(rows, r) }); err != nil {
+	asks := h.asks() // h is not shared yet
+	rows, err := j.read(ctx, key, asks)
+	if err != nil {
 		return after, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hosts[key] = h
 	now := time.Now()
-	if len(rows) < refillTo {
-		h.unloaded = len(rows) // nothing more to read after these
-	}
-	s.take(h, rows, now)
+	s.take(h, asks, rows, now)
 	s.low(h)
 	s.letGo(h, now)
 	return key, nil

@@ -54,6 +54,7 @@ type Frontier interface {
 type Leased struct {
 	URL     string
 	Host    string // the URL's host key, as Line.Host
+	Lane    Lane   // its lane: the worker's queue of the host orders by it too
 	Token   int64  // the lease's fencing token
 	Leases  int    // how many times the URL was leased, this one included
 	Expires time.Time
@@ -281,8 +282,8 @@ func (j *Job) takeLeased(ls []Leased) error {
 			h = &host{key: r.host}
 			s.hosts[r.host] = h
 		}
-		it := &item{id: r.id, url: r.url, host: h, attempts: r.attempts, started: r.started, reason: r.reason, lease: r.lease}
-		h.loaded++
+		it := &item{id: r.id, url: r.url, host: h, attempts: r.attempts, started: r.started, reason: r.reason, lease: r.lease, lane: r.lane}
+		h.hold(it)
 		s.loaded++
 		j.fl.out[it.id] = it
 		s.requeue(it, r.notBefore, false, now)

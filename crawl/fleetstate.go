@@ -23,8 +23,8 @@ func (s *store) addLeased(ls []Leased) (rows []row, again []pendingAck, err erro
 		return nil, nil, err
 	}
 	defer tx.Rollback()
-	up, err := tx.Prepare(`INSERT INTO urls(url, host) VALUES(?, ?)
-		ON CONFLICT(url) DO UPDATE SET host = excluded.host
+	up, err := tx.Prepare(`INSERT INTO urls(url, host, lane) VALUES(?, ?, ?)
+		ON CONFLICT(url) DO UPDATE SET host = excluded.host, lane = excluded.lane
 		RETURNING id, state, attempts, not_before, reason, started, coalesce(outcome, ''), coalesce(result, '')`)
 	if err != nil {
 		return nil, nil, err
@@ -39,9 +39,12 @@ func (s *store) addLeased(ls []Leased) (rows []row, again []pendingAck, err erro
 		var (
 			id, nb, st       int64
 			state, out, line string
-			r                = row{url: l.URL, host: l.Host}
+			r                = row{url: l.URL, host: l.Host, lane: l.Lane}
 		)
-		if err := up.QueryRow(l.URL, l.Host).Scan(&id, &state, &r.attempts, &nb, &r.reason, &st, &out, &line); err != nil {
+		if r.lane >= numLanes {
+			r.lane = LaneNormal // a frontier's lane this worker does not know
+		}
+		if err := up.QueryRow(l.URL, l.Host, r.lane).Scan(&id, &state, &r.attempts, &nb, &r.reason, &st, &out, &line); err != nil {
 			return nil, nil, err
 		}
 		if _, err := lease.Exec(id, l.Token, l.Leases, l.Expires.UnixMilli()); err != nil {

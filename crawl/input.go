@@ -3,6 +3,7 @@ package crawl
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,18 +22,28 @@ const DefaultMaxURLLen = 8 << 10
 // keepInvalid is how much of a bad line an invalid_url record keeps.
 const keepInvalid = 256
 
+// jsonRoom is how much longer than the longest URL a JSON line may be: its
+// braces, keys, lane and escapes.
+const jsonRoom = 1 << 10
+
 // Line is one entry of a URL list: a URL to fetch, or a line that is not one
 // and why.
 type Line struct {
-	// Text is the line without surrounding space, cut to 256 bytes (and
-	// marked "…") when Problem says it was too long. A bad line's URL
-	// passwords are replaced with "xxxxx" (user:xxxxx@host): a URL with
-	// one is a bad line, never fetched, and the job keeps no password.
+	// Text is the URL (of a JSON line, its "url"), or a bad line without
+	// surrounding space, cut to 256 bytes (and marked "…") when Problem
+	// says it was too long. A bad line's URL passwords are replaced with
+	// "xxxxx" (user:xxxxx@host): a URL with one is a bad line, never
+	// fetched, and the job keeps no password. A bad JSON line's Text is
+	// the object, so it is never taken for a URL.
 	Text string
 	// Host is the URL's canonical host key (polite.HostKey); "" for a bad line.
 	Host string
 	// Problem says what is wrong with the line; "" for a good URL.
 	Problem string
+	// Lane is the URL's lane: the one its JSON line names, else the
+	// reader's default (LaneNormal for ReadLines); LaneNormal for a bad
+	// line.
+	Lane Lane
 }
 
 // CheckURL reports what is wrong with s as a URL to fetch, or "" when
@@ -79,7 +90,23 @@ func CheckURL(s string, maxLen int) (host, problem string) {
 // trimmed. A line longer than maxLen (0 means DefaultMaxURLLen) is never held
 // whole in memory: its first 256 bytes are kept for the record. fn's error
 // stops the reading and is returned.
+//
+// A line starting with '{' is a JSON object naming the URL and, if need
+// be, its lane (issue 31, item 4), so that a list may be JSON Lines:
+//
+//	{"url": "https://example.com/a", "lane": "interactive"}
+//
+// Other keys are ignored; a lane left out (or "") is LaneNormal. Such a
+// line may be up to 1 KiB longer than maxLen, its URL no longer than
+// maxLen. An object that does not parse, names no URL or an unknown lane
+// is a bad line, its Problem says why.
 func ReadLines(r io.Reader, maxLen int, fn func(Line) error) error {
+	return ReadLinesLane(r, maxLen, LaneNormal, fn)
+}
+
+// ReadLinesLane is ReadLines with lane the lane of the lines that name
+// none (the plain ones, and JSON lines without "lane").
+func ReadLinesLane(r io.Reader, maxLen int, lane Lane, fn func(Line) error) error {
 	if maxLen <= 0 {
 		maxLen = DefaultMaxURLLen
 	}
@@ -88,6 +115,7 @@ func ReadLines(r io.Reader, maxLen int, fn func(Line) error) error {
 	for {
 		buf = buf[:0]
 		n := 0 // the line's full length, leading space left out
+		limit := maxLen
 		var err error
 		for {
 			var frag []byte
@@ -96,9 +124,12 @@ func ReadLines(r io.Reader, maxLen int, fn func(Line) error) error {
 				// Leading space is not kept: however much of it, the
 				// line's text is what counts against maxLen.
 				frag = bytes.TrimLeftFunc(frag, unicode.IsSpace)
+				if len(frag) > 0 && frag[0] == '{' {
+					limit = maxLen + jsonRoom
+				}
 			}
 			n += len(frag)
-			if room := maxLen + 2 - len(buf); room > 0 { // +2: CRLF and one byte over
+			if room := limit + 2 - len(buf); room > 0 { // +2: CRLF and one byte over
 				buf = append(buf, frag[:min(len(frag), room)]...)
 			}
 			if err != bufio.ErrBufferFull {
@@ -114,7 +145,7 @@ func ReadLines(r io.Reader, maxLen int, fn func(Line) error) error {
 		if err == nil && n > 0 {
 			n-- // the '\n'
 		}
-		if e := handleLine(buf, n, maxLen, fn); e != nil {
+		if e := handleLine(buf, n, maxLen, lane, fn); e != nil {
 			return e
 		}
 		if err == io.EOF {
@@ -158,26 +189,79 @@ func canonical(s string) string {
 	return b.String()
 }
 
-func handleLine(buf []byte, n, maxLen int, fn func(Line) error) error {
+func handleLine(buf []byte, n, maxLen int, lane Lane, fn func(Line) error) error {
 	text := bytes.TrimSpace(buf)
 	if len(text) == 0 || text[0] == '#' {
 		return nil
 	}
-	if n > len(buf) || len(text) > maxLen { // cut while reading, or too long anyway
+	limit := maxLen
+	if text[0] == '{' {
+		limit += jsonRoom
+	}
+	if n > len(buf) || len(text) > limit { // cut while reading, or too long anyway
 		size := len(text)
 		if n > len(buf) {
 			size = n // untrimmed, but it is the cut line's length near enough
 		}
-		return fn(Line{Text: badLine(string(text), true), Problem: fmt.Sprintf("longer than %d bytes (%d)", maxLen, size)})
+		return fn(Line{Text: badLine(string(text), true), Problem: fmt.Sprintf("longer than %d bytes (%d)", limit, size)})
+	}
+	if text[0] == '{' {
+		return fn(jsonLine(text, maxLen, lane))
 	}
 	s := string(text)
 	host, problem := CheckURL(s, maxLen)
-	if problem == "" {
-		s = canonical(s)
-	} else {
-		s = badLine(s, false)
+	if problem != "" {
+		return fn(Line{Text: badLine(s, false), Problem: problem})
 	}
-	return fn(Line{Text: s, Host: host, Problem: problem})
+	return fn(Line{Text: canonical(s), Host: host, Lane: lane})
+}
+
+// jsonLine reads a list's JSON line: {"url": "...", "lane": "..."}, other
+// keys ignored, lane (def when left out) one of ParseLane's.
+func jsonLine(text []byte, maxLen int, def Lane) Line {
+	var obj struct {
+		URL  *string `json:"url"`
+		Lane *string `json:"lane"`
+	}
+	if err := json.Unmarshal(text, &obj); err != nil {
+		return Line{Text: badLine(string(text), false), Problem: "bad JSON line: " + strings.TrimPrefix(err.Error(), "json: ")}
+	}
+	var u, name string
+	if obj.URL != nil {
+		u = strings.TrimSpace(*obj.URL)
+	}
+	if obj.Lane != nil {
+		name = *obj.Lane
+	}
+	// A bad line is kept as its object, rebuilt from what was read: never
+	// taken for a URL, and a password written with escapes (\u0040) is
+	// redacted too.
+	bad := func(problem string) Line {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(struct { // strings always encode
+			URL  *string `json:"url,omitempty"`
+			Lane *string `json:"lane,omitempty"`
+		}{obj.URL, obj.Lane})
+		return Line{Text: badLine(strings.TrimSuffix(b.String(), "\n"), false), Problem: problem}
+	}
+	lane := def
+	if name != "" {
+		l, err := ParseLane(name)
+		if err != nil {
+			return bad(fmt.Sprintf("unknown lane %q (want interactive, normal or bulk)", name))
+		}
+		lane = l
+	}
+	if u == "" {
+		return bad(`JSON line names no "url"`)
+	}
+	host, problem := CheckURL(u, maxLen)
+	if problem != "" {
+		return bad(problem)
+	}
+	return Line{Text: canonical(u), Host: host, Lane: lane}
 }
 
 // badLine is what the job keeps of a line that is not a URL to fetch: its

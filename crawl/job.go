@@ -162,6 +162,11 @@ type Options struct {
 	// MaxURLLen is the longest line taken as a URL. If zero,
 	// DefaultMaxURLLen.
 	MaxURLLen int
+	// Lane is the lane Load gives the URLs of a list whose lines name
+	// none (see ReadLines): a URL's turns within its host (see Lane). A
+	// URL already in the job keeps the lane it was added with. If zero,
+	// LaneNormal.
+	Lane Lane
 	// CommitInterval is the longest a finished URL waits to be committed
 	// with others (group commit). If zero, DefaultCommitInterval.
 	CommitInterval time.Duration
@@ -429,6 +434,9 @@ func (j *Job) Dir() string { return j.dir }
 // yet, and returns how many were new. It may be called more than once, before
 // Run; a rerun reading the same list adds nothing.
 func (j *Job) Load(r io.Reader) (int, error) {
+	if j.opts.Lane >= numLanes {
+		return 0, fmt.Errorf("crawl: Options.Lane: unknown lane %d", j.opts.Lane)
+	}
 	var batch []Line
 	added := 0
 	had, err := j.st.maxID()
@@ -445,7 +453,7 @@ func (j *Job) Load(r io.Reader) (int, error) {
 		return err
 	}
 	taken := 0
-	err = ReadLines(r, j.opts.MaxURLLen, func(l Line) error {
+	err = ReadLinesLane(r, j.opts.MaxURLLen, j.opts.Lane, func(l Line) error {
 		if j.opts.MaxURLs > 0 && taken >= j.opts.MaxURLs {
 			j.skipped++
 			return nil

@@ -147,7 +147,7 @@ func (j *Job) Progress(topHosts int) Progress {
 		cs = append(cs, cand{h: h})
 	}
 	for _, h := range j.sched.hosts {
-		left := h.loaded + h.unloaded
+		left := h.loaded + h.unloaded()
 		if topHosts > 0 && left == 0 && h.stats.requests.Load() == 0 {
 			continue
 		}
@@ -249,7 +249,7 @@ func (j *Job) Slowest() (Slowest, bool) {
 	left := map[string]int{}
 	j.sched.mu.Lock()
 	for _, h := range j.sched.hosts {
-		if n := h.loaded + h.unloaded; n > 0 && h.gaveUp.Load() == nil {
+		if n := h.loaded + h.unloaded(); n > 0 && h.gaveUp.Load() == nil {
 			left[j.budgetOf(h)] += n
 		}
 	}

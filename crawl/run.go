@@ -208,7 +208,7 @@ func (j *Job) finishInvalid(ctx context.Context) error {
 	var after int64
 	for {
 		var rows []row
-		if err := j.st.window(ctx, "", after, page, func(r row) { rows = append(rows, r) }); err != nil {
+		if err := j.st.window(ctx, "", LaneNormal, after, page, func(r row) { rows = append(rows, r) }); err != nil {
 			return fmt.Errorf("crawl: reading state: %w", err)
 		}
 		now := time.Now().UTC()

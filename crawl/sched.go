@@ -38,6 +38,8 @@ type item struct {
 	latency time.Duration
 	// lease is the frontier's lease on it (fleet mode; see fleet.go).
 	lease *leaseOf
+	// lane is its priority within its host (see Lane).
+	lane Lane
 }
 
 // hostState says where a host is in the scheduler.
@@ -49,9 +51,9 @@ const (
 	hostWaiting                  // in the timer heap until wakeAt
 )
 
-// host is the scheduler's view of one destination: its queue of URLs and
-// its requests in flight. Whether the host may send is the Transport's to
-// say (Transport.Ready). The fields under "guarded by sched.mu" are the
+// host is the scheduler's view of one destination: its queues of URLs, one
+// per lane, and its requests in flight. Whether the host may send is the
+// Transport's to say (Transport.Ready). The fields under "guarded by sched.mu" are the
 // scheduler's; the rest are safe for concurrent use.
 type host struct {
 	key string
@@ -61,21 +63,19 @@ type host struct {
 	budget atomic.Pointer[string]
 
 	// guarded by sched.mu
-	queue    []*item // FIFO: URLs ready to send as soon as the host is
-	head     int     // queue[head:] are queued
-	delayed  int     // URLs of this host in the timer heap
+	lanes    [numLanes]laneQueue
+	turn     uint8 // the host's place in laneTurns
+	delayed  int   // URLs of this host in the timer heap
 	inflight int
 	state    hostState
 	wakeAt   time.Time
 	asleep   bool // in the timer heap for a pause or breaker, not its rate
 	// Streaming from state.db (issue 17, defect 3): loaded counts the URLs
-	// of the host in memory and not done (queued, delayed, in flight),
-	// unloaded those still only in the database, cursor the id of the
-	// last one read; refill says the feeder has the host in hand.
-	loaded   int
-	unloaded int
-	cursor   int64
-	refill   bool
+	// of the host in memory and not done (queued, delayed, in flight);
+	// refill says the feeder has the host in hand. Each lane keeps its own
+	// counts and cursor (laneQueue).
+	loaded int
+	refill bool
 
 	// pausedUntil is a pause beyond MaxRetryAfter recorded by an earlier
 	// run (the hosts table), and pauseWhy its reason; set before Run
@@ -110,31 +110,103 @@ type givenUp struct {
 	why     polite.Reason
 }
 
-func (h *host) queued() int { return len(h.queue) - h.head }
+// laneQueue is one lane of a host: its URLs ready to send, in order, and
+// its share of the host's streaming from state.db. Guarded by sched.mu.
+type laneQueue struct {
+	queue []*item // FIFO: URLs ready to send as soon as the host is
+	head  int     // queue[head:] are queued
+	// delayed and loaded are the lane's part of the host's counts;
+	// unloaded counts its URLs still only in the database, cursor is the
+	// id of the last one read.
+	delayed  int
+	loaded   int
+	unloaded int
+	cursor   int64
+}
 
-func (h *host) push(it *item, front bool) {
-	if front && h.head > 0 {
-		h.head--
-		h.queue[h.head] = it
+func (q *laneQueue) queued() int { return len(q.queue) - q.head }
+
+func (q *laneQueue) push(it *item, front bool) {
+	if front && q.head > 0 {
+		q.head--
+		q.queue[q.head] = it
 		return
 	}
 	if front {
-		h.queue = append([]*item{it}, h.queue[h.head:]...)
-		h.head = 0
+		q.queue = append([]*item{it}, q.queue[q.head:]...)
+		q.head = 0
 		return
 	}
-	if h.head > 0 && h.head == len(h.queue) {
-		h.queue, h.head = h.queue[:0], 0
+	if q.head > 0 && q.head == len(q.queue) {
+		q.queue, q.head = q.queue[:0], 0
 	}
-	h.queue = append(h.queue, it)
+	q.queue = append(q.queue, it)
 }
 
-func (h *host) pop() *item {
-	it := h.queue[h.head]
-	h.queue[h.head] = nil
-	h.head++
-	h.queue, h.head = compact(h.queue, h.head)
+func (q *laneQueue) pop() *item {
+	it := q.queue[q.head]
+	q.queue[q.head] = nil
+	q.head++
+	q.queue, q.head = compact(q.queue, q.head)
 	return it
+}
+
+// queued returns the URLs of h ready to send, over its lanes.
+func (h *host) queued() int {
+	n := 0
+	for i := range h.lanes {
+		n += h.lanes[i].queued()
+	}
+	return n
+}
+
+// push queues it in its lane: at the back, or at the front (a retry, a
+// redirect hop).
+func (h *host) push(it *item, front bool) { h.lanes[it.lane].push(it, front) }
+
+// pop takes the next URL to send: the head of the lane whose turn it is
+// in laneTurns, turns of lanes with nothing queued passed over. h must
+// have a URL queued.
+func (h *host) pop() *item {
+	for range laneTurns {
+		l := laneTurns[h.turn]
+		h.turn = (h.turn + 1) % uint8(len(laneTurns))
+		if h.lanes[l].queued() > 0 {
+			return h.lanes[l].pop()
+		}
+	}
+	panic("crawl: pop from a host with nothing queued")
+}
+
+// goesNext makes q's URL at i (i >= q.head) the next one pop takes: first
+// in its lane, and its lane's turn next.
+func (h *host) goesNext(l Lane, i int) {
+	q := &h.lanes[l]
+	if i > q.head {
+		q.queue[q.head], q.queue[i] = q.queue[i], q.queue[q.head]
+	}
+	for range laneTurns {
+		if laneTurns[h.turn] == l {
+			return
+		}
+		h.turn = (h.turn + 1) % uint8(len(laneTurns))
+	}
+}
+
+// hold counts it, taken in from the database or the frontier, among h's
+// URLs in memory.
+func (h *host) hold(it *item) {
+	h.loaded++
+	h.lanes[it.lane].loaded++
+}
+
+// unloaded returns how many of h's URLs are still only in the database.
+func (h *host) unloaded() int {
+	n := 0
+	for i := range h.lanes {
+		n += h.lanes[i].unloaded
+	}
+	return n
 }
 
 // compact moves q[head:] to the front of q once head is half of it (or all
@@ -210,30 +282,83 @@ func newSched(ready func(h *host, now time.Time) (time.Duration, polite.Reason))
 // a host whose URLs queued or put off fall to lowWater asks the feeder for
 // refillTo minus those; the URLs in flight are bounded by the workers. So
 // the scheduler holds at most maxHosts × (refillTo + ...) URLs plus those
-// in flight, whatever the job's size.
+// in flight, whatever the job's size. A host with URLs in more than one
+// lane shares refillTo (and lowWater) between them by their weights
+// (laneCap), so that each lane has URLs in memory for its turns however
+// late in the list they came: of a host's 200 bulk URLs listed before 50
+// interactive ones, 27 interactive and 4 bulk are held.
 const (
 	lowWater = 8
 	refillTo = 32
 )
 
-// take adds URLs read from the database to h, at their not-before times.
-// Called with mu held.
-func (s *sched) take(h *host, rows []row, now time.Time) {
+// laneCap is how many of h's URLs of lane l the scheduler holds queued or
+// put off at most: refillTo shared by the weights of the lanes with URLs
+// left (in memory or in the database), at least 1. It only grows as a
+// run goes on: lanes empty, none fills. Called with mu held.
+func (h *host) laneCap(l Lane) int {
+	sum := 0
+	for i := range h.lanes {
+		if q := &h.lanes[i]; q.loaded > 0 || q.unloaded > 0 || Lane(i) == l {
+			sum += laneWeights[i]
+		}
+	}
+	return max(refillTo*laneWeights[l]/sum, 1)
+}
+
+// laneAsk is a read of up to n of a host's URLs of one lane, with ids after
+// after.
+type laneAsk struct {
+	lane  Lane
+	after int64
+	n     int
+}
+
+// asks returns the reads that top up h's lanes that run low: those with
+// URLs in the database and at most a quarter of their laneCap (lowWater
+// of refillTo) queued or put off, each to its laneCap. Called with mu held.
+func (h *host) asks() []laneAsk {
+	var as []laneAsk
+	for i := range h.lanes {
+		q := &h.lanes[i]
+		if q.unloaded == 0 {
+			continue
+		}
+		c := h.laneCap(Lane(i))
+		if have := q.queued() + q.delayed; have <= max(c*lowWater/refillTo, 1) {
+			as = append(as, laneAsk{lane: Lane(i), after: q.cursor, n: c - have})
+		}
+	}
+	return as
+}
+
+// take adds URLs read from the database to h, at their not-before times;
+// the lanes of asks that came back short have no more. Called with mu
+// held.
+func (s *sched) take(h *host, asks []laneAsk, rows []row, now time.Time) {
+	got := [numLanes]int{}
 	for _, r := range rows {
-		it := &item{id: r.id, url: r.url, host: h, attempts: r.attempts, started: r.started, reason: r.reason}
-		h.loaded++
+		it := &item{id: r.id, url: r.url, host: h, attempts: r.attempts, started: r.started, reason: r.reason, lane: r.lane}
+		h.hold(it)
 		s.loaded++
 		s.requeue(it, r.notBefore, false, now)
-		h.cursor = r.id
+		q := &h.lanes[r.lane]
+		q.cursor = r.id
+		q.unloaded = max(0, q.unloaded-1)
+		got[r.lane]++
 	}
-	h.unloaded = max(0, h.unloaded-len(rows))
+	for _, a := range asks {
+		if got[a.lane] < a.n {
+			h.lanes[a.lane].unloaded = 0 // the count was off: nothing more to read
+		}
+	}
 	s.peakLoaded = max(s.peakLoaded, s.loaded)
 }
 
-// low asks the feeder for more of h's URLs when it runs low. Called with
-// mu held.
+// low asks the feeder for more of h's URLs when a lane runs low. Called
+// with mu held.
 func (s *sched) low(h *host) {
-	if h.refill || h.unloaded == 0 || h.queued()+h.delayed > lowWater {
+	if h.refill || len(h.asks()) == 0 {
 		return
 	}
 	h.refill = true
@@ -244,7 +369,7 @@ func (s *sched) low(h *host) {
 // letGo forgets h once it has nothing left, in memory or in the database,
 // and stops the scheduler when it was the last host. Called with mu held.
 func (s *sched) letGo(h *host, now time.Time) {
-	if h.loaded > 0 || h.unloaded > 0 || h.refill || s.hosts[h.key] != h {
+	if h.loaded > 0 || h.unloaded() > 0 || h.refill || s.hosts[h.key] != h {
 		return
 	}
 	delete(s.hosts, h.key)
@@ -267,6 +392,7 @@ func (s *sched) requeue(it *item, notBefore time.Time, front bool, now time.Time
 	h := it.host
 	if notBefore.After(now) && h.gaveUp.Load() == nil {
 		h.delayed++
+		h.lanes[it.lane].delayed++
 		s.delayed++
 		s.pushTimer(timer{at: notBefore, it: it})
 		return
@@ -358,6 +484,7 @@ func (s *sched) abandon(h *host, g *givenUp) {
 	for _, t := range s.timers {
 		if t.it != nil && t.it.host == h {
 			h.delayed--
+			h.lanes[t.it.lane].delayed--
 			s.delayed--
 			h.push(t.it, false)
 			s.queued++
@@ -389,6 +516,7 @@ func (s *sched) done(it *item) {
 	defer s.mu.Unlock()
 	h := it.host
 	h.loaded--
+	h.lanes[it.lane].loaded--
 	s.loaded--
 	s.settle(h)
 	s.letGo(h, time.Now())
@@ -467,6 +595,7 @@ func (s *sched) clock() {
 			case t.it != nil:
 				h := t.it.host
 				h.delayed--
+				h.lanes[t.it.lane].delayed--
 				s.delayed--
 				h.push(t.it, false)
 				s.queued++

@@ -32,12 +32,9 @@ CREATE TABLE IF NOT EXISTS urls (
 	started    INTEGER NOT NULL DEFAULT 0, -- unix ms of the first attempt
 	seq        INTEGER,                 -- its line's rank in results.jsonl, once done
 	outcome    TEXT,                    -- the contract's outcome, once done
-	result     TEXT                     -- its results.jsonl line, once done
+	result     TEXT,                    -- its results.jsonl line, once done
+	lane       INTEGER NOT NULL DEFAULT 0 -- 0 normal, 1 interactive, 2 bulk (crawl.Lane); 0 for an invalid line
 );
-CREATE UNIQUE INDEX IF NOT EXISTS urls_seq ON urls(seq) WHERE seq IS NOT NULL;
--- The pending URLs of each host in order, for Run to stream (issue 17,
--- defect 3): a URL leaves it when it is done.
-CREATE INDEX IF NOT EXISTS urls_pending ON urls(host, id) WHERE state = 'pending';
 -- Fleet mode (fleet.go): the frontier's lease on each URL leased, and whether
 -- the frontier took its result (1), refused it (-1: the lease had gone to
 -- another worker) or has not answered yet (0).
@@ -55,6 +52,38 @@ CREATE TABLE IF NOT EXISTS hosts (
 	reason       TEXT    NOT NULL     -- its reason (retry-after, ratelimit, ...)
 );
 `
+
+// indexes are created once the urls table has every column (see migrate).
+const indexes = `
+CREATE UNIQUE INDEX IF NOT EXISTS urls_seq ON urls(seq) WHERE seq IS NOT NULL;
+-- The pending URLs of each host, by lane, in order, for Run to stream
+-- (issue 17, defect 3; issue 31, item 4): a URL leaves it when it is done.
+-- It replaces urls_pending, on (host, id), of jobs from before lanes.
+DROP INDEX IF EXISTS urls_pending;
+CREATE INDEX IF NOT EXISTS urls_lanes ON urls(host, lane, id) WHERE state = 'pending';
+`
+
+// migrate brings the urls table of a job from an earlier version up to
+// schema: jobs from before lanes get the lane column, every URL normal.
+// Another process may migrate the same file at once (polite status reads
+// a job without its lock): a column added meanwhile is no error.
+func migrate(db *sql.DB) error {
+	has := func() (bool, error) {
+		var n int
+		err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('urls') WHERE name = 'lane'`).Scan(&n)
+		return n > 0, err
+	}
+	if ok, err := has(); err != nil || ok {
+		return err
+	}
+	_, err := db.Exec(`ALTER TABLE urls ADD COLUMN lane INTEGER NOT NULL DEFAULT 0`)
+	if err != nil {
+		if ok, _ := has(); ok {
+			return nil
+		}
+	}
+	return err
+}
 
 // Marks in the meta table.
 const (
@@ -89,7 +118,7 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("crawl: open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1) // one writer; WAL lets sqlite3 readers in meanwhile
-	if _, err := db.Exec(schema); err != nil {
+	if err := errors.Join(execAll(db, schema), migrate(db), execAll(db, indexes)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("crawl: %s: %w", path, err)
 	}
@@ -105,9 +134,9 @@ func openStore(path string) (*store, error) {
 		sql  string
 	}{
 		{&st.qNext, `SELECT min(host) FROM urls WHERE state = 'pending' AND host > ?`},
-		{&st.qCount, `SELECT count(*) FROM urls WHERE state = 'pending' AND host = ?`},
+		{&st.qCount, `SELECT lane, count(*) FROM urls WHERE state = 'pending' AND host = ? GROUP BY lane`},
 		{&st.qWindow, `SELECT id, url, coalesce(invalid, ''), attempts, not_before, reason, started
-			FROM urls WHERE state = 'pending' AND host = ? AND id > ? ORDER BY id LIMIT ?`},
+			FROM urls WHERE state = 'pending' AND host = ? AND lane = ? AND id > ? ORDER BY id LIMIT ?`},
 	} {
 		if *q.stmt, err = rd.Prepare(q.sql); err != nil {
 			st.Close()
@@ -142,6 +171,13 @@ func (s *store) maxID() (int64, error) {
 
 func (s *store) Close() error { return errors.Join(s.rd.Close(), s.db.Close()) }
 
+// execAll runs statements whose results are not needed; an error stops
+// them.
+func execAll(db *sql.DB, stmts string) error {
+	_, err := db.Exec(stmts)
+	return err
+}
+
 func (s *store) meta(key string) (int64, error) {
 	var v int64
 	err := s.db.QueryRow(`SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
@@ -169,16 +205,19 @@ func (s *store) add(lines []Line) (int, error) {
 	// URLs: 1.2 s of CPU one row at a time).
 	var full *sql.Stmt
 	n := 0
-	args := make([]any, 0, 3*addRows)
+	args := make([]any, 0, 4*addRows)
 	for len(lines) > 0 {
 		k := min(len(lines), addRows)
 		args = args[:0]
 		for _, l := range lines[:k] {
 			var inv any
+			lane := l.Lane
 			if l.Problem != "" {
-				inv = l.Problem
+				// Never fetched; finishInvalid reads them all in the
+				// normal lane.
+				inv, lane = l.Problem, LaneNormal
 			}
-			args = append(args, l.Text, l.Host, inv)
+			args = append(args, l.Text, l.Host, inv, lane)
 		}
 		lines = lines[k:]
 		var r sql.Result
@@ -205,12 +244,12 @@ func (s *store) add(lines []Line) (int, error) {
 const addRows = 128
 
 // insertRows is the statement inserting k URLs, those already in the job
-// left alone.
+// left alone (with the lane they came with).
 func insertRows(k int) string {
 	var b strings.Builder
-	b.WriteString(`INSERT OR IGNORE INTO urls(url, host, invalid) VALUES (?, ?, ?)`)
+	b.WriteString(`INSERT OR IGNORE INTO urls(url, host, invalid, lane) VALUES (?, ?, ?, ?)`)
 	for range k - 1 {
-		b.WriteString(`, (?, ?, ?)`)
+		b.WriteString(`, (?, ?, ?, ?)`)
 	}
 	return b.String()
 }
@@ -224,6 +263,7 @@ type row struct {
 	notBefore time.Time
 	reason    string
 	started   time.Time
+	lane      Lane
 	lease     *leaseOf // fleet mode
 }
 
@@ -250,24 +290,38 @@ func (s *store) nextHost(ctx context.Context, after string) (string, error) {
 	return h.String, err
 }
 
-// hostPending returns how many URLs of host are not done.
-func (s *store) hostPending(ctx context.Context, host string) (int, error) {
-	var n int
-	err := s.qCount.QueryRowContext(ctx, host).Scan(&n)
-	return n, err
+// hostPending returns how many URLs of host are not done, by lane.
+func (s *store) hostPending(ctx context.Context, host string) (n [numLanes]int, err error) {
+	rows, err := s.qCount.QueryContext(ctx, host)
+	if err != nil {
+		return n, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var l int64
+		var k int
+		if err := rows.Scan(&l, &k); err != nil {
+			return n, err
+		}
+		if l < 0 || l >= int64(numLanes) {
+			return n, fmt.Errorf("host %s: %d URLs in lane %d, which is no lane", host, k, l)
+		}
+		n[l] = k
+	}
+	return n, rows.Err()
 }
 
-// window calls fn for at most n URLs of host not done, with ids after
-// after, in the order they were added ("" is the host of the lines that are
-// not URLs).
-func (s *store) window(ctx context.Context, host string, after int64, n int, fn func(row)) error {
-	rows, err := s.qWindow.QueryContext(ctx, host, after, n)
+// window calls fn for at most n URLs of host in lane not done, with ids
+// after after, in the order they were added ("" is the host of the lines
+// that are not URLs, all in LaneNormal).
+func (s *store) window(ctx context.Context, host string, lane Lane, after int64, n int, fn func(row)) error {
+	rows, err := s.qWindow.QueryContext(ctx, host, lane, after, n)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		r := row{host: host}
+		r := row{host: host, lane: lane}
 		var nb, st int64
 		if err := rows.Scan(&r.id, &r.url, &r.invalid, &r.attempts, &nb, &r.reason, &st); err != nil {
 			return err

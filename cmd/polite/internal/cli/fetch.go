@@ -111,7 +111,10 @@ const fetchLong = `Fetch every URL of URLFILE politely and record what became of
 URLFILE has one URL per line ("-" reads standard input). Blank lines and lines
 starting with # are skipped. A line that is not an http or https URL with a
 host, or is longer than --max-url-len, is recorded as invalid_url and never
-requested.
+requested. A line starting with { is a JSON object naming the URL and its
+lane, {"url": "https://example.com/a", "lane": "interactive"} (interactive,
+normal or bulk; other keys ignored), and a host's lanes share its budget
+6:3:1, so interactive URLs go first and bulk ones never starve.
 
 Every host gets its own budget: --rate requests per second (with --burst),
 at most --concurrency requests in flight, and --workers in flight over all
