@@ -263,7 +263,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&o.Redis, "redis", "", "Redis `URL` (redis://HOST:PORT/DB) through which a fleet of workers shares each host's rate, pause, breaker and retry budget")
 	f.StringVar(&o.Fleet, "fleet", "default", "the fleet's `NAME` in Redis: workers with the same --redis and --fleet share budgets")
 	f.BoolVar(&o.OwnList, "own-list", false, "with --redis: share only the hosts' budgets, each worker fetching its own list into its own --out (no shared frontier)")
-	f.StringVar(&o.Lane, "lane", "normal", "with --redis: the priority of this list's URLs in the frontier: interactive, normal or bulk (a host's higher lanes go first, 6:3:1, so bulk never starves)")
+	f.StringVar(&o.Lane, "lane", "normal", "the priority within their hosts of this list's URLs whose lines name none: interactive, normal or bulk (a host's lanes go 6:3:1, so bulk never starves; in the fleet's frontier with --redis)")
 	f.BoolVar(&o.EnqueueOnly, "enqueue-only", false, "with --redis: put the list into the fleet's frontier and exit, fetching nothing")
 	f.StringVar(&o.Worker, "worker", "", "with --redis: this worker's `NAME` in the fleet's accounts (default HOSTNAME:PID)")
 	f.DurationVar(&o.LeaseTTL, "lease-ttl", 30*time.Second, "with --redis: a URL a worker leased and did not renew or finish within this long goes to another worker (a killed worker's URLs come back after it)")
@@ -632,6 +632,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		Header: o.Header, MaxURLs: o.MaxURLs, RetryOn: o.RetryOn, SameHost: o.SameHost,
 		Method: o.Method, Body: o.Body,
 	}
+	opts.Lane, _ = crawl.ParseLane(o.Lane) // checked by parse
 	if o.BlockRecheck == 0 {
 		opts.BlockRecheck = -1 // crawl's zero is its default
 	}

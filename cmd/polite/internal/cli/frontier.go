@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,7 +38,7 @@ type fleetFrontier struct {
 }
 
 func toLease(l crawl.Leased) redisstore.Lease {
-	return redisstore.Lease{URL: l.URL, Host: l.Host, Token: l.Token, Leases: l.Leases, Expires: l.Expires}
+	return redisstore.Lease{URL: l.URL, Host: l.Host, Lane: redisstore.Lane(l.Lane), Token: l.Token, Leases: l.Leases, Expires: l.Expires}
 }
 
 func toLeases(ls []crawl.Leased) []redisstore.Lease {
@@ -54,7 +53,8 @@ func (a fleetFrontier) Lease(ctx context.Context, max int, skip []string) ([]cra
 	ls, err := a.f.LeaseExcept(ctx, a.worker, max, skip)
 	out := make([]crawl.Leased, len(ls))
 	for i, l := range ls {
-		out[i] = crawl.Leased{URL: l.URL, Host: l.Host, Token: l.Token, Leases: l.Leases, Expires: l.Expires}
+		// The two number their lanes alike (normal 0, interactive 1, bulk 2).
+		out[i] = crawl.Leased{URL: l.URL, Host: l.Host, Lane: crawl.Lane(l.Lane), Token: l.Token, Leases: l.Leases, Expires: l.Expires}
 	}
 	return out, err
 }
@@ -113,7 +113,7 @@ type enqueued struct {
 // are not URLs are counted (and the first named), never enqueued.
 func enqueue(ctx context.Context, f *redisstore.Frontier, r io.Reader, o *fetchOptions) (enqueued, error) {
 	var res enqueued
-	lane, _ := parseLane(o.Lane) // checked by parse
+	lane, _ := crawl.ParseLane(o.Lane) // checked by parse
 	batch := make([]redisstore.Entry, 0, enqueueBatch)
 	flush := func() error {
 		if len(batch) == 0 {
@@ -126,7 +126,7 @@ func enqueue(ctx context.Context, f *redisstore.Frontier, r io.Reader, o *fetchO
 		batch = batch[:0]
 		return err
 	}
-	err := crawl.ReadLines(r, o.MaxURLLen, func(l crawl.Line) error {
+	err := crawl.ReadLinesLane(r, o.MaxURLLen, lane, func(l crawl.Line) error {
 		if o.MaxURLs > 0 && res.lines >= o.MaxURLs {
 			return errStopList
 		}
@@ -138,7 +138,8 @@ func enqueue(ctx context.Context, f *redisstore.Frontier, r io.Reader, o *fetchO
 			}
 			return nil
 		}
-		batch = append(batch, redisstore.Entry{URL: l.Text, Host: l.Host, Lane: lane})
+		// The two number their lanes alike (TestLanesNumberedAlike).
+		batch = append(batch, redisstore.Entry{URL: l.Text, Host: l.Host, Lane: redisstore.Lane(l.Lane)})
 		if len(batch) == enqueueBatch {
 			return flush()
 		}
@@ -162,32 +163,22 @@ func cutText(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// parseLane reads --lane.
-func parseLane(s string) (redisstore.Lane, error) {
-	switch strings.ToLower(s) {
-	case "interactive":
-		return redisstore.LaneInteractive, nil
-	case "", "normal":
-		return redisstore.LaneNormal, nil
-	case "bulk":
-		return redisstore.LaneBulk, nil
-	}
-	return 0, fmt.Errorf("--lane %q: want interactive, normal or bulk", s)
-}
-
 // frontier reports whether the job works the fleet's shared frontier.
 func (o *fetchOptions) frontier() bool { return o.Redis != "" && !o.OwnList }
 
 // parseFleet checks the frontier's flags.
 func (o *fetchOptions) parseFleet() error {
+	if o.Lane == "" {
+		o.Lane = "normal" // polite demo has no --lane
+	}
+	if _, err := crawl.ParseLane(o.Lane); err != nil {
+		return usageErr("--lane %q: want interactive, normal or bulk", o.Lane)
+	}
 	if o.Redis == "" {
 		if o.EnqueueOnly {
 			return usageErr("--enqueue-only needs --redis: it puts the list into a fleet's frontier")
 		}
 		return nil
-	}
-	if _, err := parseLane(o.Lane); err != nil {
-		return usageErr("%v", err)
 	}
 	if o.EnqueueOnly && (!o.frontier() || o.List == "") {
 		return usageErr("--enqueue-only needs --redis and a URLFILE (and not --own-list)")
