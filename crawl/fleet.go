@@ -48,6 +48,8 @@ type Frontier interface {
 	Release(ctx context.Context, ls []Leased, notBefore time.Time) error
 	// Finished reports whether no URL is pending and no lease is out.
 	Finished(ctx context.Context) (bool, error)
+	// DeferHost holds host's URLs back from every worker until until.
+	DeferHost(ctx context.Context, host string, until time.Time) error
 }
 
 // Leased is a URL leased from a Frontier.
@@ -88,6 +90,11 @@ const (
 	// interactivePoll is how often at most a worker holding hosts' URLs
 	// asks for their interactive ones (see Frontier.Lease's skip).
 	interactivePoll = 100 * time.Millisecond
+	// fleetHandBack is the shortest pause of a host (Retry-After, a
+	// breaker, a block) for which a worker gives its queued URLs back to
+	// the frontier and holds the host back there: the fleet's other
+	// workers then spend their leases on hosts that can be sent to.
+	fleetHandBack = 2 * time.Second
 	// ackBatch bounds the results sent in one Commit call.
 	ackBatch = 256
 	// fleetCallTimeout bounds one call to the frontier.
@@ -193,12 +200,19 @@ func (j *Job) feedFleet(ctx context.Context) error {
 	idleFor := time.Duration(0)
 	for {
 		s.mu.Lock()
-		for !s.stopping && (s.loaded >= ahead || len(s.hosts) >= s.maxHosts) {
+		for !s.stopping && len(s.handBack) == 0 && (s.loaded >= ahead || len(s.hosts) >= s.maxHosts) {
 			s.feedCond.Wait()
 		}
 		if s.stopping {
 			s.mu.Unlock()
 			return nil
+		}
+		if len(s.handBack) > 0 {
+			hs := s.handBack
+			s.handBack = nil
+			s.mu.Unlock()
+			j.handBack(ctx, hs)
+			continue
 		}
 		n := ahead - s.loaded
 		var skip []string
@@ -295,6 +309,85 @@ func (j *Job) takeLeased(ls []Leased) error {
 	j.total += len(rows)
 	j.mu.Unlock()
 	return nil
+}
+
+// handBack gives the frontier back the queued URLs of hosts a pause holds
+// (while it holds them: a host awake again keeps its URLs), due when the
+// pause ends, and holds each host back there until then.
+func (j *Job) handBack(ctx context.Context, hs []*host) {
+	s := j.sched
+	now := time.Now()
+	type back struct {
+		host  string
+		until time.Time
+		its   []*item
+	}
+	var backs []back
+	s.mu.Lock()
+	for _, h := range hs {
+		h.handBack = false
+		if h.state != hostWaiting || !h.asleep || h.wakeAt.Sub(now) < fleetHandBack/2 || h.gaveUp.Load() != nil {
+			continue
+		}
+		b := back{host: h.key, until: h.wakeAt}
+		// URLs never sent go back; one already tried stays, its
+		// attempts counted here (and bounded by the job's retries).
+		var kept []*item
+		for h.queued() > 0 {
+			it := h.pop()
+			if it.attempts > 0 || it.lease == nil {
+				kept = append(kept, it)
+				continue
+			}
+			s.queued--
+			h.loaded--
+			s.loaded--
+			b.its = append(b.its, it)
+		}
+		for _, it := range kept {
+			h.push(it, false)
+		}
+		s.letGo(h, now)
+		backs = append(backs, b)
+	}
+	s.mu.Unlock()
+	for _, b := range backs {
+		cctx, cancel := context.WithTimeout(ctx, fleetCallTimeout)
+		if err := j.fl.fr.DeferHost(cctx, b.host, b.until); err != nil {
+			j.logError("holding back a paused host in the frontier", err)
+		}
+		cancel()
+		if len(b.its) == 0 {
+			continue
+		}
+		ls := make([]Leased, len(b.its))
+		ids := make([]int64, len(b.its))
+		for i, it := range b.its {
+			ls[i], ids[i] = it.lease.Leased, it.id
+		}
+		cctx, cancel = context.WithTimeout(ctx, fleetCallTimeout)
+		err := j.fl.fr.Release(cctx, ls, b.until)
+		cancel()
+		if err != nil {
+			// Not given back: they come back when their leases expire.
+			j.logError("giving back a paused host's URLs", err)
+		}
+		j.fl.mu.Lock()
+		for _, id := range ids {
+			delete(j.fl.out, id)
+		}
+		j.fl.mu.Unlock()
+		j.fl.released.Add(int64(len(ls)))
+		if err := j.st.forget(ids); err != nil {
+			j.logError("forgetting given-back URLs", err)
+		}
+		j.mu.Lock()
+		j.total -= len(ls)
+		j.mu.Unlock()
+	}
+	s.mu.Lock()
+	s.feedCond.Signal()
+	s.mu.Unlock()
 }
 
 // extender renews the leases this worker holds every LeaseRenew until ctx

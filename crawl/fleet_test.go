@@ -32,6 +32,19 @@ type memFrontier struct {
 	late    int
 	// failCommits fails this many Commit calls.
 	failCommits int
+	// deferred and released record DeferHost and Release calls.
+	deferred map[string]time.Time
+	released map[string]time.Time
+}
+
+func (f *memFrontier) DeferHost(_ context.Context, host string, until time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.deferred == nil {
+		f.deferred = map[string]time.Time{}
+	}
+	f.deferred[host] = until
+	return nil
 }
 
 func newMemFrontier(urls []string) *memFrontier {
@@ -103,13 +116,17 @@ func (f *memFrontier) Commit(_ context.Context, cs []Committed) ([]bool, error) 
 	return acc, nil
 }
 
-func (f *memFrontier) Release(_ context.Context, ls []Leased, _ time.Time) error {
+func (f *memFrontier) Release(_ context.Context, ls []Leased, notBefore time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.released == nil {
+		f.released = map[string]time.Time{}
+	}
 	for _, l := range ls {
 		if f.leased[l.URL] == l.Token {
 			delete(f.leased, l.URL)
 			f.queue = append(f.queue, Leased{URL: l.URL, Host: l.Host})
+			f.released[l.URL] = notBefore
 		}
 	}
 	return nil
@@ -338,4 +355,49 @@ func pages(srv *testbed.Server, host string) int64 {
 
 func fastTransport(srv *testbed.Server) *polite.Transport {
 	return &polite.Transport{Base: srv.Transport(), Limits: polite.Limits{Rate: 500, Burst: 20, Concurrency: 4}}
+}
+
+// A host that names a long pause (Retry-After: 3) has its URLs not yet
+// sent given back to the frontier, due when the pause ends, and is held
+// back there: the fleet's leases go to hosts that can be sent to.
+func TestFleetPausedHostHandedBack(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/p/0" && n.Add(1) == 1 {
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	var urls []string
+	for i := range 6 {
+		urls = append(urls, fmt.Sprintf("%s/p/%d", srv.URL, i))
+	}
+	fr := newMemFrontier(urls)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	tr := &polite.Transport{Base: srv.Client().Transport, Limits: polite.Limits{Rate: 100, Burst: 1, Concurrency: 1}}
+	sum, err := runFleetJob(t, ctx, t.TempDir(), tr, fr, Options{Workers: 4, FleetPoll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr.check(t, urls)
+	fr.mu.Lock()
+	defer fr.mu.Unlock()
+	host := newMemFrontier(urls[:1]).queue[0].Host
+	until, ok := fr.deferred[host]
+	if !ok || until.Sub(start) < 2*time.Second {
+		t.Errorf("host held back until %v (%v after the start), want about 3 s on", until, until.Sub(start))
+	}
+	if len(fr.released) == 0 || sum.Fleet.Released == 0 {
+		t.Errorf("nothing given back (released %v, summary %+v)", fr.released, sum.Fleet)
+	}
+	for u, nb := range fr.released {
+		if nb.Sub(start) < 2*time.Second {
+			t.Errorf("%s given back due %v after the start, want at the pause's end", u, nb.Sub(start))
+		}
+	}
 }

@@ -77,6 +77,9 @@ type host struct {
 	loaded int
 	refill bool
 
+	// handBack: the host is in sched.handBack (fleet mode).
+	handBack bool
+
 	// pausedUntil is a pause beyond MaxRetryAfter recorded by an earlier
 	// run (the hosts table), and pauseWhy its reason; set before Run
 	// starts fetching, read-only afterwards.
@@ -243,8 +246,11 @@ type sched struct {
 
 	// maxHosts bounds the hosts in memory (see feed).
 	maxHosts int
-	// fleet: URLs come from a frontier (feedFleet), not from state.db.
-	fleet bool
+	// fleet: URLs come from a frontier (feedFleet), not from state.db;
+	// handBack the hosts whose queued URLs the feeder is to give back (a
+	// pause of fleetHandBack or more holds them).
+	fleet    bool
+	handBack []*host
 
 	// mu guards every field below, and the hosts' guarded fields.
 	mu       sync.Mutex
@@ -449,6 +455,13 @@ func (s *sched) next() *item {
 		}
 		if d > 0 {
 			s.sleep(h, now.Add(d), pauses(why))
+			if s.fleet && pauses(why) && d >= fleetHandBack && !h.handBack {
+				// The fleet's other URLs of h need not wait with these:
+				// the feeder gives them back to the frontier until then.
+				h.handBack = true
+				s.handBack = append(s.handBack, h)
+				s.feedCond.Signal()
+			}
 			continue
 		}
 		if why == polite.ReasonSlot {

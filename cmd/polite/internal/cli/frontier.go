@@ -77,6 +77,10 @@ func (a fleetFrontier) Release(ctx context.Context, ls []crawl.Leased, notBefore
 
 func (a fleetFrontier) Finished(ctx context.Context) (bool, error) { return a.f.Finished(ctx) }
 
+func (a fleetFrontier) DeferHost(ctx context.Context, host string, until time.Time) error {
+	return a.f.DeferHost(ctx, host, until)
+}
+
 // newFrontier opens the fleet's frontier on c.
 func (o *fetchOptions) newFrontier(c redis.UniversalClient) (*redisstore.Frontier, error) {
 	return redisstore.NewFrontier(c, redisstore.FrontierOptions{
