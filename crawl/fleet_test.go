@@ -401,3 +401,42 @@ func TestFleetPausedHostHandedBack(t *testing.T) {
 		}
 	}
 }
+
+// A fleet worker's credentials go only to the hosts its own list named
+// (Options.CredentialsFor), never to another worker's URLs it leases.
+func TestFleetCredentialsStayWithTheirHosts(t *testing.T) {
+	var mu sync.Mutex
+	auth := map[string]int{} // host → requests that carried Authorization
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			mu.Lock()
+			auth[r.Host]++
+			mu.Unlock()
+		}
+		fmt.Fprint(w, "ok")
+	})
+	mine, theirs := httptest.NewServer(handler), httptest.NewServer(handler)
+	defer mine.Close()
+	defer theirs.Close()
+	var urls []string
+	for i := range 4 {
+		urls = append(urls, fmt.Sprintf("%s/p/%d", mine.URL, i), fmt.Sprintf("%s/p/%d", theirs.URL, i))
+	}
+	fr := newMemFrontier(urls)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	myHost := strings.TrimPrefix(mine.URL, "http://")
+	tr := &polite.Transport{Base: http.DefaultTransport, IgnoreRobots: true, Limits: polite.Limits{Rate: 100, Burst: 5, Concurrency: 2}}
+	_, err := runFleetJob(t, ctx, t.TempDir(), tr, fr, Options{Workers: 2, FleetPoll: 20 * time.Millisecond,
+		Header:         http.Header{"Authorization": {"Bearer s3cret"}},
+		CredentialsFor: func(host string) bool { return host == myHost }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr.check(t, urls)
+	mu.Lock()
+	defer mu.Unlock()
+	if auth[myHost] != 4 || auth[strings.TrimPrefix(theirs.URL, "http://")] != 0 {
+		t.Errorf("requests with Authorization by host: %v; want 4 to %s and none to the other", auth, myHost)
+	}
+}

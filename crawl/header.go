@@ -26,6 +26,9 @@ func (j *Job) addHeader(req *http.Request, it *item) {
 		u, err := url.Parse(it.url)
 		same = err == nil && u.Host == req.URL.Host
 	}
+	if same && j.opts.CredentialsFor != nil && !j.opts.CredentialsFor(req.URL.Host) {
+		same = false // a fleet's URL from another worker's list
+	}
 	for k, vs := range j.opts.Header {
 		if secret[k] && !same || k == "Content-Type" && it.asGet {
 			continue // a redirect's GET carries no body to describe

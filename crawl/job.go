@@ -201,6 +201,13 @@ type Options struct {
 	// nil, nothing is logged.
 	Logger *slog.Logger
 
+	// CredentialsFor, when set, says whether the credentials fields of
+	// Header (Authorization, Proxy-Authorization, Cookie) may go to a host
+	// (host[:port] as in the URL) the job's URL names: a fleet worker sends
+	// them only to the hosts its own list named, never to those of URLs
+	// other workers put in the frontier. Nil: to every URL's own host.
+	CredentialsFor func(host string) bool
+
 	// Frontier, when set, makes the job a fleet worker (see fleet.go): its
 	// URLs are those it leases from the frontier, not a list loaded into
 	// the job, and each result goes to the frontier too.

@@ -647,8 +647,18 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		if err != nil {
 			return &exitError{code: ExitFatal, err: err}
 		}
+		// Credentials (-H) go only to the hosts this worker's own list
+		// names: the frontier holds other workers' URLs too.
+		listed := map[string]bool{}
+		if hasCredentials(o.Header) {
+			opts.CredentialsFor = func(host string) bool { return listed[host] }
+			fmt.Fprintln(e.stderr, "polite: -H credentials (Authorization, Cookie) go only to the hosts this worker's own list names, not to URLs other workers put in the fleet's frontier")
+		}
 		if list != nil {
 			res, err := enqueue(ctx, fr, list, o)
+			if res.hosts != nil {
+				listed = res.hosts
+			}
 			if err != nil {
 				return &exitError{code: ExitFatal, err: fmt.Errorf("enqueuing %s into fleet %q: %w (what was enqueued stays; running again adds the rest once)", o.List, o.Fleet, err)}
 			}

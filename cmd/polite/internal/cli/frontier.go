@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"time"
@@ -111,12 +113,18 @@ func (o *fetchOptions) workerName() string {
 type enqueued struct {
 	lines, added, invalid int
 	firstInvalid          string
+	// hosts are the hosts (host[:port], as in the URLs) the list named,
+	// when asked for: the only ones this worker sends credentials to.
+	hosts map[string]bool
 }
 
 // enqueue reads a URL list into the frontier, a batch at a time: lines that
 // are not URLs are counted (and the first named), never enqueued.
 func enqueue(ctx context.Context, f *redisstore.Frontier, r io.Reader, o *fetchOptions) (enqueued, error) {
 	var res enqueued
+	if hasCredentials(o.Header) {
+		res.hosts = map[string]bool{}
+	}
 	lane, _ := crawl.ParseLane(o.Lane) // checked by parse
 	batch := make([]redisstore.Entry, 0, enqueueBatch)
 	flush := func() error {
@@ -143,6 +151,11 @@ func enqueue(ctx context.Context, f *redisstore.Frontier, r io.Reader, o *fetchO
 			return nil
 		}
 		// The two number their lanes alike (TestLanesNumberedAlike).
+		if res.hosts != nil {
+			if u, err := url.Parse(l.Text); err == nil {
+				res.hosts[u.Host] = true
+			}
+		}
 		batch = append(batch, redisstore.Entry{URL: l.Text, Host: l.Host, Lane: redisstore.Lane(l.Lane)})
 		if len(batch) == enqueueBatch {
 			return flush()
@@ -194,4 +207,14 @@ func (o *fetchOptions) parseFleet() error {
 		return usageErr("--wait-aof %v: must not be negative", o.WaitAOF)
 	}
 	return nil
+}
+
+// hasCredentials reports whether -H gave a credentials field.
+func hasCredentials(h http.Header) bool {
+	for _, k := range []string{"Authorization", "Proxy-Authorization", "Cookie"} {
+		if _, ok := h[k]; ok {
+			return true
+		}
+	}
+	return false
 }
