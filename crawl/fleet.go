@@ -99,6 +99,9 @@ const (
 	ackBatch = 256
 	// fleetCallTimeout bounds one call to the frontier.
 	fleetCallTimeout = 10 * time.Second
+	// fleetAckGiveUp bounds how long a run goes on while the frontier
+	// takes none of its results.
+	fleetAckGiveUp = 2 * time.Minute
 	// fleetDrain bounds how long a stopping run waits for the frontier to
 	// take its last results (they are sent again by the next run).
 	fleetDrain = 10 * time.Second
@@ -113,6 +116,7 @@ type fleet struct {
 	pend []pendingAck    // finished and committed here, not yet taken by the frontier
 	wake chan struct{}   // pend gained results, or the run stops
 	stop bool
+	err  error // why the acker stopped the run
 
 	leased, accepted, late, released, lost atomic.Int64
 }
@@ -125,9 +129,18 @@ type pendingAck struct {
 
 // leaseOf is the lease an item of a fleet run holds.
 type leaseOf struct {
-	Leased
+	cur  atomic.Pointer[Leased] // the lease: the frontier may lease the URL here again, with a new token
 	lost atomic.Bool
 }
+
+func newLeaseOf(l Leased) *leaseOf {
+	o := &leaseOf{}
+	o.cur.Store(&l)
+	return o
+}
+
+// get returns the lease in force.
+func (o *leaseOf) get() Leased { return *o.cur.Load() }
 
 func newFleet(fr Frontier) *fleet {
 	return &fleet{fr: fr, out: map[int64]*item{}, wake: make(chan struct{}, 1)}
@@ -166,7 +179,7 @@ func (f *fleet) idle() bool {
 // acker), and URLs it leased but did not finish are given back and
 // forgotten here (the frontier hands them out again, maybe to this worker).
 func (j *Job) fleetResume(ctx context.Context) error {
-	acks, unfinished, err := j.st.unacked()
+	acks, unfinished, err := j.st.unacked(j.opts.FrontierID)
 	if err != nil {
 		return fmt.Errorf("crawl: reading state: %w", err)
 	}
@@ -288,17 +301,27 @@ func (j *Job) takeLeased(ls []Leased) error {
 	}
 	s := j.sched
 	now := time.Now()
+	added := 0
 	j.fl.mu.Lock()
 	s.mu.Lock()
 	for _, r := range rows {
+		if it := j.fl.out[r.id]; it != nil {
+			// Leased here again (the lease expired under this worker
+			// while it held the URL: a stall, an outage): the one item
+			// takes the new lease, and no second item is made.
+			it.lease.cur.Store(&r.lease)
+			it.lease.lost.Store(false)
+			continue
+		}
 		h := s.hosts[r.host]
 		if h == nil {
 			h = &host{key: r.host}
 			s.hosts[r.host] = h
 		}
-		it := &item{id: r.id, url: r.url, host: h, attempts: r.attempts, started: r.started, reason: r.reason, lease: r.lease, lane: r.lane}
+		it := &item{id: r.id, url: r.url, host: h, attempts: r.attempts, started: r.started, reason: r.reason, lease: newLeaseOf(r.lease), lane: r.lane}
 		h.hold(it)
 		s.loaded++
+		added++
 		j.fl.out[it.id] = it
 		s.requeue(it, r.notBefore, false, now)
 	}
@@ -306,7 +329,7 @@ func (j *Job) takeLeased(ls []Leased) error {
 	s.mu.Unlock()
 	j.fl.mu.Unlock()
 	j.mu.Lock()
-	j.total += len(rows)
+	j.total += added
 	j.mu.Unlock()
 	return nil
 }
@@ -341,6 +364,7 @@ func (j *Job) handBack(ctx context.Context, hs []*host) {
 			}
 			s.queued--
 			h.loaded--
+			h.lanes[it.lane].loaded--
 			s.loaded--
 			b.its = append(b.its, it)
 		}
@@ -363,7 +387,7 @@ func (j *Job) handBack(ctx context.Context, hs []*host) {
 		ls := make([]Leased, len(b.its))
 		ids := make([]int64, len(b.its))
 		for i, it := range b.its {
-			ls[i], ids[i] = it.lease.Leased, it.id
+			ls[i], ids[i] = it.lease.get(), it.id
 		}
 		cctx, cancel = context.WithTimeout(ctx, fleetCallTimeout)
 		err := j.fl.fr.Release(cctx, ls, b.until)
@@ -406,7 +430,7 @@ func (j *Job) extender(ctx context.Context) {
 		ls := make([]Leased, 0, len(j.fl.out)+len(j.fl.pend))
 		var of []*leaseOf
 		for _, it := range j.fl.out {
-			ls = append(ls, it.lease.Leased)
+			ls = append(ls, it.lease.get())
 			of = append(of, it.lease)
 		}
 		for _, p := range j.fl.pend {
@@ -453,7 +477,7 @@ func (j *Job) dropLost(it *item) {
 // (those left are sent by the next run).
 func (j *Job) acker(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
-	var deadline time.Time
+	var deadline, failing time.Time
 	backoff := time.Duration(0)
 	for {
 		j.fl.mu.Lock()
@@ -492,6 +516,22 @@ func (j *Job) acker(ctx context.Context, done chan<- struct{}) {
 			if stop {
 				return // the next run sends them: they are committed here
 			}
+			if failing.IsZero() {
+				failing = time.Now()
+			}
+			if time.Since(failing) > j.ackGiveUp {
+				// Every wait is bounded: a frontier that takes no result
+				// (its Redis gone, or refusing the writes) ends the run;
+				// the results are committed here, and the next run sends
+				// them. Meanwhile their leases are renewed, so no other
+				// worker fetches them again.
+				j.fl.mu.Lock()
+				j.fl.err = fmt.Errorf("crawl: the fleet's frontier took no result for %v: %w (the results are kept in %s; running again sends them)",
+					j.ackGiveUp, err, StateFile)
+				j.fl.mu.Unlock()
+				j.fatal()
+				return
+			}
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
 			select {
 			case <-time.After(backoff):
@@ -501,7 +541,7 @@ func (j *Job) acker(ctx context.Context, done chan<- struct{}) {
 			}
 			continue
 		}
-		backoff = 0
+		backoff, failing = 0, time.Time{}
 		var ok, late []int64
 		for i, a := range acc {
 			if a {
@@ -510,7 +550,7 @@ func (j *Job) acker(ctx context.Context, done chan<- struct{}) {
 				late = append(late, batch[i].id)
 			}
 		}
-		if err := j.st.acked(ok, late); err != nil {
+		if err := j.st.acked(batch, acc); err != nil {
 			j.logError("recording results the frontier took", err)
 		}
 		j.fl.accepted.Add(int64(len(ok)))
@@ -528,7 +568,7 @@ func (j *Job) releaseUnfinished() {
 	var ls []Leased
 	var ids []int64
 	for id, it := range j.fl.out {
-		ls = append(ls, it.lease.Leased)
+		ls = append(ls, it.lease.get())
 		ids = append(ids, id)
 	}
 	clear(j.fl.out)
@@ -567,7 +607,7 @@ func fleetAcks(batch []commitMsg, finished []done) []pendingAck {
 		if n := len(line); n > 0 && line[n-1] == '\n' {
 			line = line[:n-1]
 		}
-		acks = append(acks, pendingAck{id: d.id, c: Committed{Leased: m.it.lease.Leased, Outcome: d.outcome, Record: line}})
+		acks = append(acks, pendingAck{id: d.id, c: Committed{Leased: m.it.lease.get(), Outcome: d.outcome, Record: line}})
 	}
 	return acks
 }

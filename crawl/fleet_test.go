@@ -440,3 +440,149 @@ func TestFleetCredentialsStayWithTheirHosts(t *testing.T) {
 		t.Errorf("requests with Authorization by host: %v; want 4 to %s and none to the other", auth, myHost)
 	}
 }
+
+// `polite retry --redis` puts a committed URL back in the queue; when
+// the worker that fetched it leases it again, it must fetch it again, not
+// resend its old result.
+func TestFleetRetriedURLFetchedAgain(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		if n.Add(1) == 1 {
+			w.WriteHeader(http.StatusNotFound) // first fetch: some outcome to retry
+			return
+		}
+		fmt.Fprint(w, "ok")
+	}))
+	defer srv.Close()
+	urls := []string{srv.URL + "/x"}
+	fr := newMemFrontier(urls)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tr := func() *polite.Transport { return &polite.Transport{Base: srv.Client().Transport} }
+	if _, err := runFleetJob(t, ctx, dir, tr(), fr, Options{Workers: 1, FleetPoll: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	// What Frontier.Retry does to a committed result: dropped, URL queued again.
+	fr.mu.Lock()
+	delete(fr.done, urls[0])
+	fr.queue = append(fr.queue, newMemFrontier(urls).queue...)
+	fr.mu.Unlock()
+	if _, err := runFleetJob(t, ctx, dir, tr(), fr, Options{Workers: 1, FleetPoll: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 2 {
+		t.Errorf("%d requests for /x, want 2: the retried URL was not fetched again; committed record %s", got, fr.records[urls[0]])
+	}
+}
+
+// A worker's directory used for a new crawl (another Frontier ID: a Redis
+// that lost its data, or the next crawl on this --out) keeps its results,
+// as a job's --out does for a rerun: each is sent to the new frontier when
+// it leases the URL, not fetched again. Under the same crawl, a URL leased
+// again after its result was taken is fetched anew (see
+// TestFleetRetriedURLFetchedAgain).
+func TestFleetNewCrawlSameDirKeepsResults(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, "version %d", n.Add(1))
+	}))
+	defer srv.Close()
+	urls := []string{srv.URL + "/x"}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var fr *memFrontier
+	for id := range int64(2) {
+		fr = newMemFrontier(urls) // a crawl begun anew
+		if _, err := runFleetJob(t, ctx, dir, &polite.Transport{Base: srv.Client().Transport}, fr,
+			Options{Workers: 1, FleetPoll: 20 * time.Millisecond, FrontierID: id + 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fr.check(t, urls)
+	if got := n.Load(); got != 1 || !strings.Contains(string(fr.records[urls[0]]), `"bytes":9`) {
+		t.Errorf("%d requests over two crawls, record %s: want the first crawl's result sent to the second", got, fr.records[urls[0]])
+	}
+}
+
+// A worker whose commits always fail (e.g. --wait-aof on a Redis
+// without AOF, or before 7.2) should end, not spin forever.
+func TestFleetCommitsAlwaysFailEnds(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	defer srv.Close()
+	fr := newMemFrontier([]string{srv.URL + "/x"})
+	fr.failCommits = 1 << 30
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	j, err := Open(t.TempDir(), Options{Transport: &polite.Transport{Base: srv.Client().Transport}, Frontier: fr, Workers: 1, FleetPoll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	j.ackGiveUp = time.Second
+	start := time.Now()
+	_, err = j.Run(ctx, nil)
+	if time.Since(start) > 10*time.Second || err == nil || !strings.Contains(err.Error(), "took no result") {
+		t.Errorf("Run returned after %v with %v: want an error within a few seconds", time.Since(start), err)
+	}
+}
+
+// A lease that expires while this worker still holds its URL (in
+// flight, or queued), re-leased to this same worker: two items with one id.
+func TestFleetLeasedAgainWhileHeld(t *testing.T) {
+	arrived := make(chan struct{}, 4)
+	release := make(chan struct{})
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		k := n.Add(1)
+		arrived <- struct{}{}
+		if k == 1 {
+			<-release
+		}
+		fmt.Fprintf(w, "fetch %d", k)
+	}))
+	defer srv.Close()
+	urls := []string{srv.URL + "/slow"}
+	fr := newMemFrontier(urls)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	type out struct {
+		sum Summary
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		sum, err := runFleetJob(t, ctx, dir, &polite.Transport{Base: srv.Client().Transport}, fr, Options{Workers: 2, FleetPoll: 20 * time.Millisecond})
+		done <- out{sum, err}
+	}()
+	<-arrived
+	fr.expire(urls[0]) // the lease expired and was reclaimed; the same worker leases it again
+	select {
+	case <-arrived:
+		t.Logf("the same worker fetched its own URL a second time while the first fetch was out")
+	case <-time.After(2 * time.Second):
+	}
+	close(release)
+	o := <-done
+	t.Logf("err %v, summary %+v fleet %+v, requests %d", o.err, o.sum, o.sum.Fleet, n.Load())
+	rs := readResults(t, dir)
+	t.Logf("results.jsonl lines: %d", len(rs))
+	fr.check(t, urls)
+	if len(rs) != 1 || o.err != nil {
+		t.Errorf("%d lines in results.jsonl for 1 URL (err %v)", len(rs), o.err)
+	}
+}

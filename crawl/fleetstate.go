@@ -35,6 +35,16 @@ func (s *store) addLeased(ls []Leased) (rows []row, again []pendingAck, err erro
 		return nil, nil, err
 	}
 	defer lease.Close()
+	acked, err := tx.Prepare(`SELECT acked FROM leases WHERE id = ?`)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer acked.Close()
+	reset, err := tx.Prepare(`UPDATE urls SET state = 'pending', attempts = 0, not_before = 0, reason = '', started = 0 WHERE id = ?`)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer reset.Close()
 	for _, l := range ls {
 		var (
 			id, nb, st       int64
@@ -47,15 +57,36 @@ func (s *store) addLeased(ls []Leased) (rows []row, again []pendingAck, err erro
 		if err := up.QueryRow(l.URL, l.Host, r.lane).Scan(&id, &state, &r.attempts, &nb, &r.reason, &st, &out, &line); err != nil {
 			return nil, nil, err
 		}
+		if state == "done" {
+			// Done here: a result the frontier has not answered for (its
+			// commit failed, or this worker died first) is sent under
+			// the new lease; one it took or refused before is not this
+			// lease's answer (polite retry queued the URL again): it is
+			// fetched anew.
+			var a int
+			switch err := acked.QueryRow(id).Scan(&a); {
+			case err == sql.ErrNoRows:
+				a = 1 // a result of the directory's own job, not the fleet's
+			case err != nil:
+				return nil, nil, err
+			}
+			if a == 0 {
+				if _, err := lease.Exec(id, l.Token, l.Leases, l.Expires.UnixMilli()); err != nil {
+					return nil, nil, err
+				}
+				again = append(again, pendingAck{id: id, c: Committed{Leased: l, Outcome: out, Record: []byte(strings.TrimSuffix(line, "\n"))}})
+				continue
+			}
+			if _, err := reset.Exec(id); err != nil {
+				return nil, nil, err
+			}
+			r.attempts, nb, r.reason, st = 0, 0, "", 0
+		}
 		if _, err := lease.Exec(id, l.Token, l.Leases, l.Expires.UnixMilli()); err != nil {
 			return nil, nil, err
 		}
-		if state == "done" {
-			again = append(again, pendingAck{id: id, c: Committed{Leased: l, Outcome: out, Record: []byte(strings.TrimSuffix(line, "\n"))}})
-			continue
-		}
 		r.id, r.notBefore, r.started = id, fromMillis(nb), fromMillis(st)
-		r.lease = &leaseOf{Leased: l}
+		r.lease = l
 		rows = append(rows, r)
 	}
 	return rows, again, tx.Commit()
@@ -64,7 +95,38 @@ func (s *store) addLeased(ls []Leased) (rows []row, again []pendingAck, err erro
 // unacked returns what an earlier run left: results committed here that
 // the frontier has not taken (acks), and leased URLs not finished
 // (unfinished). A directory with URLs of its own is refused.
-func (s *store) unacked() (acks, unfinished []pendingAck, err error) {
+func (s *store) unacked(fleetID int64) (acks, unfinished []pendingAck, err error) {
+	changed := false // another crawl's leases: their tokens mean nothing to this one
+	if fleetID != 0 {
+		// A result the frontier took or refused is settled for that
+		// crawl: leased here again (polite retry queued it anew), the URL
+		// is fetched anew. Under another crawl (the frontier begun anew:
+		// a Redis that lost its data, or the next crawl on this --out),
+		// the directory's results stand, as a job's do for a rerun on
+		// its --out: each is sent to the new frontier when it leases the
+		// URL here.
+		had, err := s.meta(metaFleet)
+		if err != nil {
+			return nil, nil, err
+		}
+		if had != fleetID {
+			changed = had != 0
+			tx, err := s.db.Begin()
+			if err != nil {
+				return nil, nil, err
+			}
+			defer tx.Rollback()
+			if _, err := tx.Exec(`UPDATE leases SET acked = 0 WHERE acked != 0`); err != nil {
+				return nil, nil, err
+			}
+			if err := setMeta(tx, metaFleet, fleetID); err != nil {
+				return nil, nil, err
+			}
+			if err := tx.Commit(); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	var own int
 	if err := s.db.QueryRow(`SELECT count(*) FROM urls u WHERE state = 'pending' AND host != ''
 		AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.id = u.id)`).Scan(&own); err != nil {
@@ -92,8 +154,10 @@ func (s *store) unacked() (acks, unfinished []pendingAck, err error) {
 		}
 		p.c.Expires = time.UnixMilli(exp)
 		if state == "done" {
-			p.c.Outcome, p.c.Record = out, []byte(strings.TrimSuffix(line, "\n"))
-			acks = append(acks, p)
+			if !changed { // else sent when the new crawl leases the URL here
+				p.c.Outcome, p.c.Record = out, []byte(strings.TrimSuffix(line, "\n"))
+				acks = append(acks, p)
+			}
 		} else {
 			unfinished = append(unfinished, p)
 		}
@@ -112,21 +176,30 @@ func (s *store) forget(ids []int64) error {
 	})
 }
 
-// acked records the frontier's answers: ok taken, late refused.
-func (s *store) acked(ok, late []int64) error {
-	for _, set := range []struct {
-		ids []int64
-		v   int
-	}{{ok, 1}, {late, -1}} {
-		v := set.v
-		if err := s.eachIn(set.ids, func(tx *sql.Tx, in string, args []any) error {
-			_, err := tx.Exec(`UPDATE leases SET acked = ? WHERE id IN (`+in+`)`, append([]any{v}, args...)...)
-			return err
-		}); err != nil {
+// acked records the frontier's answers for the leases sent: taken (1) or
+// refused (-1), each only while the row holds that lease (the URL may have
+// been leased here again since, with another token).
+func (s *store) acked(sent []pendingAck, taken []bool) error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	st, err := tx.Prepare(`UPDATE leases SET acked = ? WHERE id = ? AND token = ?`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for i, p := range sent {
+		v := -1
+		if taken[i] {
+			v = 1
+		}
+		if _, err := st.Exec(v, p.id, p.c.Token); err != nil {
 			return err
 		}
 	}
-	return nil
+	return tx.Commit()
 }
 
 // eachIn runs fn in one transaction over ids, inRows at a time, with the

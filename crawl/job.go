@@ -212,6 +212,9 @@ type Options struct {
 	// URLs are those it leases from the frontier, not a list loaded into
 	// the job, and each result goes to the frontier too.
 	Frontier Frontier
+	// FrontierID names the frontier's crawl (redisstore.Frontier.ID),
+	// recorded in state.db. Zero: none.
+	FrontierID int64
 	// LeaseAhead bounds the leased URLs a fleet worker holds not finished
 	// (queued, waiting, in flight). If zero, Workers.
 	LeaseAhead int
@@ -266,6 +269,7 @@ type Job struct {
 	events     *audit.Log    // events.jsonl
 	fl         *fleet        // fleet mode, while Run runs
 	drain      time.Duration // fleetDrain; tests shorten it
+	ackGiveUp  time.Duration // fleetAckGiveUp; tests shorten it
 
 	// hopBytes are the bytes of redirect hops kept for the WARC files by
 	// URLs not finished yet, at most hopBudget (keepHop).
@@ -383,7 +387,7 @@ func (j *Job) defaults() {
 	if o.FleetPoll <= 0 {
 		o.FleetPoll = DefaultFleetPoll
 	}
-	j.drain = fleetDrain
+	j.drain, j.ackGiveUp = fleetDrain, fleetAckGiveUp
 	j.retries = func(string) int { return o.Retries }
 	if o.RetriesFor != nil {
 		j.retries = func(h string) int {

@@ -136,6 +136,9 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 		j.fl.mu.Unlock()
 		j.fl.poke()
 		<-ackDone
+		j.fl.mu.Lock()
+		err = errors.Join(err, j.fl.err)
+		j.fl.mu.Unlock()
 	}
 	if !j.sched.finished() {
 		interrupted = true

@@ -93,6 +93,7 @@ const (
 	metaWARCFile   = "warc_file"   // the current WARC file's number (WARCName)
 	metaWARCGzip   = "warc_gzip"   // 1: the job's WARC files are gzipped, 2: not; 0: a job from before either
 	metaSeq        = "seq"         // the last seq given out
+	metaFleet      = "fleet"       // a fleet worker's frontier (Options.FrontierID)
 )
 
 // store is the job's SQLite database. All writes go through one connection
@@ -264,7 +265,7 @@ type row struct {
 	reason    string
 	started   time.Time
 	lane      Lane
-	lease     *leaseOf // fleet mode
+	lease     Leased // fleet mode
 }
 
 // pendingCounts returns how many URLs not done the job has, good ones

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -247,7 +248,33 @@ func NewFrontier(c redis.UniversalClient, o FrontierOptions) (*Frontier, error) 
 	if got != o.Shards {
 		return nil, fmt.Errorf("%w: %d shards asked, %s records %d", ErrShards, o.Shards, key, got)
 	}
+	if o.WaitAOF > 0 {
+		// Every Enqueue and Commit would fail on a Redis without
+		// WAITAOF (before 7.2) or without its append-only file: say so
+		// now, not at the first commit.
+		if err := c.Do(ctx, "WAITAOF", 1, 0, 100).Err(); err != nil {
+			return nil, fmt.Errorf("redisstore: frontier: WaitAOF needs Redis 7.2 or later with appendonly yes: WAITAOF: %w", err)
+		}
+	}
 	return f, nil
+}
+
+// ID returns the frontier's identity: a number drawn when it was first
+// asked for and kept in Redis, the same for every worker of the crawl and
+// different for a crawl started anew (after its keys were deleted), so
+// that a worker can tell its directory's crawl from another.
+func (f *Frontier) ID(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.o.Timeout)
+	defer cancel()
+	key := f.o.Prefix + "frontier:id"
+	if err := f.c.SetNX(ctx, key, rand.Int64N(1<<53)+1, 0).Err(); err != nil {
+		return 0, fmt.Errorf("redisstore: frontier: %w", err)
+	}
+	id, err := f.c.Get(ctx, key).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: frontier: reading %s: %w", key, err)
+	}
+	return id, nil
 }
 
 // shard returns the shard of a host key.
@@ -268,6 +295,19 @@ func (f *Frontier) clock() int64 {
 		return 0
 	}
 	return f.o.Clock().UnixMicro()
+}
+
+// ahead returns how far t is ahead of the caller's now (Options.Clock's,
+// else time.Now), in µs, 0 when it has passed or is zero.
+func (f *Frontier) ahead(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	now := time.Now()
+	if f.o.Clock != nil {
+		now = f.o.Clock()
+	}
+	return max(t.Sub(now).Microseconds(), 0)
 }
 
 // fingerprint returns the 8-byte fingerprint of a normalized URL.
@@ -675,12 +715,11 @@ func (f *Frontier) Commit(ctx context.Context, cs []Commit) (accepted []bool, er
 // Release gives back leases of URLs not fetched: each still current goes
 // back to the front of its host's queue, due at notBefore (at once if it
 // has passed or is zero), and its lease does not count against
-// MaxLeases.
+// MaxLeases. notBefore is on the caller's clock: the scripts get how far
+// ahead of the caller's now it is, and add that to Redis's, so a worker's
+// clock that is off shifts nothing.
 func (f *Frontier) Release(ctx context.Context, ls []Lease, notBefore time.Time) error {
-	var at int64
-	if !notBefore.IsZero() {
-		at = notBefore.UnixMicro()
-	}
+	at := f.ahead(notBefore)
 	var calls []*fcall
 	for s, is := range f.byShard(ls) {
 		args := []any{f.clock(), at}
@@ -692,10 +731,11 @@ func (f *Frontier) Release(ctx context.Context, ls []Lease, notBefore time.Time)
 	return f.run(ctx, calls, false)
 }
 
-// DeferHost makes host's URLs not due before until (on the Frontier's
-// clock), as for a Retry-After; an earlier deferral in force stands.
+// DeferHost makes host's URLs not due before until, as for a
+// Retry-After; an earlier deferral in force stands. until is on the
+// caller's clock, as Release's notBefore.
 func (f *Frontier) DeferHost(ctx context.Context, host string, until time.Time) error {
-	c := &fcall{script: deferScript, shard: f.shard(host), args: []any{f.clock(), host, until.UnixMicro()}}
+	c := &fcall{script: deferScript, shard: f.shard(host), args: []any{f.clock(), host, f.ahead(until)}}
 	return f.run(ctx, []*fcall{c}, false)
 }
 

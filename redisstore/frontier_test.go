@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -614,12 +615,39 @@ func TestFrontierRestart(t *testing.T) {
 // WaitAOF on a Redis without WAITAOF (before 7.2), or without AOF, is an
 // error: the write is not confirmed.
 func TestFrontierWaitAOF(t *testing.T) {
-	f, _, _ := newFrontier(t, FrontierOptions{WaitAOF: 100 * time.Millisecond})
-	_, err := f.Enqueue(context.Background(), urls("a.example", 0, 1))
-	if err == nil {
-		t.Fatal("Enqueue with WaitAOF and no append-only file: no error")
+	c := redis.NewClient(&redis.Options{Addr: redistest.Start(t)})
+	defer c.Close()
+	// Redis without its append-only file (or, before 7.2, without
+	// WAITAOF): refused at once, not at every later commit.
+	_, err := NewFrontier(c, FrontierOptions{WaitAOF: 100 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "WaitAOF needs Redis 7.2") {
+		t.Fatalf("NewFrontier with WaitAOF and no append-only file: %v", err)
 	}
 	t.Log(err)
+}
+
+// Frontier.ID: one number for every worker of a crawl, another once the
+// crawl's keys are gone.
+func TestFrontierID(t *testing.T) {
+	f, _, c := newFrontier(t, FrontierOptions{})
+	ctx := context.Background()
+	a, err := f.ID(ctx)
+	if err != nil || a == 0 {
+		t.Fatalf("ID = %d, %v", a, err)
+	}
+	g, err := NewFrontier(c, FrontierOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := g.ID(ctx); err != nil || b != a {
+		t.Fatalf("another worker's ID = %d, %v, want %d", b, err, a)
+	}
+	if err := c.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := f.ID(ctx); err != nil || b == a {
+		t.Fatalf("ID after the crawl's keys went = %d, %v, want a new one", b, err)
+	}
 }
 
 // Every call on a 3-node Cluster: no CROSSSLOT, shards spread.

@@ -72,12 +72,20 @@ for i = 9, #ARGV - 1, 2 do had[ARGV[i]] = tonumber(ARGV[i + 1]) end
 local tok = tonumber(redis.call('HGET', C, 'tok') or '0') or 0
 local out, taken = {int(now)}, 0
 local function take(host, limit, only)
-  local n = 0
-  while n < limit and taken < max do
+  local n, tries = 0, 0
+  -- Bounded: a queue entry whose record is not queued (a corrupt or
+  -- missing record) is passed over, at most chores of them a call.
+  while n < limit and taken < max and tries < limit + chores do
+    tries = tries + 1
     local fp = pick(host, only)
     if not fp then break end
     local r = dec(redis.call('HGET', U, fp))
-    if r and r.st == 'q' then
+    if not r then
+      -- No record to lease it by: counted, not pending any more (else
+      -- Finished would wait for it for ever).
+      count('pending', -1)
+      count('corrupt', 1)
+    elseif r.st == 'q' then
       r.st, r.leases, r.worker = 'l', r.leases + 1, worker
       tok = math.max(tok + 1, now)
       r.tok = tok

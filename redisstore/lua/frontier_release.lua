@@ -1,8 +1,9 @@
--- release: ARGV[2] when the URLs are due again (µs; at most now: at
--- once), then pairs of fingerprint and token. A current lease goes back,
+-- release: ARGV[2] in how long the URLs are due again (µs from now, on
+-- Redis's clock: a worker's clock may be off; 0: at once), then pairs of
+-- fingerprint and token. A current lease goes back,
 -- unfetched: its lease is not counted against MaxLeases. Returns the
 -- number released.
-local at, n = tonumber(ARGV[2]), 0
+local at, n = now + math.max(tonumber(ARGV[2]) or 0, 0), 0
 for i = 3, #ARGV, 2 do
   local fp = ARGV[i]
   local r = dec(redis.call('HGET', U, fp))

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/netip"
@@ -75,6 +76,16 @@ func (t *tapReader) Read(p []byte) (int, error) {
 
 func (l *loopbackPorts) line(b []byte) {
 	s := string(bytes.TrimSpace(b))
+	if strings.HasPrefix(s, "{") {
+		// A JSON line of the list names its URL (crawl.ReadLines).
+		var j struct {
+			URL string `json:"url"`
+		}
+		if json.Unmarshal([]byte(s), &j) != nil {
+			return
+		}
+		s = j.URL
+	}
 	if !strings.Contains(s, "://") {
 		return
 	}

@@ -671,6 +671,9 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 				return nil
 			}
 		}
+		if opts.FrontierID, err = fr.ID(ctx); err != nil {
+			return &exitError{code: ExitFatal, err: err}
+		}
 		opts.Frontier = fleetFrontier{f: fr, worker: o.workerName()}
 		opts.LeaseRenew = o.LeaseTTL / 3
 	}

@@ -152,8 +152,12 @@ func enqueue(ctx context.Context, f *redisstore.Frontier, r io.Reader, o *fetchO
 		}
 		// The two number their lanes alike (TestLanesNumberedAlike).
 		if res.hosts != nil {
-			if u, err := url.Parse(l.Text); err == nil {
-				res.hosts[u.Host] = true
+			// As the frontier hands the URL out: normalised (host
+			// lower-case, default port dropped), as requests name it.
+			if n, err := redisstore.NormalizeURL(l.Text); err == nil {
+				if u, err := url.Parse(n); err == nil {
+					res.hosts[u.Host] = true
+				}
 			}
 		}
 		batch = append(batch, redisstore.Entry{URL: l.Text, Host: l.Host, Lane: redisstore.Lane(l.Lane)})
@@ -192,13 +196,19 @@ func (o *fetchOptions) parseFleet() error {
 		return usageErr("--lane %q: want interactive, normal or bulk", o.Lane)
 	}
 	if o.Redis == "" {
-		if o.EnqueueOnly {
-			return usageErr("--enqueue-only needs --redis: it puts the list into a fleet's frontier")
+		for name, set := range map[string]bool{"--enqueue-only": o.EnqueueOnly, "--own-list": o.OwnList,
+			"--worker": o.Worker != "", "--wait-aof": o.WaitAOF != 0} {
+			if set {
+				return usageErr("%s needs --redis: it is about a fleet's frontier", name)
+			}
 		}
 		return nil
 	}
 	if o.EnqueueOnly && (!o.frontier() || o.List == "") {
 		return usageErr("--enqueue-only needs --redis and a URLFILE (and not --own-list)")
+	}
+	if !o.frontier() {
+		return nil
 	}
 	if o.LeaseTTL < 2*time.Second {
 		return usageErr("--lease-ttl %v: must be at least 2s", o.LeaseTTL)
