@@ -80,6 +80,7 @@ func TestScale(t *testing.T) {
 	}
 
 	if want["crawl"] {
+		row("load average before crawl", loadAvg(), "another process's CPU skews the figures")
 		f, err := Crawl(ctx, o, *crawlHosts, *crawlPages, 10, 40, 2)
 		figs["crawl"] = f
 		save()
@@ -101,6 +102,7 @@ func TestScale(t *testing.T) {
 		row("crawl: CPU redis / workers / sites", fmt.Sprintf("%v / %v / %v", f.RedisCPU.Round(time.Millisecond), f.WorkersCPU.Round(time.Millisecond), f.SitesCPU.Round(time.Millisecond)), "")
 	}
 	if want["throughput"] {
+		row("load average before throughput", loadAvg(), "")
 		var tp [2]ThroughputFigures
 		for i, mode := range []string{"frontier", "own-list"} {
 			f, err := Throughput(ctx, o, mode, *tpHosts, *tpPages)
@@ -125,6 +127,7 @@ func TestScale(t *testing.T) {
 		}
 	}
 	if want["enqueue"] {
+		row("load average before enqueue", loadAvg(), "")
 		f, err := Enqueue(ctx, o, *enqHosts, *enqPages, true)
 		figs["enqueue"] = f
 		save()
@@ -142,4 +145,13 @@ func TestScale(t *testing.T) {
 func cpus() int {
 	b, _ := os.ReadFile("/proc/cpuinfo")
 	return strings.Count(string(b), "processor\t:")
+}
+
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
