@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -249,6 +250,9 @@ type CrawlFigures struct {
 	WorstSlack              time.Duration
 	SlackHost               string
 	HostsOver               int
+	// HostSpanP50 and HostSpanMax are how long hosts took from their first
+	// request to their last, the median and the longest.
+	HostSpanP50, HostSpanMax time.Duration
 	// Tail is from the last request any site received to the last
 	// worker's exit: how long the fleet took to see it was done.
 	Tail time.Duration
@@ -261,7 +265,7 @@ type CrawlFigures struct {
 // capacities by o.Workers fleet workers, the list enqueued from two
 // processes in overlapping halves, and judges it by the sites' logs and
 // the fleet's merged results.
-func Crawl(ctx context.Context, o Options, hosts, pages int, rate, maxRate float64, burst int) (CrawlFigures, error) {
+func Crawl(ctx context.Context, o Options, hosts, pages int, rate, maxRate float64, burst int, adaptive bool) (CrawlFigures, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	dir := filepath.Join(o.Dir, "crawl")
@@ -291,7 +295,7 @@ func Crawl(ctx context.Context, o Options, hosts, pages int, rate, maxRate float
 	flags := []string{"--redis", r.URL(), "--fleet", "scale", "--connect-to", "::" + s.Addr, "--allow-private",
 		"--rate", fmt.Sprint(rate), "--max-rate", fmt.Sprint(maxRate), "--burst", strconv.Itoa(burst),
 		"--workers", strconv.Itoa(o.InFlight), "--bodies", "none", "--progress", "none",
-		"--max-time", o.Timeout.String()}
+		"--max-time", o.Timeout.String(), "--adaptive=" + strconv.FormatBool(adaptive)}
 	f := CrawlFigures{Hosts: hosts, URLs: n, Workers: o.Workers, InFlight: o.InFlight, Flags: flags,
 		Ceiling: int(maxRate) + burst}
 
@@ -343,9 +347,23 @@ func Crawl(ctx context.Context, o Options, hosts, pages int, rate, maxRate float
 	f.Served = served(s, cfg)
 	f.WorstSlack = -time.Hour
 	var last time.Time
+	var spans []time.Duration
+	log, err := os.Create(filepath.Join(dir, "hits.tsv"))
+	if err != nil {
+		return f, err
+	}
+	defer log.Close()
+	lw := bufio.NewWriterSize(log, 1<<20)
+	defer lw.Flush()
+	fmt.Fprintf(lw, "host\tpath\tunix_ns\tstatus\n")
 	for _, h := range cfg {
 		var all, pgs []time.Time
-		for _, hit := range s.Site(h.Name).Hits() {
+		hits := s.Site(h.Name).Hits()
+		if len(hits) > 0 {
+			spans = append(spans, hits[len(hits)-1].At.Sub(hits[0].At))
+		}
+		for _, hit := range hits {
+			fmt.Fprintf(lw, "%s\t%s\t%d\t%d\n", h.Name, hit.Path, hit.At.UnixNano(), hit.Status)
 			if hit.At.After(last) {
 				last = hit.At
 			}
@@ -367,6 +385,10 @@ func Crawl(ctx context.Context, o Options, hosts, pages int, rate, maxRate float
 		f.WorstPages = max(f.WorstPages, Measure(pgs, maxRate, burst).Window)
 	}
 	f.Tail = end.Sub(last)
+	if len(spans) > 0 {
+		slices.Sort(spans)
+		f.HostSpanP50, f.HostSpanMax = spans[len(spans)/2], spans[len(spans)-1]
+	}
 	return f, nil
 }
 

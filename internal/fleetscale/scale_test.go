@@ -27,6 +27,7 @@ var (
 	tpPages     = flag.Int("tp-pages", 100, "throughput: pages per host")
 	enqHosts    = flag.Int("enqueue-hosts", 100000, "enqueue: hosts")
 	enqPages    = flag.Int("enqueue-pages", 100, "enqueue: pages per host")
+	crawlAdapt  = flag.Bool("crawl-adaptive", true, "crawl: --adaptive (false: every host at a fixed --rate 10, the ceiling then 10 + burst)")
 	partTimeout = flag.Duration("part-timeout", 20*time.Minute, "bound of each part")
 )
 
@@ -81,7 +82,11 @@ func TestScale(t *testing.T) {
 
 	if want["crawl"] {
 		row("load average before crawl", loadAvg(), "another process's CPU skews the figures")
-		f, err := Crawl(ctx, o, *crawlHosts, *crawlPages, 10, 40, 2)
+		maxRate := 40.0
+		if !*crawlAdapt {
+			maxRate = 10 // without --adaptive the rate is --rate
+		}
+		f, err := Crawl(ctx, o, *crawlHosts, *crawlPages, 10, maxRate, 2, *crawlAdapt)
 		figs["crawl"] = f
 		save()
 		if err != nil {
@@ -91,6 +96,8 @@ func TestScale(t *testing.T) {
 		row("crawl: size", n, "issue: 100,000 URLs / 1,000 hosts, 8 workers")
 		row("crawl: enqueue (2 processes, overlapping 2/3s)", fmt.Sprintf("%d + %d new = %d in %v", f.EnqueueNew[0], f.EnqueueNew[1], f.EnqueueNew[0]+f.EnqueueNew[1], f.EnqueueWall.Round(time.Millisecond)), fmt.Sprintf("want %d", f.URLs))
 		row("crawl: wall, URLs/s", fmt.Sprintf("%v, %.0f", f.Wall.Round(time.Millisecond), f.URLsPerSec), "")
+		row("crawl: flags", strings.Join(f.Flags[6:], " "), "")
+		row("crawl: each host's first to last request, median / longest", fmt.Sprintf("%v / %v", f.HostSpanP50.Round(time.Millisecond), f.HostSpanMax.Round(time.Millisecond)), "")
 		row("crawl: last request to last worker's exit", f.Tail.Round(time.Millisecond).String(), "")
 		row("crawl: committed / missing / twice / strangers", fmt.Sprintf("%d / %d / %d / %d", f.Committed, f.Missing, f.Twice, f.Strangers), fmt.Sprintf("want %d / 0 / 0 / 0", f.URLs))
 		row("crawl: outcomes", fmt.Sprint(f.Outcomes), "")
