@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -110,7 +112,12 @@ func workers(ctx context.Context, o Options, dir string, lists []string, args ..
 	}
 	var first error
 	for _, p := range procs {
-		if err := p.Wait(); err != nil && first == nil {
+		err := p.Wait()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == 4 {
+			continue // the job finished, some URLs not ok: the results say which
+		}
+		if err != nil && first == nil {
 			first = err
 		}
 	}
