@@ -409,12 +409,15 @@ type ThroughputFigures struct {
 	URLsPerSec  float64
 	Once        Once   // frontier: the merged results
 	Served      Served // what the sites logged
-	// CPU per URL: the redis-server's (INFO cpu), its commands' own
-	// (INFO commandstats usec), the workers', the sites'.
-	RedisCPU, WorkersCPU, SitesCPU  time.Duration
-	RedisCPUPerURL, RedisUsecPerURL float64 // µs
-	ScriptsPerURL, CommandsPerURL   float64
-	Redis                           Info
+	// CPU per URL: the redis-server's (INFO cpu); its scripts' own
+	// (INFO commandstats usec of eval and evalsha: a script's usec
+	// includes the commands it calls, which commandstats counts again
+	// under their own names, so the sum of every line counts them twice);
+	// the workers', the sites'.
+	RedisCPU, WorkersCPU, SitesCPU   time.Duration
+	RedisCPUPerURL, ScriptUsecPerURL float64 // µs
+	ScriptsPerURL, CommandsPerURL    float64
+	Redis                            Info
 }
 
 // Throughput runs the URLs of hosts unlimited hosts × pages through
@@ -490,7 +493,7 @@ func Throughput(ctx context.Context, o Options, mode string, hosts, pages int) (
 	f.WorkersCPU = cpuOf(ws)
 	n := float64(len(urls))
 	f.RedisCPUPerURL = f.Redis.CPU * 1e6 / n
-	f.RedisUsecPerURL = float64(f.Redis.Usec) / n
+	f.ScriptUsecPerURL = float64(f.Redis.ScriptUsec) / n
 	f.ScriptsPerURL = float64(f.Redis.Scripts) / n
 	f.CommandsPerURL = float64(f.Redis.Commands) / n
 	f.Served = served(s, cfg)

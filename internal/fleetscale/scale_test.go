@@ -124,13 +124,13 @@ func TestScale(t *testing.T) {
 				row("throughput frontier: committed / missing / twice", fmt.Sprintf("%d / %d / %d (enqueue %v)", f.Once.Committed, f.Once.Missing, f.Once.Twice, f.EnqueueWall.Round(time.Millisecond)), "")
 			}
 			row("throughput "+mode+": pages served (2xx twice)", fmt.Sprintf("%d (%d)", f.Served.Pages, f.Served.Fetched2xx), "")
-			row("throughput "+mode+": redis CPU µs/URL, commandstats µs/URL", fmt.Sprintf("%.1f, %.1f", f.RedisCPUPerURL, f.RedisUsecPerURL), "")
+			row("throughput "+mode+": redis CPU µs/URL, scripts' commandstats µs/URL", fmt.Sprintf("%.1f, %.1f", f.RedisCPUPerURL, f.ScriptUsecPerURL), "")
 			row("throughput "+mode+": scripts/URL, commands/URL", fmt.Sprintf("%.2f, %.2f", f.ScriptsPerURL, f.CommandsPerURL), "")
 			row("throughput "+mode+": CPU redis / workers / sites", fmt.Sprintf("%v / %v / %v", f.RedisCPU.Round(time.Millisecond), f.WorkersCPU.Round(time.Millisecond), f.SitesCPU.Round(time.Millisecond)), "")
 		}
 		if tp[1].URLsPerSec > 0 {
 			row("throughput: frontier / own-list", fmt.Sprintf("%.2f", tp[0].URLsPerSec/tp[1].URLsPerSec), "")
-			row("throughput: frontier's redis CPU µs/URL beyond own-list", fmt.Sprintf("%.1f (commandstats %.1f)", tp[0].RedisCPUPerURL-tp[1].RedisCPUPerURL, tp[0].RedisUsecPerURL-tp[1].RedisUsecPerURL), "")
+			row("throughput: frontier's redis CPU µs/URL beyond own-list", fmt.Sprintf("%.1f (scripts' commandstats %.1f)", tp[0].RedisCPUPerURL-tp[1].RedisCPUPerURL, tp[0].ScriptUsecPerURL-tp[1].ScriptUsecPerURL), "")
 		}
 	}
 	if want["enqueue"] {
