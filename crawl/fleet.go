@@ -315,7 +315,9 @@ func (j *Job) takeLeased(ls []Leased) error {
 		}
 		h := s.hosts[r.host]
 		if h == nil {
-			h = &host{key: r.host}
+			if h = s.gone.revive(r.host, s.goneByKey); h == nil {
+				h = &host{key: r.host}
+			}
 			s.hosts[r.host] = h
 		}
 		it := &item{id: r.id, url: r.url, host: h, attempts: r.attempts, started: r.started, reason: r.reason, lease: newLeaseOf(r.lease), lane: r.lane}

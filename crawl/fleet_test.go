@@ -586,3 +586,42 @@ func TestFleetLeasedAgainWhileHeld(t *testing.T) {
 		t.Errorf("%d lines in results.jsonl for 1 URL (err %v)", len(rs), o.err)
 	}
 }
+
+// A host whose URLs a fleet worker leases a few at a time is let go each
+// time it runs out, and taken back when more come: one host in the
+// progress table, its counts whole (make fleet-scale: "… and 4076 more
+// hosts" for 1,000, hosts listed twice).
+func TestFleetHostTakenBackWhole(t *testing.T) {
+	srv := testbed.NewServer(testbed.HostConfig{Name: "a.test"}, testbed.HostConfig{Name: "b.test"})
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var urls []string
+	for i := range 10 {
+		urls = append(urls, fmt.Sprintf("http://a.test/p/%d", i), fmt.Sprintf("http://b.test/p/%d", i))
+	}
+	fr := newMemFrontier(urls)
+	j, err := Open(t.TempDir(), Options{Transport: fastTransport(srv), Frontier: fr, Workers: 1, LeaseAhead: 1, FleetPoll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := j.Run(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	fr.check(t, urls)
+	p := j.Progress(-1)
+	seen := map[string]int{}
+	for _, h := range p.Hosts {
+		seen[h.Host]++
+		if h.Done != 10 {
+			t.Errorf("%s: %d done in the progress table, want 10", h.Host, h.Done)
+		}
+	}
+	if len(p.Hosts) != 2 || seen["a.test"] != 1 || seen["b.test"] != 1 {
+		t.Errorf("progress table hosts %v, want a.test and b.test once each", seen)
+	}
+}

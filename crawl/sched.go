@@ -79,6 +79,8 @@ type host struct {
 
 	// handBack: the host is in sched.handBack (fleet mode).
 	handBack bool
+	// goneAt is the host's place in sched.gone, from 1; 0 when not there.
+	goneAt int
 
 	// pausedUntil is a pause beyond MaxRetryAfter recorded by an earlier
 	// run (the hosts table), and pauseWhy its reason; set before Run
@@ -275,6 +277,8 @@ type sched struct {
 	peakLoaded int
 	pausedGone map[string]time.Duration
 	gone       goneHeap // the hosts let go with the most requests, for Progress
+	// goneByKey finds a fleet worker's hosts in gone (see revive).
+	goneByKey map[string]*host
 }
 
 func newSched(ready func(h *host, now time.Time) (time.Duration, polite.Reason)) *sched {
@@ -386,6 +390,16 @@ func (s *sched) letGo(h *host, now time.Time) {
 		s.pausedGone[h.key] = d
 	}
 	s.gone.keep(h)
+	if s.fleet && h.goneAt > 0 {
+		if s.goneByKey == nil || len(s.goneByKey) > 2*keepGone {
+			// Those dropped from gone since: forgotten.
+			s.goneByKey = make(map[string]*host, len(s.gone))
+			for _, g := range s.gone {
+				s.goneByKey[g.key] = g
+			}
+		}
+		s.goneByKey[h.key] = h
+	}
 	s.feedCond.Signal()
 	if len(s.hosts) == 0 && s.hostsOut {
 		s.stop()
@@ -721,14 +735,38 @@ func (g goneHeap) Len() int { return len(g) }
 func (g goneHeap) Less(i, j int) bool {
 	return g[i].stats.requests.Load() < g[j].stats.requests.Load()
 }
-func (g goneHeap) Swap(i, j int) { g[i], g[j] = g[j], g[i] }
-func (g *goneHeap) Push(x any)   { *g = append(*g, x.(*host)) }
+func (g goneHeap) Swap(i, j int) {
+	g[i], g[j] = g[j], g[i]
+	g[i].goneAt, g[j].goneAt = i+1, j+1
+}
+func (g *goneHeap) Push(x any) {
+	h := x.(*host)
+	*g = append(*g, h)
+	h.goneAt = len(*g)
+}
 func (g *goneHeap) Pop() any {
 	old := *g
 	x := old[len(old)-1]
 	old[len(old)-1] = nil
 	*g = old[:len(old)-1]
+	x.goneAt = 0
 	return x
+}
+
+// revive takes back from the heap the host let go under key, if it is
+// there (a fleet worker leases a host's URLs again after it ran out of
+// them: one host, with its stats and state, not a second).
+func (g *goneHeap) revive(key string, byKey map[string]*host) *host {
+	h := byKey[key]
+	if h == nil {
+		return nil
+	}
+	delete(byKey, key)
+	if h.goneAt > 0 && h.goneAt <= len(*g) && (*g)[h.goneAt-1] == h {
+		heap.Remove(g, h.goneAt-1)
+	}
+	h.goneAt = 0
+	return h
 }
 
 // keep adds h, let go, dropping the host with the fewest requests when
@@ -742,7 +780,9 @@ func (g *goneHeap) keep(h *host) {
 		return
 	}
 	if (*g)[0].stats.requests.Load() < h.stats.requests.Load() {
+		(*g)[0].goneAt = 0
 		(*g)[0] = h
+		h.goneAt = 1
 		heap.Fix(g, 0)
 	}
 }
