@@ -29,8 +29,12 @@ import (
 // store's redisTimeout, since a call carries a batch.
 const frontierCallTimeout = 5 * time.Second
 
-// enqueueBatch is how many URLs go to the frontier in one call.
-const enqueueBatch = 2000
+// enqueueBatch is how many URLs go to the frontier in one call, and
+// enqueueInFlight how many calls at once.
+const (
+	enqueueBatch    = 2000
+	enqueueInFlight = 3
+)
 
 // fleetFrontier is one worker's side of the fleet's frontier, as the crawl
 // job wants it.
@@ -126,17 +130,46 @@ func enqueue(ctx context.Context, f *redisstore.Frontier, r io.Reader, o *fetchO
 		res.hosts = map[string]bool{}
 	}
 	lane, _ := crawl.ParseLane(o.Lane) // checked by parse
+	// enqueueInFlight batches go to Redis at once while the list is read
+	// on: one at a time, Redis waited on the client between batches
+	// (make fleet-scale: 83,000 URLs/s, Redis busy 74 % of the time).
+	type sent struct {
+		n   int
+		err error
+	}
+	var (
+		inflight = make(chan struct{}, enqueueInFlight)
+		answers  = make(chan sent, enqueueInFlight)
+		pending  int
+		firstErr error
+	)
+	collect := func() {
+		a := <-answers
+		<-inflight
+		pending--
+		res.added += a.n
+		if firstErr == nil {
+			firstErr = a.err
+		}
+	}
 	batch := make([]redisstore.Entry, 0, enqueueBatch)
 	flush := func() error {
 		if len(batch) == 0 {
-			return nil
+			return firstErr
 		}
-		cctx, cancel := context.WithTimeout(ctx, 4*frontierCallTimeout)
-		n, err := f.Enqueue(cctx, batch)
-		cancel()
-		res.added += n
-		batch = batch[:0]
-		return err
+		for len(inflight) == cap(inflight) {
+			collect()
+		}
+		inflight <- struct{}{}
+		pending++
+		go func(b []redisstore.Entry) {
+			cctx, cancel := context.WithTimeout(ctx, 4*frontierCallTimeout)
+			n, err := f.Enqueue(cctx, b)
+			cancel()
+			answers <- sent{n, err}
+		}(batch)
+		batch = make([]redisstore.Entry, 0, enqueueBatch)
+		return firstErr
 	}
 	err := crawl.ReadLinesLane(r, o.MaxURLLen, lane, func(l crawl.Line) error {
 		if o.MaxURLs > 0 && res.lines >= o.MaxURLs {
@@ -172,7 +205,10 @@ func enqueue(ctx context.Context, f *redisstore.Frontier, r io.Reader, o *fetchO
 	if err == nil {
 		err = flush()
 	}
-	return res, err
+	for pending > 0 {
+		collect()
+	}
+	return res, errors.Join(err, firstErr)
 }
 
 var errStopList = errors.New("enough lines")
