@@ -194,6 +194,37 @@ type Frontier struct {
 	c     redis.UniversalClient
 	o     FrontierOptions
 	start atomic.Uint64 // the shard Lease starts at, round-robin
+	// idle[s]: until when (the caller's clock, µs) Lease passes over
+	// shard s, which had nothing due (see rest).
+	idle []atomic.Int64
+}
+
+// shardRest bounds how long Lease passes over a shard with nothing due:
+// a URL another process enqueues there meanwhile waits at most this long.
+const shardRest = 250 * time.Millisecond
+
+// rest notes what a lease call said of its shard: with nothing due until
+// next (Redis's µs, -1: nothing at all; now is Redis's), Lease passes over
+// the shard until then, at most shardRest: a single-host crawl's Lease then
+// costs a script, not one per shard.
+func (f *Frontier) rest(s int, now, next int64) {
+	wait := shardRest.Microseconds()
+	if next >= 0 {
+		wait = min(wait, next-now)
+	}
+	if wait <= 0 {
+		f.idle[s].Store(0)
+		return
+	}
+	f.idle[s].Store(f.localNow() + wait)
+}
+
+// localNow is the caller's clock in µs (Options.Clock's, else time.Now).
+func (f *Frontier) localNow() int64 {
+	if f.o.Clock != nil {
+		return f.o.Clock().UnixMicro()
+	}
+	return time.Now().UnixMicro()
 }
 
 // Limits of one script call, so that no call holds Redis for long.
@@ -234,7 +265,7 @@ func NewFrontier(c redis.UniversalClient, o FrontierOptions) (*Frontier, error) 
 	if _, ok := c.(*redis.ClusterClient); ok && o.WaitAOF > 0 {
 		return nil, errors.New("redisstore: frontier WaitAOF needs a non-Cluster client")
 	}
-	f := &Frontier{c: c, o: o}
+	f := &Frontier{c: c, o: o, idle: make([]atomic.Int64, o.Shards)}
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
 	key := o.Prefix + "frontier:shards"
@@ -331,6 +362,11 @@ type fcall struct {
 // use, or Redis restarted) are sent again, once, after loading their
 // scripts.
 func (f *Frontier) run(ctx context.Context, calls []*fcall, wait bool) error {
+	for _, c := range calls {
+		if c.script != leaseScript {
+			f.idle[c.shard].Store(0) // it may have work due now: Lease visits it
+		}
+	}
 	for len(calls) > 0 {
 		n := min(len(calls), frontierPipeline)
 		if err := f.run1(ctx, calls[:n], wait && f.o.WaitAOF > 0); err != nil {
@@ -531,10 +567,11 @@ func (f *Frontier) LeaseExcept(ctx context.Context, worker string, max int, skip
 			return err
 		}
 		for i, c := range calls {
-			ls, err := parseLeases(c.cmd.Val(), f.o.LeaseTTL)
+			ls, now, next, err := parseLeaseReply(c.cmd.Val(), f.o.LeaseTTL)
 			if err != nil {
 				return err
 			}
+			f.rest(shards[i], now, next)
 			if len(ls) == ask {
 				full = append(full, shards[i])
 			}
@@ -555,12 +592,19 @@ func (f *Frontier) LeaseExcept(ctx context.Context, worker string, max int, skip
 	// A few shards per pipeline, the leases still wanted split between
 	// them; then, if that was not enough, the shards that had more, one
 	// by one.
-	for visited := 0; visited < f.o.Shards && len(out) < max; {
+	order := make([]int, 0, f.o.Shards)
+	local := f.localNow()
+	for k := range f.o.Shards {
+		if s := (first + k) % f.o.Shards; f.idle[s].Load() <= local {
+			order = append(order, s)
+		}
+	}
+	for visited := 0; visited < len(order) && len(out) < max; {
 		want := max - len(out)
-		n := min(want, f.o.Shards-visited, leaseFanout)
+		n := min(want, len(order)-visited, leaseFanout)
 		shards := make([]int, n)
 		for i := range shards {
-			shards[i] = (first + visited + i) % f.o.Shards
+			shards[i] = order[visited+i]
 		}
 		visited += n
 		if err := visit(shards, (want+n-1)/n); err != nil {
@@ -585,28 +629,37 @@ func (f *Frontier) LeaseExcept(ctx context.Context, worker string, max int, skip
 // parseLeases reads lease's reply: now, then URL, host, lane, token and
 // leases per lease.
 func parseLeases(v any, ttl time.Duration) ([]Lease, error) {
+	ls, _, _, err := parseLeaseReply(v, ttl)
+	return ls, err
+}
+
+// parseLeaseReply reads lease's reply: the leases, Redis's now and when
+// anything of the shard's is next due (-1: nothing).
+func parseLeaseReply(v any, ttl time.Duration) (ls []Lease, now, next int64, err error) {
 	a, ok := v.([]any)
-	if !ok || len(a) < 1 || (len(a)-1)%5 != 0 {
-		return nil, fmt.Errorf("redisstore: frontier: malformed lease reply %.200v", v)
+	if !ok || len(a) < 2 || (len(a)-2)%5 != 0 {
+		return nil, 0, 0, fmt.Errorf("redisstore: frontier: malformed lease reply %.200v", v)
 	}
-	now, err := replyInt(a[0])
-	if err != nil {
-		return nil, err
+	if now, err = replyInt(a[0]); err != nil {
+		return nil, 0, 0, err
+	}
+	if next, err = replyInt(a[1]); err != nil {
+		return nil, 0, 0, err
 	}
 	exp := time.UnixMicro(now).Add(ttl)
-	ls := make([]Lease, 0, (len(a)-1)/5)
-	for i := 1; i < len(a); i += 5 {
+	ls = make([]Lease, 0, (len(a)-2)/5)
+	for i := 2; i < len(a); i += 5 {
 		u, ok1 := a[i].(string)
 		h, ok2 := a[i+1].(string)
 		lane, err1 := replyInt(a[i+2])
 		tok, err2 := replyInt(a[i+3])
 		n, err3 := replyInt(a[i+4])
 		if !ok1 || !ok2 || errors.Join(err1, err2, err3) != nil || lane < 0 || lane >= int64(nLanes) {
-			return nil, fmt.Errorf("redisstore: frontier: malformed lease in reply %.200v", a[i:i+5])
+			return nil, 0, 0, fmt.Errorf("redisstore: frontier: malformed lease in reply %.200v", a[i:i+5])
 		}
 		ls = append(ls, Lease{URL: u, Host: h, Lane: Lane(lane), Token: tok, Leases: int(n), Expires: exp})
 	}
-	return ls, nil
+	return ls, now, next, nil
 }
 
 // replyInt reads an integer a script returned, as a number or a string.

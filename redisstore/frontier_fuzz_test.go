@@ -92,16 +92,18 @@ func TestFrontierRecordsParse(t *testing.T) {
 func TestParseLeasesMalformed(t *testing.T) {
 	for _, v := range []any{
 		nil, "x", []any{}, []any{"now"}, []any{int64(1), "u"},
-		[]any{int64(1), "u", "h", int64(0), int64(1)},                // short
-		[]any{int64(1), "u", "h", int64(7), int64(1), int64(1)},      // lane
-		[]any{int64(1), "u", "h", int64(0), "t", int64(1)},           // token
-		[]any{int64(1), int64(5), "h", int64(0), int64(1), int64(1)}, // URL
+		[]any{int64(1), int64(-1), "u", "h", int64(0), int64(1)},                // short
+		[]any{int64(1), int64(-1), "u", "h", int64(7), int64(1), int64(1)},      // lane
+		[]any{int64(1), int64(-1), "u", "h", int64(0), "t", int64(1)},           // token
+		[]any{int64(1), int64(-1), int64(5), "h", int64(0), int64(1), int64(1)}, // URL
+		[]any{int64(1), "next", "u", "h", int64(0), int64(1), int64(1)},         // next due
+		[]any{int64(1), "u", "h", int64(0), int64(1), int64(1)},                 // no next due
 	} {
 		if ls, err := parseLeases(v, time.Second); err == nil {
 			t.Errorf("parseLeases(%v) = %+v, want an error", v, ls)
 		}
 	}
-	ls, err := parseLeases([]any{"1000000", "https://a/", "a", int64(2), int64(9), int64(1)}, time.Second)
+	ls, err := parseLeases([]any{"1000000", int64(-1), "https://a/", "a", int64(2), int64(9), int64(1)}, time.Second)
 	if err != nil || len(ls) != 1 || ls[0].Lane != LaneBulk || ls[0].Token != 9 || !ls[0].Expires.Equal(time.UnixMicro(2e6)) {
 		t.Errorf("parseLeases = %+v, %v", ls, err)
 	}

@@ -925,3 +925,61 @@ func TestFrontierLeaseExcept(t *testing.T) {
 		t.Fatalf("LeaseExcept(a, c) took %+v of c, want its first interactive URL alone", fromC)
 	}
 }
+
+// scriptCounter counts the scripts a client sends.
+type scriptCounter struct{ n atomic.Int64 }
+
+func (h *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			h.count(c)
+		}
+		return next(ctx, cmds)
+	}
+}
+func (h *scriptCounter) count(c redis.Cmder) {
+	if name := c.Name(); name == "evalsha" || name == "eval" {
+		h.n.Add(1)
+	}
+}
+
+// A shard with nothing due is passed over for a while: a crawl of one
+// host whose worker holds its URLs costs a script a Lease, not one per
+// shard; a URL enqueued there by this Frontier is leased at once.
+func TestFrontierIdleShardsPassedOver(t *testing.T) {
+	f, clk, c := newFrontier(t, FrontierOptions{Shards: 16, PerHost: 1})
+	sc := &scriptCounter{}
+	c.(*redis.Client).AddHook(sc)
+	mustEnqueue(t, f, urls("a.example", 0, 10))
+	ctx := context.Background()
+	if ls, err := f.LeaseExcept(ctx, "w", 4, nil); err != nil || len(ls) != 1 {
+		t.Fatalf("LeaseExcept = %+v, %v", ls, err)
+	}
+	before := sc.n.Load()
+	for range 5 {
+		if ls, err := f.LeaseExcept(ctx, "w", 4, []string{"a.example"}); err != nil || len(ls) != 0 {
+			t.Fatalf("LeaseExcept(skip a) = %+v, %v", ls, err)
+		}
+	}
+	if n := sc.n.Load() - before; n > 5 {
+		t.Errorf("5 Leases sent %d scripts, want 1 each (the other 15 shards have nothing due)", n)
+	}
+	mustEnqueue(t, f, urls("b.example", 0, 1))
+	if ls, err := f.LeaseExcept(ctx, "w", 4, []string{"a.example"}); err != nil || len(ls) != 1 || ls[0].Host != "b.example" {
+		t.Fatalf("LeaseExcept after b's enqueue = %+v, %v, want b's URL at once", ls, err)
+	}
+	// Another process's enqueue is seen within shardRest.
+	clk.Advance(shardRest)
+	before = sc.n.Load()
+	f.LeaseExcept(ctx, "w", 4, nil)
+	if n := sc.n.Load() - before; n < 16 {
+		t.Errorf("after shardRest a Lease visited %d shards, want all 16", n)
+	}
+}

@@ -4,8 +4,9 @@
 -- URLs moved; ARGV[9..] pairs of host and how many URLs this Lease call
 -- took from it already (in an earlier visit of the shard), -1 for a host
 -- the worker holds enough of: of those it takes only an interactive URL,
--- one, which goes ahead of what it holds. Returns now, then per lease:
--- URL, host, lane, token, leases.
+-- one, which goes ahead of what it holds. Returns now, when anything of
+-- the shard's is next due (see below), then per lease: URL, host, lane,
+-- token, leases.
 --
 -- There is no janitor: each lease call first does the shard's
 -- housekeeping, a bounded amount of it, so a shard that has workers is
@@ -70,7 +71,7 @@ for i = 9, #ARGV - 1, 2 do had[ARGV[i]] = tonumber(ARGV[i + 1]) end
 -- (µs): so a Redis that lost its last second of writes, the counter's
 -- with them, hands out tokens above every token it handed out before.
 local tok = tonumber(redis.call('HGET', C, 'tok') or '0') or 0
-local out, taken = {int(now)}, 0
+local out, taken = {int(now), -1}, 0
 local function take(host, limit, only)
   local n, tries = 0, 0
   -- Bounded: a queue entry whose record is not queued (a corrupt or
@@ -123,4 +124,16 @@ for _, host in ipairs(hosts) do
   end
 end
 if taken > 0 then redis.call('HSET', C, 'tok', int(tok)) end
+-- The earliest time anything of the shard's may be due: a host, a lease's
+-- expiry, a delayed URL (-1: nothing at all); callers pass over a shard
+-- with nothing due for a while.
+local nxt = -1
+for _, key in ipairs({RDY, LS, DLY}) do
+  local z = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if z[2] then
+    local t = tonumber(z[2])
+    if nxt < 0 or t < nxt then nxt = t end
+  end
+end
+out[2] = int(nxt)
 return out
