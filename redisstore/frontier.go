@@ -200,8 +200,10 @@ type Frontier struct {
 }
 
 // shardRest bounds how long Lease passes over a shard with nothing due:
-// a URL another process enqueues there meanwhile waits at most this long.
-const shardRest = 250 * time.Millisecond
+// a URL another process enqueues there meanwhile waits at most this long
+// (an interactive URL of a host the fleet is crawling does not: that
+// host's shard is never at rest).
+const shardRest = time.Second
 
 // rest notes what a lease call said of its shard: with nothing due until
 // next (Redis's µs, -1: nothing at all; now is Redis's), Lease passes over
