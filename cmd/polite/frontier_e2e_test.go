@@ -106,22 +106,26 @@ func TestFleetOneCrawl(t *testing.T) {
 	common := []string{"--progress", "none", "--rate", fmt.Sprint(rate), "--burst", "2", "--adaptive=false",
 		"--redis", redis, "--fleet", "one", "--workers", "8",
 		"--allow-private"} // a worker without a list does not know its loopback ports
-	// The first list is in the frontier before any worker starts, so a
-	// worker joining without a list has work.
+	// A worker joining without a list, started before any list is in
+	// the frontier, waits for the fleet's first URLs.
+	var wg sync.WaitGroup
+	runs := make([]run, 3)
+	wg.Go(func() {
+		runs[2] = polite(t, append([]string{"fetch", "--out", t.TempDir(), "--worker", "w2"}, common...)...)
+	})
+	time.Sleep(500 * time.Millisecond)
 	if r := polite(t, append([]string{"fetch", "--enqueue-only"}, append(common, first)...)...); r.code != 0 ||
 		!strings.Contains(r.stderr, fmt.Sprintf("%d of the list's %d URLs were new", len(all)*2/3, len(all)*2/3)) {
 		t.Fatalf("enqueue-only: exit %d\n%s", r.code, r.stderr)
 	}
-	var wg sync.WaitGroup
-	runs := make([]run, 3)
-	for w, list := range []string{second, first, ""} {
+	for w, list := range []string{second, first} {
 		argv := append([]string{"fetch", "--out", t.TempDir(), "--worker", "w" + strconv.Itoa(w)}, common...)
-		if list != "" {
-			argv = append(argv, list)
-		}
-		wg.Go(func() { runs[w] = polite(t, argv...) })
+		wg.Go(func() { runs[w] = polite(t, append(argv, list)...) })
 	}
 	wg.Wait()
+	if strings.Contains(runs[2].stdout, "this worker leased 0 URLs") {
+		t.Errorf("the worker started before the list leased nothing:\n%s", runs[2].stdout)
+	}
 	for w, r := range runs {
 		if r.code != 0 {
 			t.Fatalf("worker %d: exit %d\n%s", w, r.code, r.stderr)

@@ -45,7 +45,7 @@ func TestFetchDefaults(t *testing.T) {
 		Concurrency: polite.DefaultConcurrency, Workers: crawl.DefaultWorkers, Adaptive: true, Robots: true,
 		Retries: 5, MaxDelay: 60 * time.Second, MaxRetryAfter: 10 * time.Minute, Timeout: 30 * time.Second,
 		Grace: 10 * time.Second, HostGiveUp: crawl.DefaultHostGiveUp, BlockRecheck: crawl.DefaultBlockRecheck, UserAgent: defaultUserAgent(), Key: polite.KeyHost, Bodies: crawl.BodiesWARC,
-		MaxBody: 10 << 20, WARCGzip: true, WARCMaxSize: 1 << 30, MaxURLLen: 8 << 10, Progress: "auto", Fleet: "default", Outage: "local", Lane: "normal", LeaseTTL: 30 * time.Second,
+		MaxBody: 10 << 20, WARCGzip: true, WARCMaxSize: 1 << 30, MaxURLLen: 8 << 10, Progress: "auto", Fleet: "default", Outage: "local", Lane: "normal", LeaseTTL: 30 * time.Second, JoinWait: time.Minute,
 		OutageLocalFor: 5 * time.Minute, OutageClosedFor: 10 * time.Minute,
 	}
 	if !reflect.DeepEqual(*o, want) {

@@ -68,6 +68,7 @@ type fetchOptions struct {
 	Worker      string
 	LeaseTTL    time.Duration
 	WaitAOF     time.Duration
+	JoinWait    time.Duration // how long a worker waits for a frontier that never had a URL
 	Metrics     string
 	Bodies      crawl.Bodies
 	MaxBody     int64
@@ -267,6 +268,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.BoolVar(&o.EnqueueOnly, "enqueue-only", false, "with --redis: put the list into the fleet's frontier and exit, fetching nothing")
 	f.StringVar(&o.Worker, "worker", "", "with --redis: this worker's `NAME` in the fleet's accounts (default HOSTNAME:PID)")
 	f.DurationVar(&o.LeaseTTL, "lease-ttl", 30*time.Second, "with --redis: a URL a worker leased and did not renew or finish within this long goes to another worker (a killed worker's URLs come back after it)")
+	f.DurationVar(&o.JoinWait, "join-wait", time.Minute, "with --redis: how long a worker waits for a fleet's first URLs when its frontier has never had any (started before the list is enqueued); then it ends")
 	f.DurationVar(&o.WaitAOF, "wait-aof", 0, "with --redis: wait up to this long for Redis to write each enqueue and result to its append-only file (WAITAOF; needs appendonly yes): a Redis crash then loses none; 0: do not wait (appendfsync everysec loses at most about a second)")
 	f.StringVar(&o.Outage, "outage", "local", "while Redis does not answer: local (each worker sends each host its share, the fleet within rate + burst a second, for --outage-local-for, then closed), closed (send nothing) or open (full rate per worker)")
 	f.DurationVar(&o.OutageLocalFor, "outage-local-for", 5*time.Minute, "how long --outage local lasts before it turns closed")
@@ -674,7 +676,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		if opts.FrontierID, err = fr.ID(ctx); err != nil {
 			return &exitError{code: ExitFatal, err: err}
 		}
-		opts.Frontier = fleetFrontier{f: fr, worker: o.workerName()}
+		opts.Frontier = fleetFrontier{f: fr, worker: o.workerName(), since: time.Now(), joinWait: o.JoinWait, begun: new(atomic.Bool)}
 		opts.LeaseRenew = o.LeaseTTL / 3
 	}
 	job, err := crawl.Open(o.Out, opts)

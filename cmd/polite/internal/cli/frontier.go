@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,6 +42,12 @@ const (
 type fleetFrontier struct {
 	f      *redisstore.Frontier
 	worker string
+	// A frontier that has never had a URL has not begun, not ended: a
+	// worker started before the list is enqueued waits for it, up to
+	// joinWait from since (then it ends: nothing came).
+	since    time.Time
+	joinWait time.Duration
+	begun    *atomic.Bool
 }
 
 func toLease(l crawl.Leased) redisstore.Lease {
@@ -81,7 +88,21 @@ func (a fleetFrontier) Release(ctx context.Context, ls []crawl.Leased, notBefore
 	return a.f.Release(ctx, toLeases(ls), notBefore)
 }
 
-func (a fleetFrontier) Finished(ctx context.Context) (bool, error) { return a.f.Finished(ctx) }
+func (a fleetFrontier) Finished(ctx context.Context) (bool, error) {
+	fin, err := a.f.Finished(ctx)
+	if err != nil || !fin || a.begun.Load() {
+		return fin, err
+	}
+	st, err := a.f.Stats(ctx)
+	if err != nil {
+		return false, err
+	}
+	if st.Done+st.Dead+st.Pending+st.Leased > 0 {
+		a.begun.Store(true)
+		return true, nil
+	}
+	return time.Since(a.since) > a.joinWait, nil
+}
 
 func (a fleetFrontier) DeferHost(ctx context.Context, host string, until time.Time) error {
 	return a.f.DeferHost(ctx, host, until)
@@ -245,6 +266,9 @@ func (o *fetchOptions) parseFleet() error {
 	}
 	if !o.frontier() {
 		return nil
+	}
+	if o.JoinWait <= 0 {
+		return usageErr("--join-wait %v: must be positive", o.JoinWait)
 	}
 	if o.LeaseTTL < 2*time.Second {
 		return usageErr("--lease-ttl %v: must be at least 2s", o.LeaseTTL)
