@@ -99,6 +99,14 @@ type Cache struct {
 	// its WARC files). It runs on the fetch's goroutine and must not keep
 	// resp.Body.
 	Record func(resp *http.Response, body []byte)
+	// Shared, if set, keeps robots.txt answers for a fleet of Caches (in
+	// the fleet's Redis, say): a Cache asks it before fetching and gives
+	// it each answer it fetched that stands for TTL (a 2xx, or a 4xx other
+	// than 429), so one worker of a fleet fetches an origin's robots.txt,
+	// not each, and a server that counts robots.txt against its rate sees
+	// it once. An answer taken from it is used no longer than it has left
+	// (RFC 9309 §2.4: a day at most); Record is not called for it.
+	Shared SharedStore
 
 	now func() time.Time // for tests outside a synctest bubble; nil = time.Now
 
@@ -125,6 +133,18 @@ func (s *slot) names(u *url.URL) bool {
 	o, n := s.origin, len(u.Scheme)
 	return len(o) == n+len("://")+len(u.Host) && o[:n] == u.Scheme && o[n:n+3] == "://" && o[n+3:] == u.Host &&
 		strings.IndexByte(u.Host, '%') < 0 // a zone is written %25 in an origin
+}
+
+// SharedStore keeps robots.txt answers shared by many Caches (see
+// Cache.Shared). Its errors are its own to bound and to hide: a Load that
+// fails reports no answer (the Cache fetches), a Store that fails keeps
+// nothing.
+type SharedStore interface {
+	// Load returns origin's answer (its status and, for a 2xx, its body)
+	// and how much longer it stands.
+	Load(ctx context.Context, origin string) (status int, body []byte, left time.Duration, ok bool)
+	// Store keeps origin's answer for ttl.
+	Store(ctx context.Context, origin string, status int, body []byte, ttl time.Duration)
 }
 
 // entry is the cached answer for one origin. It is immutable.
@@ -322,7 +342,7 @@ func (c *Cache) get(ctx context.Context, u *url.URL, ref *Ref) (*Robots, error) 
 
 // run fetches key's robots.txt, stores the outcome and wakes the callers.
 func (c *Cache) run(ctx context.Context, key string, cl *call) {
-	r := c.fetch(ctx, key)
+	r, ttl := c.fetch(ctx, key)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -332,7 +352,7 @@ func (c *Cache) run(ctx context.Context, key string, cl *call) {
 	if s != nil {
 		prev = s.cur.Load()
 	}
-	e := &entry{robots: r, expires: nanos.Add(nanos.Of(now), c.ttl())}
+	e := &entry{robots: r, expires: nanos.Add(nanos.Of(now), ttl)}
 	if r.source == Unreachable {
 		e.failures = 1
 		if prev != nil {
@@ -378,21 +398,29 @@ func (c *Cache) sweep(now time.Time) {
 	c.sweepAt = max(2*len(c.entries), 1024)
 }
 
-// fetch gets key + "/robots.txt" and turns the outcome into a Robots.
-func (c *Cache) fetch(ctx context.Context, key string) *Robots {
+// fetch gets key + "/robots.txt" (from Shared when it has it) and turns
+// the outcome into a Robots, with how long it stands (ErrorTTL's doubling
+// is run's).
+func (c *Cache) fetch(ctx context.Context, key string) (*Robots, time.Duration) {
 	ctx = context.WithValue(ctx, fetchKey{}, true)
 	ctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
+	if c.Shared != nil {
+		if code, data, left, ok := c.Shared.Load(ctx, key); ok && stands(code) && left > 0 {
+			c.log(ctx, slog.LevelDebug, "robots.txt from the shared store", key, code)
+			return c.answer(code, data[:min(len(data), c.maxBytes()+1)]), min(left, c.ttl())
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, key+"/robots.txt", nil)
 	if err != nil {
-		return disallowAll(0, err)
+		return disallowAll(0, err), c.ttl()
 	}
 	if c.UserAgent != "" {
 		req.Header.Set("User-Agent", c.UserAgent)
 	}
 	resp, err := c.client().Do(req)
 	if err != nil {
-		return disallowAll(0, err)
+		return disallowAll(0, err), c.ttl()
 	}
 	defer resp.Body.Close()
 	code := resp.StatusCode
@@ -400,17 +428,34 @@ func (c *Cache) fetch(ctx context.Context, key string) *Robots {
 	if c.Record != nil && (code < 200 || code > 299) {
 		c.Record(resp, nil)
 	}
-	switch {
-	case code >= 200 && code <= 299:
-		limit := c.maxBytes()
-		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	var data []byte
+	if code >= 200 && code <= 299 {
+		data, err = io.ReadAll(io.LimitReader(resp.Body, int64(c.maxBytes())+1))
 		if err != nil {
-			return disallowAll(code, fmt.Errorf("robots: reading body: %w", err))
+			return disallowAll(code, fmt.Errorf("robots: reading body: %w", err)), c.ttl()
 		}
 		if c.Record != nil {
 			c.Record(resp, data)
 		}
-		r := parse(data, limit)
+	}
+	if c.Shared != nil && stands(code) {
+		c.Shared.Store(ctx, key, code, data, c.ttl())
+	}
+	return c.answer(code, data), c.ttl()
+}
+
+// stands reports whether an answer with this status stands for TTL (and is
+// shared): a 2xx, or a 4xx other than 429.
+func stands(code int) bool {
+	return code >= 200 && code <= 299 || code >= 400 && code <= 499 && code != http.StatusTooManyRequests
+}
+
+// answer turns a robots.txt answer into a Robots: code, and for a 2xx the
+// body read (at most maxBytes + 1 bytes).
+func (c *Cache) answer(code int, data []byte) *Robots {
+	switch {
+	case code >= 200 && code <= 299:
+		r := parse(data, c.maxBytes())
 		if r.groups == nil && r.star == nil && r.sitemaps == nil {
 			return shared(&emptyParsed, code, func() *Robots { return &Robots{status: code} })
 		}

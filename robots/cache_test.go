@@ -929,3 +929,82 @@ func FuzzOrigin(f *testing.F) {
 		}
 	})
 }
+
+// mapShared is a SharedStore in memory, with a clock, for the tests.
+type mapShared struct {
+	mu  sync.Mutex
+	now func() time.Time
+	m   map[string]sharedAnswer
+}
+
+type sharedAnswer struct {
+	code    int
+	body    []byte
+	expires time.Time
+}
+
+func (s *mapShared) Load(_ context.Context, origin string) (int, []byte, time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.m[origin]
+	if !ok || !s.now().Before(a.expires) {
+		return 0, nil, 0, false
+	}
+	return a.code, a.body, a.expires.Sub(s.now()), true
+}
+
+func (s *mapShared) Store(_ context.Context, origin string, code int, body []byte, ttl time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]sharedAnswer{}
+	}
+	s.m[origin] = sharedAnswer{code, append([]byte(nil), body...), s.now().Add(ttl)}
+}
+
+// Caches sharing a store (a fleet's workers): robots.txt is fetched once,
+// each follows it, none uses it past what it has left; an answer that does
+// not stand (a 503) is not shared.
+func TestCacheShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var fetches, status atomic.Int32
+		status.Store(200)
+		client := handlerClient(func(w http.ResponseWriter, r *http.Request) {
+			fetches.Add(1)
+			w.WriteHeader(int(status.Load()))
+			fmt.Fprint(w, privateRobots)
+		})
+		store := &mapShared{now: time.Now}
+		newCache := func() *Cache {
+			return &Cache{Client: client, TTL: time.Hour, ErrorTTL: time.Minute, Shared: store}
+		}
+		a, b := newCache(), newCache()
+		u := mustURL(t, "https://example.com/private/x")
+		ctx := context.Background()
+		ra, err := a.Get(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Minute)
+		rb, err := b.Get(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fetches.Load() != 1 || ra.Allowed("polite", "/private/x") || rb.Allowed("polite", "/private/x") {
+			t.Fatalf("%d fetches; a allows /private/x: %v, b: %v; want 1 fetch and both disallowing", fetches.Load(), ra.Allowed("polite", "/private/x"), rb.Allowed("polite", "/private/x"))
+		}
+		// b took the answer with 10 minutes left: it asks again after
+		// those, not after its own hour.
+		time.Sleep(11 * time.Minute)
+		status.Store(503)
+		if _, err := b.Get(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		if fetches.Load() != 2 {
+			t.Errorf("%d fetches once the shared answer ran out, want 2", fetches.Load())
+		}
+		if _, _, _, ok := store.Load(ctx, "https://example.com"); ok {
+			t.Errorf("a 503 was shared")
+		}
+	})
+}

@@ -113,6 +113,10 @@ func (o *fetchOptions) fleetStore(ctx context.Context, tr *polite.Transport, say
 		return nil, nil, &exitError{code: ExitFatal, err: err}
 	}
 	tr.Store = s
+	if tr.RobotsCache != nil {
+		// One worker fetches a host's robots.txt, the others read it.
+		tr.RobotsCache.Shared = redisstore.NewRobotsStore(c, fleetPrefix(o.Fleet), redisTimeout)
+	}
 	return &fleetWatch{s: s, c: c, redis: redact(o.Redis), closedFor: o.OutageClosedFor}, func() error {
 		s.Close()
 		return c.Close()
