@@ -1,11 +1,8 @@
 package fleetscale
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,35 +41,7 @@ func (r *Redis) Stop() { r.srv.Kill() }
 // Do sends an inline command and returns the reply: a bulk string's body,
 // or the status or integer line.
 func (r *Redis) Do(cmd string) (string, error) {
-	c, err := net.DialTimeout("tcp", r.srv.Addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(30 * time.Second)) // FLUSHALL of millions of keys takes a while
-	if _, err := fmt.Fprintf(c, "%s\r\n", cmd); err != nil {
-		return "", err
-	}
-	br := bufio.NewReader(c)
-	line, err := br.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	if strings.HasPrefix(line, "-") {
-		return "", fmt.Errorf("fleetscale: redis %s: %s", cmd, strings.TrimSpace(line[1:]))
-	}
-	if !strings.HasPrefix(line, "$") {
-		return strings.TrimSpace(line), nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
-	if err != nil || n < 0 {
-		return "", fmt.Errorf("fleetscale: redis reply %q", line)
-	}
-	b := make([]byte, n+2)
-	if _, err := io.ReadFull(br, b); err != nil {
-		return "", err
-	}
-	return string(b[:n]), nil
+	return r.srv.Command(cmd, 30*time.Second) // FLUSHALL of millions of keys takes a while
 }
 
 // Info is what INFO says of the server at one moment.

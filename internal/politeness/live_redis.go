@@ -1,12 +1,9 @@
 package politeness
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,29 +53,7 @@ func (r *redisProc) url() string { return "redis://" + r.addr + "/0" }
 // command sends an inline command and returns the whole reply: a bulk
 // string's body, or the status line.
 func (r *redisProc) command(cmd string) (string, error) {
-	c, err := net.DialTimeout("tcp", r.addr, 100*time.Millisecond)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := fmt.Fprintf(c, "%s\r\n", cmd); err != nil {
-		return "", err
-	}
-	br := bufio.NewReader(c)
-	line, err := br.ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "$") {
-		return line, err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
-	if err != nil || n < 0 {
-		return "", fmt.Errorf("redis reply %q", line)
-	}
-	b := make([]byte, n+2)
-	if _, err := io.ReadFull(br, b); err != nil {
-		return "", err
-	}
-	return string(b[:n]), nil
+	return r.srv.Command(cmd, 2*time.Second)
 }
 
 // redisStats is what a fleet's Redis did over a run.

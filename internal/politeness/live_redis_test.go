@@ -27,7 +27,7 @@ func TestStartRedis(t *testing.T) {
 			t.Fatalf("PING = %q, %v", line, err)
 		}
 	}
-	if line, err := r.command(`EVAL "redis.call('SET','a','1') redis.call('SET','b','2') return 1" 0`); err != nil || line != ":1\r\n" {
+	if line, err := r.command(`EVAL "redis.call('SET','a','1') redis.call('SET','b','2') return 1" 0`); err != nil || line != ":1" {
 		t.Fatalf("EVAL = %q, %v", line, err)
 	}
 	st, info, err := r.stats()

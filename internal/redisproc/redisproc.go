@@ -6,7 +6,9 @@ package redisproc
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"strconv"
@@ -108,4 +110,39 @@ func ready(addr string, d time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
+}
+
+// Command sends an inline command (INFO, FLUSHALL, ...) and returns its
+// reply: a bulk string's body, or the status or integer line; an error
+// reply is an error. The whole exchange is bounded by timeout.
+func (s *Server) Command(cmd string, timeout time.Duration) (string, error) {
+	c, err := net.DialTimeout("tcp", s.Addr, min(timeout, time.Second))
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(timeout))
+	if _, err := fmt.Fprintf(c, "%s\r\n", cmd); err != nil {
+		return "", err
+	}
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case strings.HasPrefix(line, "-"):
+		return "", errors.New("redis " + cmd + ": " + strings.TrimSpace(line[1:]))
+	case !strings.HasPrefix(line, "$"):
+		return strings.TrimSpace(line), nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
+	if err != nil || n < 0 {
+		return "", fmt.Errorf("redis %s: reply %q", cmd, line)
+	}
+	b := make([]byte, n+2)
+	if _, err := io.ReadFull(br, b); err != nil {
+		return "", err
+	}
+	return string(b[:n]), nil
 }
