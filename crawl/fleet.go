@@ -521,7 +521,7 @@ func (j *Job) acker(ctx context.Context, done chan<- struct{}) {
 			if failing.IsZero() {
 				failing = time.Now()
 			}
-			if time.Since(failing) > j.ackGiveUp {
+			if time.Since(failing) > fleetAckGiveUp {
 				// Every wait is bounded: a frontier that takes no result
 				// (its Redis gone, or refusing the writes) ends the run;
 				// the results are committed here, and the next run sends
@@ -529,7 +529,7 @@ func (j *Job) acker(ctx context.Context, done chan<- struct{}) {
 				// worker fetches them again.
 				j.fl.mu.Lock()
 				j.fl.err = fmt.Errorf("crawl: the fleet's frontier took no result for %v: %w (the results are kept in %s; running again sends them)",
-					j.ackGiveUp, err, StateFile)
+					fleetAckGiveUp, err, StateFile)
 				j.fl.mu.Unlock()
 				j.fatal()
 				return

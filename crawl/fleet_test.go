@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/polite-go/polite"
@@ -361,46 +362,59 @@ func fastTransport(srv *testbed.Server) *polite.Transport {
 // sent given back to the frontier, due when the pause ends, and is held
 // back there: the fleet's leases go to hosts that can be sent to.
 func TestFleetPausedHostHandedBack(t *testing.T) {
-	var n atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/p/0" && n.Add(1) == 1 {
-			w.Header().Set("Retry-After", "3")
-			w.WriteHeader(http.StatusTooManyRequests)
-			return
+	synctest.Test(t, func(t *testing.T) {
+		var once atomic.Bool
+		rt := rtFunc(func(req *http.Request) (*http.Response, error) {
+			w := httptest.NewRecorder()
+			switch {
+			case req.URL.Path == "/robots.txt":
+				w.WriteHeader(http.StatusNotFound)
+			case req.URL.Path == "/p/0" && once.CompareAndSwap(false, true):
+				w.Header().Set("Retry-After", "3")
+				w.WriteHeader(http.StatusTooManyRequests)
+			default:
+				fmt.Fprint(w, "ok")
+			}
+			res := w.Result()
+			res.Request = req
+			return res, nil
+		})
+		var urls []string
+		for i := range 6 {
+			urls = append(urls, fmt.Sprintf("http://paused.test/p/%d", i))
 		}
-		fmt.Fprint(w, "ok")
-	}))
-	defer srv.Close()
-	var urls []string
-	for i := range 6 {
-		urls = append(urls, fmt.Sprintf("%s/p/%d", srv.URL, i))
-	}
-	fr := newMemFrontier(urls)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	start := time.Now()
-	tr := &polite.Transport{Base: srv.Client().Transport, Limits: polite.Limits{Rate: 100, Burst: 1, Concurrency: 1}}
-	sum, err := runFleetJob(t, ctx, t.TempDir(), tr, fr, Options{Workers: 4, FleetPoll: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fr.check(t, urls)
-	fr.mu.Lock()
-	defer fr.mu.Unlock()
-	host := newMemFrontier(urls[:1]).queue[0].Host
-	until, ok := fr.deferred[host]
-	if !ok || until.Sub(start) < 2*time.Second {
-		t.Errorf("host held back until %v (%v after the start), want about 3 s on", until, until.Sub(start))
-	}
-	if len(fr.released) == 0 || sum.Fleet.Released == 0 {
-		t.Errorf("nothing given back (released %v, summary %+v)", fr.released, sum.Fleet)
-	}
-	for u, nb := range fr.released {
-		if nb.Sub(start) < 2*time.Second {
-			t.Errorf("%s given back due %v after the start, want at the pause's end", u, nb.Sub(start))
+		fr := newMemFrontier(urls)
+		start := time.Now()
+		tr := &polite.Transport{Base: rt, Limits: polite.Limits{Rate: 100, Burst: 1, Concurrency: 1}}
+		sum, err := runFleetJob(t, context.Background(), t.TempDir(), tr, fr, Options{Workers: 4, FleetPoll: 20 * time.Millisecond, Bodies: BodiesNone})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		fr.check(t, urls)
+		fr.mu.Lock()
+		defer fr.mu.Unlock()
+		if until, ok := fr.deferred["paused.test"]; !ok || until.Sub(start) < 3*time.Second || until.Sub(start) > 3100*time.Millisecond {
+			t.Errorf("host held back until %v after the start (%v), want 3 s on", until.Sub(start), ok)
+		}
+		if len(fr.released) == 0 || sum.Fleet.Released == 0 {
+			t.Errorf("nothing given back (released %v, summary %+v)", fr.released, sum.Fleet)
+		}
+		for u, nb := range fr.released {
+			if u == urls[0] {
+				t.Errorf("%s, already tried, was given back: its attempts are counted here", u)
+			}
+			if d := nb.Sub(start); d < 3*time.Second || d > 3100*time.Millisecond {
+				t.Errorf("%s given back due %v after the start, want at the pause's end (3 s)", u, d)
+			}
+		}
+	})
 }
+
+// rtFunc is an http.RoundTripper in memory: synctest's fake clock runs
+// only while no goroutine waits on a real socket.
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // A fleet worker's credentials go only to the hosts its own list named
 // (Options.CredentialsFor), never to another worker's URLs it leases.
@@ -517,23 +531,23 @@ func TestFleetNewCrawlSameDirKeepsResults(t *testing.T) {
 // A worker whose commits always fail (e.g. --wait-aof on a Redis
 // without AOF, or before 7.2) should end, not spin forever.
 func TestFleetCommitsAlwaysFailEnds(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
-	defer srv.Close()
-	fr := newMemFrontier([]string{srv.URL + "/x"})
-	fr.failCommits = 1 << 30
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	j, err := Open(t.TempDir(), Options{Transport: &polite.Transport{Base: srv.Client().Transport}, Frontier: fr, Workers: 1, FleetPoll: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
-	j.ackGiveUp = time.Second
-	start := time.Now()
-	_, err = j.Run(ctx, nil)
-	if time.Since(start) > 10*time.Second || err == nil || !strings.Contains(err.Error(), "took no result") {
-		t.Errorf("Run returned after %v with %v: want an error within a few seconds", time.Since(start), err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		fr := newMemFrontier([]string{"http://a.test/x"})
+		fr.failCommits = 1 << 30
+		tr := &polite.Transport{Base: &pageLog{}}
+		j, err := Open(t.TempDir(), Options{Transport: tr, Frontier: fr, Workers: 1, FleetPoll: 20 * time.Millisecond, Bodies: BodiesNone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		start := time.Now()
+		_, err = j.Run(context.Background(), nil)
+		// The give-up (2 minutes of refusals), then a backoff of at most
+		// 5 s and the drain.
+		if d := time.Since(start); d < fleetAckGiveUp || d > fleetAckGiveUp+10*time.Second || err == nil || !strings.Contains(err.Error(), "took no result") {
+			t.Errorf("Run returned after %v with %v: want an error once the frontier took nothing for %v", d, err, fleetAckGiveUp)
+		}
+	})
 }
 
 // A lease that expires while this worker still holds its URL (in

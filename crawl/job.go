@@ -269,7 +269,6 @@ type Job struct {
 	events     *audit.Log    // events.jsonl
 	fl         *fleet        // fleet mode, while Run runs
 	drain      time.Duration // fleetDrain; tests shorten it
-	ackGiveUp  time.Duration // fleetAckGiveUp; tests shorten it
 
 	// hopBytes are the bytes of redirect hops kept for the WARC files by
 	// URLs not finished yet, at most hopBudget (keepHop).
@@ -387,7 +386,7 @@ func (j *Job) defaults() {
 	if o.FleetPoll <= 0 {
 		o.FleetPoll = DefaultFleetPoll
 	}
-	j.drain, j.ackGiveUp = fleetDrain, fleetAckGiveUp
+	j.drain = fleetDrain
 	j.retries = func(string) int { return o.Retries }
 	if o.RetriesFor != nil {
 		j.retries = func(h string) int {
