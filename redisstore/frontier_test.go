@@ -983,3 +983,25 @@ func TestFrontierIdleShardsPassedOver(t *testing.T) {
 		t.Errorf("after shardRest a Lease visited %d shards, want all 16", n)
 	}
 }
+
+// Retry of a committed result takes it off its worker's count: the
+// workers' counts add up to Done, as polite status shows them.
+func TestFrontierRetryWorkerCounts(t *testing.T) {
+	f, _, _ := newFrontier(t, FrontierOptions{PerHost: 10})
+	mustEnqueue(t, f, urls("a.example", 0, 3))
+	ls := mustLease(t, f, "w1", 3)
+	mustCommit(t, f, "w1", "timeout", ls...)
+	if _, err := f.Retry(context.Background(), RetryFilter{Outcomes: []string{"timeout"}}); err != nil {
+		t.Fatal(err)
+	}
+	ls = mustLease(t, f, "w2", 3)
+	mustCommit(t, f, "w2", "ok", ls...)
+	st := mustStats(t, f)
+	sum := int64(0)
+	for _, w := range st.Workers {
+		sum += w.Committed
+	}
+	if sum != st.Done || st.Workers["w1"].Committed != 0 {
+		t.Errorf("workers' committed sum to %d, Done = %d (%+v)", sum, st.Done, st.Workers)
+	}
+}

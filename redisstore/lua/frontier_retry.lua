@@ -22,6 +22,7 @@ for i = 2, #ARGV, 2 do
       queue(fp, q, false)
       count('done', -1)
       count('o:' .. v.outcome, -1)
+      count('wc:' .. v.worker, -1) -- the worker's result is no longer one
       count('pending', 1)
       hostCount(HD, v.host, -1)
       hostCount(HP, v.host, 1)
