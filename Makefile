@@ -139,7 +139,7 @@ throughput-scale:
 # wait from its enqueue (p95 at most 1 s) and the bulk served meanwhile.
 # About 70 s. make test runs the same test small.
 fleet-priority:
-	POLITE_PRIORITY_BULK=10000 POLITE_PRIORITY_RATE=5 POLITE_PRIORITY_INTERACTIVE=50 \
+	POLITE_PRIORITY_BULK=10000 POLITE_PRIORITY_RATE=5 POLITE_PRIORITY_INTERACTIVE=50 POLITE_PRIORITY_P95_MS=1000 \
 	  $(GO) test ./cmd/polite -count 1 -run '^TestFleetPriority$$' -v -timeout 10m
 
 # Ten trials of two fleet workers killed with SIGKILL at random instants
