@@ -48,6 +48,13 @@ func (f *memFrontier) DeferHost(_ context.Context, host string, until time.Time)
 	return nil
 }
 
+// held is how many URLs are leased and not committed.
+func (f *memFrontier) held() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.leased)
+}
+
 func newMemFrontier(urls []string) *memFrontier {
 	f := &memFrontier{leased: map[string]int64{}, leases: map[string]int{}, done: map[string]int64{},
 		records: map[string][]byte{}, commits: map[string]int{}}
@@ -363,13 +370,33 @@ func fastTransport(srv *testbed.Server) *polite.Transport {
 // back there: the fleet's leases go to hosts that can be sent to.
 func TestFleetPausedHostHandedBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var once atomic.Bool
+		var urls []string
+		for i := range 6 {
+			urls = append(urls, fmt.Sprintf("http://paused.test/p/%d", i))
+		}
+		fr := newMemFrontier(urls)
+		var (
+			mu       sync.Mutex
+			first    string    // the page that was refused
+			refused  time.Time // when
+			refusing atomic.Bool
+		)
 		rt := rtFunc(func(req *http.Request) (*http.Response, error) {
 			w := httptest.NewRecorder()
 			switch {
 			case req.URL.Path == "/robots.txt":
 				w.WriteHeader(http.StatusNotFound)
-			case req.URL.Path == "/p/0" && once.CompareAndSwap(false, true):
+			case refusing.CompareAndSwap(false, true):
+				// Answer once the job holds another of the host's URLs
+				// unsent: a 429 that came back before the feeder
+				// leased one would leave nothing to give back (it
+				// leases no more of a paused host).
+				for i := 0; i < 100 && fr.held() < 2; i++ {
+					time.Sleep(time.Millisecond)
+				}
+				mu.Lock()
+				first, refused = req.URL.String(), time.Now()
+				mu.Unlock()
 				w.Header().Set("Retry-After", "3")
 				w.WriteHeader(http.StatusTooManyRequests)
 			default:
@@ -379,32 +406,28 @@ func TestFleetPausedHostHandedBack(t *testing.T) {
 			res.Request = req
 			return res, nil
 		})
-		var urls []string
-		for i := range 6 {
-			urls = append(urls, fmt.Sprintf("http://paused.test/p/%d", i))
-		}
-		fr := newMemFrontier(urls)
-		start := time.Now()
 		tr := &polite.Transport{Base: rt, Limits: polite.Limits{Rate: 100, Burst: 1, Concurrency: 1}}
 		sum, err := runFleetJob(t, context.Background(), t.TempDir(), tr, fr, Options{Workers: 4, FleetPoll: 20 * time.Millisecond, Bodies: BodiesNone})
 		if err != nil {
 			t.Fatal(err)
 		}
 		fr.check(t, urls)
+		mu.Lock()
+		defer mu.Unlock()
 		fr.mu.Lock()
 		defer fr.mu.Unlock()
-		if until, ok := fr.deferred["paused.test"]; !ok || until.Sub(start) < 3*time.Second || until.Sub(start) > 3100*time.Millisecond {
-			t.Errorf("host held back until %v after the start (%v), want 3 s on", until.Sub(start), ok)
+		if until, ok := fr.deferred["paused.test"]; !ok || until.Sub(refused) < 3*time.Second || until.Sub(refused) > 3100*time.Millisecond {
+			t.Errorf("host held back until %v after the 429 (%v), want 3 s on", until.Sub(refused), ok)
 		}
 		if len(fr.released) == 0 || sum.Fleet.Released == 0 {
 			t.Errorf("nothing given back (released %v, summary %+v)", fr.released, sum.Fleet)
 		}
 		for u, nb := range fr.released {
-			if u == urls[0] {
+			if u == first {
 				t.Errorf("%s, already tried, was given back: its attempts are counted here", u)
 			}
-			if d := nb.Sub(start); d < 3*time.Second || d > 3100*time.Millisecond {
-				t.Errorf("%s given back due %v after the start, want at the pause's end (3 s)", u, d)
+			if d := nb.Sub(refused); d < 3*time.Second || d > 3100*time.Millisecond {
+				t.Errorf("%s given back due %v after the 429, want at the pause's end (3 s)", u, d)
 			}
 		}
 	})
