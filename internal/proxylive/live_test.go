@@ -69,6 +69,11 @@ func TestLive(t *testing.T) {
 	var b strings.Builder
 	WriteTable(&b, rows)
 	t.Log("polite proxy, live (figures from nginx's access log unless marked client):\n" + b.String())
+	if *flagDir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(b.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
 	for _, r := range rows {
 		if v := r.Verdict(); v == "FAIL" || v == "ERROR" {
 			t.Errorf("%s / %s: %s", r.Scenario, r.Name, v)

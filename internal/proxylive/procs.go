@@ -172,6 +172,10 @@ func (p *proxy) stop() {
 	}
 }
 
+// summary is the last line the proxy wrote (polite proxy's own count of
+// what it did, once stopped).
+func (p *proxy) summary() string { return tail(p.log, 1) }
+
 // alive reports whether the proxy is still running.
 func (p *proxy) alive() bool {
 	select {

@@ -75,9 +75,15 @@ func (h *Harness) scrapy(ctx context.Context, scenario string, site Site, urls i
 		}
 		dir := filepath.Join(h.Dir, strings.Fields(scenario)[0]+"-"+r.sub)
 		fig, ok, secs, err := h.scrapyRun(ctx, dir, site, urls, r.proxied, r.at)
-		capacity := fig.CapacityShare(site.Rate, site.Burst)
-		row.Measured = fmt.Sprintf("%d/%d ok at client in %.0f s; nginx: %d requests, %d×200, %d refused (%.1f %%), %.1f ok/s over %.1f s = %.0f %% of capacity (%d r/s × span + burst %d), p95 %s",
-			ok, urls, secs, fig.Requests, fig.OK, fig.Refused, 100*fig.RefusedShare(), fig.Goodput(), fig.Span.Seconds(), 100*capacity, site.Rate, site.Burst, ms(fig.P95))
+		// Capacity over the span: rate × span, plus the burst nodelay lets
+		// through at once (a delay queue's burst only queues).
+		burst := 0
+		if site.NoDelay {
+			burst = site.Burst
+		}
+		capacity := fig.CapacityShare(site.Rate, burst)
+		row.Measured = fmt.Sprintf("%d/%d ok at client in %.0f s; nginx: %d requests, %d×200, %d refused (%.1f %%), %.1f ok/s over %.1f s = %.0f %% of capacity (%d r/s × span + %d), p95 %s",
+			ok, urls, secs, fig.Requests, fig.OK, fig.Refused, 100*fig.RefusedShare(), fig.Goodput(), fig.Span.Seconds(), 100*capacity, site.Rate, burst, ms(fig.P95))
 		if err != nil {
 			row.Err = err.Error()
 		}
@@ -134,6 +140,7 @@ func (h *Harness) scrapyRun(ctx context.Context, dir string, site Site, urls int
 			runErr = errors.Join(runErr, fmt.Errorf("polite proxy exited during the run: %s", tail(p.log, 2)))
 		}
 		p.stop()
+		h.Logf("%s", p.summary())
 	}
 	hits, err := n.hits()
 	if err != nil {
@@ -428,6 +435,7 @@ func (h *Harness) connect(ctx context.Context) []Row {
 			r.Err = strings.TrimSpace(r.Err + " polite proxy exited during the run")
 		}
 		p.stop()
+		h.Logf("%s", p.summary())
 		h.Logf("%s / %s: %s %s", scenario, c.name, r.Measured, r.Err)
 	}
 	hits, err := n.hits()
@@ -536,7 +544,7 @@ func (h *Harness) overhead(ctx context.Context) []Row {
 		}
 	}
 	for i, p := range paths {
-		ceil[i] = Load{Proxy: p.proxy, Origin: n.URL, Paths: 100, Count: h.LoadCount, Concurrency: ceilConc, Limit: 20 * time.Second}.Run(ctx)
+		ceil[i] = Load{Proxy: p.proxy, Origin: n.URL, Paths: 100, Count: 5 * h.LoadCount, Concurrency: ceilConc, Limit: 10 * time.Second}.Run(ctx)
 	}
 	h.Logf("%s: %d CPUs, load average %s", scenario, runtime.NumCPU(), loadAvg())
 	p50 := func(i int) time.Duration { return percentile(lat[i].Latency, 0.50) }
