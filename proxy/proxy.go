@@ -334,7 +334,7 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &heldError{Host: key, Reason: why, After: d}
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
-	w := &waiter{x: x, cancel: cancel, deadline: x.start.Add(x.opts.maxWait), key: key, s: s}
+	w := &waiter{x: x, cancel: cancel, deadline: x.start.Add(x.opts.maxWait), key: key}
 	ctx = polite.WithObserver(x.opts.context(ctx), w)
 	w.timer = time.AfterFunc(x.opts.maxWait, w.expire)
 	resp, err := s.Transport.RoundTrip(req.WithContext(ctx))
@@ -342,6 +342,11 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		cancel(nil)
 		if h := w.heldErr(); h != nil {
+			// What the host's state says now is the best Retry-After:
+			// the last wait's end is a poll's, not the token's.
+			if d, why := s.Transport.Ready(key, time.Now()); why != "" && why != polite.ReasonBlock {
+				h.Reason, h.After = why, d
+			}
 			x.held = h
 			return nil, h
 		}
@@ -358,7 +363,6 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 // and answered by the proxy; one already on the wire is left alone.
 type waiter struct {
 	x        *exchange
-	s        *Server
 	key      string
 	cancel   context.CancelCauseFunc
 	deadline time.Time
@@ -371,6 +375,8 @@ type waiter struct {
 	why     polite.Reason // the last wait's reason
 	until   time.Time     // and its end
 }
+
+var _ polite.Observer = (*waiter)(nil)
 
 // heldError is a request the proxy stopped holding: its host will not
 // admit it within the max wait.
@@ -416,15 +422,13 @@ func (w *waiter) expire() {
 	}
 }
 
-// stop cancels the request's wait. Called with mu held.
+// stop cancels the request's wait. Called with mu held, maybe from the
+// Transport's own goroutine (Observe): it asks the Transport nothing.
 func (w *waiter) stop(now time.Time) {
 	if w.held != nil {
 		return
 	}
 	why, after := w.why, w.until.Sub(now)
-	if d, r := w.s.Transport.Ready(w.key, now); r != "" && (d > after || why == "") {
-		why, after = r, d
-	}
 	if why == "" {
 		why = polite.ReasonSlot
 	}
