@@ -251,7 +251,6 @@ func (s *Server) intercept(w http.ResponseWriter, r *http.Request, host, authori
 		s.warn(r, "CONNECT: taking over the client's connection", err)
 		return
 	}
-	s.stats.Tunnels.Add(1)
 	s.stats.Intercepted.Add(1)
 	var c net.Conn = client
 	if buf.Reader.Buffered() > 0 {

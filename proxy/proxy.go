@@ -75,8 +75,8 @@ type Stats struct {
 	Requests    atomic.Int64 // plain and intercepted requests
 	Held        atomic.Int64 // answered 429/503 by the proxy after MaxWait
 	Refused     atomic.Int64 // refused by the proxy for another reason
-	Tunnels     atomic.Int64 // CONNECT tunnels opened
-	Intercepted atomic.Int64 // of which intercepted
+	Tunnels     atomic.Int64 // CONNECT tunnels opened, paced by the connection only
+	Intercepted atomic.Int64 // CONNECT tunnels intercepted, their requests counted in Requests
 }
 
 // Stats returns the Server's counters.

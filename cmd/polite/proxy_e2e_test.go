@@ -18,9 +18,16 @@ import (
 )
 
 // startProxy runs `polite proxy` with args on a free loopback port and
-// returns its address once it listens; SIGINT stops it when t ends, and
-// its stderr is returned then through logs.
+// returns its address once it listens; SIGINT stops it when t ends.
 func startProxy(t *testing.T, args ...string) string {
+	t.Helper()
+	addr, _ := startProxyMetrics(t, args...)
+	return addr
+}
+
+// startProxyMetrics is startProxy that also returns the --metrics
+// address the proxy printed ("" without --metrics).
+func startProxyMetrics(t *testing.T, args ...string) (addr, metrics string) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"proxy", "--listen", "127.0.0.1:0"}, args...)...)
 	errPipe, err := cmd.StderrPipe()
@@ -31,11 +38,17 @@ func startProxy(t *testing.T, args ...string) string {
 		t.Fatal(err)
 	}
 	br := bufio.NewReader(errPipe)
-	line, err := br.ReadString('\n')
-	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("polite proxy said nothing: %v", err)
+	var line string
+	for !strings.Contains(line, "listening on") {
+		if line, err = br.ReadString('\n'); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("polite proxy said nothing: %v", err)
+		}
+		// "polite proxy: metrics on http://ADDR/metrics"
+		if m, ok := strings.CutPrefix(line, "polite proxy: metrics on "); ok {
+			metrics = strings.TrimSpace(m)
+		}
 	}
 	var rest strings.Builder
 	copied := make(chan struct{})
@@ -63,7 +76,7 @@ func startProxy(t *testing.T, args ...string) string {
 	if len(f) < 5 || !strings.HasPrefix(f[4], "http://") {
 		t.Fatalf("polite proxy's first line %q", line)
 	}
-	return f[4]
+	return f[4], metrics
 }
 
 // origin counts the requests each path gets, and whether they came
@@ -143,7 +156,7 @@ func TestProxyCurl(t *testing.T) {
 	o := &origin{}
 	srv := httptest.NewServer(o)
 	defer srv.Close()
-	proxy := startProxy(t, "--allow-private", "--robots=false", "--rate", "200", "--burst", "20")
+	proxy, metrics := startProxyMetrics(t, "--allow-private", "--robots=false", "--rate", "200", "--burst", "20", "--metrics", "127.0.0.1:0")
 	const n = 40
 	args := []string{"-s", "--fail-with-body", "-x", proxy, "-w", "%{http_code}\\n", "-o", "/dev/null"}
 	for i := range n {
@@ -157,6 +170,17 @@ func TestProxyCurl(t *testing.T) {
 		t.Errorf("curl got %d answers 200 of %d:\n%s", got, n, out)
 	}
 	o.check(t, n, true)
+	resp, err := http.Get(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"polite_proxy_requests_total 40\n", `polite_proxy_tunnels_total{mode="tunnel"} 0`, "http_client_request_duration_seconds_count"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 }
 
 // Python requests fetches over HTTPS through polite proxy with the host

@@ -17,9 +17,11 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/polite-go/polite"
@@ -250,8 +252,16 @@ func runProxy(ctx context.Context, e *env, o *proxyOptions) error {
 	}
 	o.base = base
 	tr := o.transport(nil)
+	s := &proxy.Server{
+		Transport: tr,
+		MaxWait:   o.MaxWait,
+		Dial:      base.DialContext,
+		TunnelCap: o.TunnelCap,
+		Intercept: intercepts(o.Intercept),
+		CA:        ca,
+	}
 	if o.Metrics != "" {
-		addr, stopMetrics, err := serveMetrics(o.Metrics, tr)
+		addr, stopMetrics, err := serveMetrics(o.Metrics, tr, proxyMetrics(s)...)
 		if err != nil {
 			return err
 		}
@@ -285,15 +295,7 @@ func runProxy(ctx context.Context, e *env, o *proxyOptions) error {
 	} else {
 		logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	s := &proxy.Server{
-		Transport: tr,
-		MaxWait:   o.MaxWait,
-		Dial:      base.DialContext,
-		TunnelCap: o.TunnelCap,
-		Intercept: intercepts(o.Intercept),
-		CA:        ca,
-		Logger:    logger,
-	}
+	s.Logger = logger
 	if s.Dial == nil {
 		s.Dial = (&net.Dialer{Timeout: 30 * time.Second}).DialContext
 	}
@@ -330,9 +332,30 @@ func runProxy(ctx context.Context, e *env, o *proxyOptions) error {
 		fmt.Fprintln(e.stderr, "polite proxy:", err)
 	}
 	st := s.Stats()
-	fmt.Fprintf(e.stderr, "polite proxy: stopped; %d requests, %d held past --max-wait, %d refused, %d tunnels (%d intercepted)\n",
+	fmt.Fprintf(e.stderr, "polite proxy: stopped; %d requests, %d held past --max-wait, %d refused, %d tunnels paced by the connection, %d intercepted\n",
 		st.Requests.Load(), st.Held.Load(), st.Refused.Load(), st.Tunnels.Load(), st.Intercepted.Load())
 	return nil
+}
+
+const tunnelsHelp = "CONNECT tunnels opened: mode tunnel paced by the connection only, mode mitm intercepted and paced request by request."
+
+// proxyMetrics are the proxy's own counters for --metrics, beside the
+// Transport's: what it answered itself, and how much HTTPS it could only
+// pace by the connection (mode="tunnel") or saw request by request
+// (mode="mitm").
+func proxyMetrics(s *proxy.Server) []prometheus.Collector {
+	st := s.Stats()
+	counter := func(name, help string, v *atomic.Int64, labels prometheus.Labels) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(v.Load()) })
+	}
+	return []prometheus.Collector{
+		counter("polite_proxy_requests_total", "Requests proxied with request-level politeness (plain HTTP and intercepted HTTPS).", &st.Requests, nil),
+		counter("polite_proxy_held_total", "Requests and tunnels answered 429 or 503 by the proxy after waiting their max wait for their host.", &st.Held, nil),
+		counter("polite_proxy_refused_total", "Requests the proxy answered itself for another reason (bad request, robots.txt, blocked host, upstream failure).", &st.Refused, nil),
+		counter("polite_proxy_tunnels_total", tunnelsHelp, &st.Tunnels, prometheus.Labels{"mode": "tunnel"}),
+		counter("polite_proxy_tunnels_total", tunnelsHelp, &st.Intercepted, prometheus.Labels{"mode": "mitm"}),
+	}
 }
 
 // newCACmd is `polite proxy ca`: the CA --intercept signs with.
