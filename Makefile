@@ -21,10 +21,14 @@ test: deps fmt-check vet unit
 # here wrote, installed into .tools/ (git-ignored) at a pinned version.
 WARCIO ?= 2.4.11
 deps:
-	@for p in redis-server tmux; do command -v $$p >/dev/null 2>&1 || { \
+	@for p in redis-server tmux curl; do command -v $$p >/dev/null 2>&1 || { \
 	  echo "installing $$p"; \
 	  apt-get install -y -qq $$p >/dev/null 2>&1 || \
 	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq $$p >/dev/null; }; }; done
+	@# polite proxy's e2e tests drive Python requests, a client no one here wrote.
+	@/usr/bin/python3 -c 'import requests' >/dev/null 2>&1 || { echo "installing python3-requests"; \
+	  apt-get install -y -qq python3-requests >/dev/null 2>&1 || \
+	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq python3-requests >/dev/null; }; }
 	@test -f .tools/node_modules/warcio/package.json && grep -q '"version": "$(WARCIO)"' .tools/node_modules/warcio/package.json || { \
 	  command -v npm >/dev/null 2>&1 || { echo "installing npm"; apt-get install -y -qq nodejs npm >/dev/null 2>&1 || \
 	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq nodejs npm >/dev/null; }; }; \

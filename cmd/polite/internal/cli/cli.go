@@ -126,6 +126,7 @@ every mechanism within a minute.`,
 		newRetryCmd(e, r["retry"]),
 		newBenchCmd(e, r["bench"]),
 		newGuardCmd(e, r["guard"]),
+		newProxyCmd(e, r["proxy"]),
 		newVersionCmd(e),
 	)
 	root.CompletionOptions.HiddenDefaultCmd = true

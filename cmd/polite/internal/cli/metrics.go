@@ -21,12 +21,12 @@ import (
 // constrained first to be seen); the rest are _other.
 const metricsHosts = 10
 
-// serveMetrics serves the Transport's metrics for Prometheus on addr's
-// /metrics (--metrics), through the OpenTelemetry SDK and its Prometheus
+// serveMetrics serves the Transport's metrics (and extra's) for
+// Prometheus on addr's /metrics (--metrics), through the OpenTelemetry SDK and its Prometheus
 // exporter, until stop is called. It makes the metrics tr's Observer, so
 // it must be called before tr is first used. The address it listens on is
 // returned (addr may name port 0).
-func serveMetrics(addr string, tr *polite.Transport) (bound string, stop func(), err error) {
+func serveMetrics(addr string, tr *polite.Transport, extra ...prometheus.Collector) (bound string, stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, usageErr("--metrics %q: %v", addr, err)
@@ -39,6 +39,12 @@ func serveMetrics(addr string, tr *polite.Transport) (bound string, stop func(),
 	}
 	// The cardinality limit is a backstop above what the host policy
 	// allows; the SDK's overflow series should never appear.
+	for _, c := range extra {
+		if err := reg.Register(c); err != nil {
+			ln.Close()
+			return "", nil, fmt.Errorf("--metrics: %w", err)
+		}
+	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithCardinalityLimit(10000))
 	m, err := otelpolite.New(otelpolite.Options{MeterProvider: mp, Transport: tr, MaxHosts: metricsHosts})
 	if err != nil {
