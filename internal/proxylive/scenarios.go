@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -126,7 +127,9 @@ func (h *Harness) scrapyRun(ctx context.Context, dir string, site Site, urls int
 	}
 	var p *proxy
 	if proxied {
-		if p, err = startPolite(h.Polite, dir, "polite", scrapyProxyArgs...); err != nil {
+		// The audit log (attempts, waits, rate changes) explains a refusal.
+		pargs := append(slices.Clone(scrapyProxyArgs), "--audit", filepath.Join(dir, "audit.jsonl"))
+		if p, err = startPolite(h.Polite, dir, "polite", pargs...); err != nil {
 			return fig, 0, 0, err
 		}
 		defer p.stop()
