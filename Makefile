@@ -175,7 +175,7 @@ fleet-scale:
 # wget, Python requests and Node undici through the built CLI's `polite
 # proxy` against nginx on loopback, judged by nginx's access log; Scrapy
 # without the proxy and with AutoThrottle beside it; tunnel opens in
-# CONNECT mode; overhead beside Debian's tinyproxy. About 5 minutes;
+# CONNECT mode; overhead beside Debian's tinyproxy. About 4 minutes;
 # installs missing Debian packages with apt-get (root) and undici with npm.
 # PROXY_SCENARIOS picks some of scrapy,delay,clients,connect,overhead;
 # PROXY_DIR keeps every run's logs.
