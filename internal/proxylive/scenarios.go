@@ -255,6 +255,7 @@ func (h *Harness) clients(ctx context.Context) []Row {
 	}
 	alive := p.alive()
 	p.stop()
+	h.Logf("%s", p.summary())
 	hits, err := n.hits()
 	for _, cr := range runs {
 		if cr.row.Err != "" && cr.row.Measured == "" {
