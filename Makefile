@@ -175,15 +175,17 @@ fleet-scale:
 # wget, Python requests and Node undici through the built CLI's `polite
 # proxy` against nginx on loopback, judged by nginx's access log; Scrapy
 # without the proxy and with AutoThrottle beside it; tunnel opens in
-# CONNECT mode; overhead beside Debian's tinyproxy. About 4 minutes;
+# CONNECT mode; overhead beside Debian's tinyproxy. About 12 minutes;
 # installs missing Debian packages with apt-get (root) and undici with npm.
 # PROXY_SCENARIOS picks some of scrapy,delay,clients,connect,overhead;
-# PROXY_DIR keeps every run's logs.
+# PROXY_DIR keeps every run's logs; PROXY_RUNS (3) runs each Scrapy row
+# through the proxy, judging the median run and showing the worst.
 PROXY_SCENARIOS ?=
 PROXY_DIR ?=
+PROXY_RUNS ?= 3
 .PHONY: proxy-live
 proxy-live:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(GO) build -o "$$tmp/polite" ./cmd/polite && \
 	$(GO) test ./internal/proxylive -count 1 -run '^TestLive$$' -v -timeout 40m -args -live \
-	  -polite "$$tmp/polite" -scenarios '$(PROXY_SCENARIOS)' -dir '$(PROXY_DIR)'
+	  -polite "$$tmp/polite" -scenarios '$(PROXY_SCENARIOS)' -dir '$(PROXY_DIR)' -runs $(PROXY_RUNS)

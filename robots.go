@@ -14,7 +14,15 @@ import (
 // under the Crawl-delay each time a new copy of robots.txt is in force.
 func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host) error {
 	p := t.ext(h)
-	rb, err := t.robots.GetRef(ctx, req.URL, &p.robotsRef)
+	// robots.txt is fetched as a request of its own: the terms of the
+	// request that happened to need it (its cost, priority, no retries,
+	// its own Observer) are not its terms, and must not make it fail for
+	// every later request to the host.
+	fetchCtx := ctx
+	if _, ok := ctx.Value(optsKey{}).(reqOpts); ok {
+		fetchCtx = context.WithValue(ctx, optsKey{}, reqOpts{})
+	}
+	rb, err := t.robots.GetRef(fetchCtx, req.URL, &p.robotsRef)
 	if err != nil {
 		return fmt.Errorf("polite: robots.txt for %q: %w", h.key, err)
 	}

@@ -1,6 +1,7 @@
 package polite
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/polite-go/polite/bucket"
 	"github.com/polite-go/polite/robots"
 	"github.com/polite-go/polite/testbed"
 )
@@ -238,4 +240,27 @@ func TestRobotsWithoutUserAgent(t *testing.T) {
 			})
 		})
 	}
+}
+
+// robots.txt is fetched on its own terms, not on those of the request
+// that needed it: a request costing more than the host's burst fails
+// alone (found through polite proxy, issue 32, where a client's
+// Polite-Cost made the robots.txt fetch fail and so every client's
+// requests to the host).
+func TestRobotsFetchTakesNoRequestTerms(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var status atomic.Int32
+		c, s := setup(t, &Transport{Limits: Limits{Rate: 10, Burst: 1, Concurrency: 4}, UserAgent: "polite-test/1.0"},
+			map[string]http.HandlerFunc{"a.test": robotsHandler("User-agent: *\nAllow: /\n", &status)})
+		req, _ := http.NewRequestWithContext(WithoutRetries(WithCost(context.Background(), 2)), http.MethodGet, "http://a.test/dear", nil)
+		if _, err := c.Do(req); !errors.Is(err, bucket.ErrExceedsBurst) {
+			t.Fatalf("a request costing 2 with burst 1: %v, want bucket.ErrExceedsBurst", err)
+		}
+		if _, body, err := get(t, c, "http://a.test/page"); err != nil || body != "page" {
+			t.Fatalf("the next request: %q, %v; want the page (robots.txt fetched)", body, err)
+		}
+		if n := len(s.arrivals["a.test"]); n != 2 {
+			t.Errorf("a.test saw %d requests, want 2: robots.txt and the page", n)
+		}
+	})
 }

@@ -128,6 +128,16 @@ func (c *countedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// CloseWrite half-closes the connection when the one it counts can (a
+// TCP connection): a CONNECT tunnel of polite proxy, dialed here, passes a
+// client's end of sending on without closing what comes back.
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
 // connBudget is how many connections a job may have open at a file
 // descriptor limit of limit (0: unknown) with workers requests in flight:
 // the limit less fdReserve and one more per worker (a DNS lookup's sockets,

@@ -13,7 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/polite-go/polite"
 )
 
 // Tunnel timeouts: a tunnel with no bytes either way for tunnelIdle is
@@ -34,9 +37,7 @@ func (s *Server) connect(w http.ResponseWriter, r *http.Request, o options) {
 		s.refuse(w, r, http.StatusBadRequest, "http_request_error", "polite proxy: CONNECT wants HOST:PORT, not "+strconv.Quote(r.Host))
 		return
 	}
-	if o.maxWait <= 0 || o.maxWait > s.MaxWait {
-		o.maxWait = s.MaxWait
-	}
+	o.maxWait = s.maxWait(o)
 	// The authority the tunnel's https URLs have: no port when it is
 	// https's own, so a host's tunnels and its https requests share one
 	// key.
@@ -67,15 +68,27 @@ func (s *Server) tunnel(w http.ResponseWriter, r *http.Request, authority string
 		return
 	}
 	start := time.Now()
+	// A wait known now to outlast the max wait is not sat through.
+	if d, why := s.Transport.Ready(key, start); why != "" && why != polite.ReasonBlock && (d > o.maxWait && why != polite.ReasonSlot || o.maxWait == 0) {
+		s.stats.Held.Add(1)
+		s.answer(w, r, classifyError(&heldError{Host: key, Reason: why, After: d}, start))
+		return
+	}
+	// Held at most the max wait; not at all with none (a place or a
+	// token not free now is answered at once).
 	ctx, cancel := context.WithTimeout(r.Context(), o.maxWait)
 	defer cancel()
+	waitCtx := ctx
+	if o.maxWait == 0 {
+		waitCtx = r.Context() // Ready said the host is ready
+	}
 	release, err := s.tunnels.acquire(ctx, key, s.TunnelCap)
 	if err != nil {
 		s.tunnelHeld(w, r, key, err, true)
 		return
 	}
 	defer release()
-	if err := s.Transport.Wait(o.context(ctx), key); err != nil {
+	if err := s.Transport.Wait(o.context(waitCtx), key); err != nil {
 		s.tunnelHeld(w, r, key, err, false)
 		return
 	}
@@ -114,25 +127,29 @@ func (s *Server) tunnelHeld(w http.ResponseWriter, r *http.Request, key string, 
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.stats.Held.Add(1)
 		if capped {
-			s.answer(w, r, http.StatusTooManyRequests, "connection_limit_reached",
-				"polite: host "+key+" has its tunnel cap open; none closed within the max wait", time.Second)
+			s.answer(w, r, verdict{status: http.StatusTooManyRequests, errType: "connection_limit_reached",
+				detail: "polite: host " + key + " has its tunnel cap open; none closed within the max wait", retryAfter: time.Second})
 			return
 		}
 		d, why := s.Transport.Ready(key, time.Now())
-		status := http.StatusTooManyRequests
-		if why != "" && why != "rate" && why != "concurrency" && why != "crawl-delay" && why != "ratelimit" {
-			status = http.StatusServiceUnavailable
+		if why == "" {
+			why = polite.ReasonSlot // freed just now: ask again
 		}
-		s.answer(w, r, status, "http_request_denied",
-			"polite: host "+key+" not ready for a tunnel within the max wait ("+string(why)+")", max(d, time.Millisecond))
+		s.answer(w, r, classifyError(&heldError{Host: key, Reason: why, After: d}, time.Now()))
 		return
 	}
 	s.upstreamError(w, r, err)
 }
 
+// dial opens a tunnel's upstream connection: through Dial, else a
+// dialer that, like the Transport's, reaches only public addresses when
+// the Transport is PublicOnly.
 func (s *Server) dial(ctx context.Context, addr string) (net.Conn, error) {
 	if s.Dial != nil {
 		return s.Dial(ctx, "tcp", addr)
+	}
+	if s.Transport.PublicOnly {
+		return polite.PublicDialer(nil).DialContext(ctx, "tcp", addr)
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", addr)
@@ -153,36 +170,42 @@ func hijack(w http.ResponseWriter, head string) (net.Conn, *bufio.ReadWriter, er
 	return c, buf, nil
 }
 
-// pipe copies between a and b both ways until both are done or either
-// is idle for tunnelIdle.
+// pipe copies between a and b both ways until both are done, or until
+// neither has sent a byte for tunnelIdle.
 func pipe(a, b net.Conn) {
+	var last atomic.Int64 // unix ns of the last byte either way
+	last.Store(time.Now().UnixNano())
 	done := make(chan struct{}, 2)
-	go func() { copyIdle(b, a); done <- struct{}{} }()
-	go func() { copyIdle(a, b); done <- struct{}{} }()
+	go func() { copyIdle(b, a, &last); done <- struct{}{} }()
+	go func() { copyIdle(a, b, &last); done <- struct{}{} }()
 	<-done
 	<-done
 }
 
 // copyIdle copies src to dst, closing dst's write side at src's end (or
-// both when it cannot half-close), and gives up when src sends nothing
-// for tunnelIdle.
-func copyIdle(dst, src net.Conn) {
+// both when it cannot half-close), and gives up once nothing has passed
+// either way for tunnelIdle: a client that only reads a long download
+// keeps its tunnel.
+func copyIdle(dst, src net.Conn, last *atomic.Int64) {
 	buf := make([]byte, 32<<10)
 	for {
-		src.SetReadDeadline(time.Now().Add(tunnelIdle))
+		src.SetReadDeadline(time.Unix(0, last.Load()).Add(tunnelIdle))
 		n, err := src.Read(buf)
 		if n > 0 {
+			last.Store(time.Now().UnixNano())
 			dst.SetWriteDeadline(time.Now().Add(tunnelIdle))
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				break
 			}
 		}
 		if err != nil {
+			if isTimeout(err) && time.Since(time.Unix(0, last.Load())) < tunnelIdle {
+				continue // the other way was busy meanwhile
+			}
 			break
 		}
 	}
-	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
+	if cw, ok := dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
 		return
 	}
 	dst.Close()

@@ -40,7 +40,7 @@
 // 1000), Polite-No-Retry (1) and Polite-Max-Wait (a duration no longer than
 // the Server's MaxWait). Clients that cannot set headers put the same as
 // comma-separated key=value pairs in the proxy user name
-// ("http://priority=bulk,cost=2:x@127.0.0.1:8899"). Polite-* fields are
+// ("http://priority=bulk,max-wait=10s:x@127.0.0.1:8899"). Polite-* fields are
 // never sent upstream. Answers carry Polite-Waited-Ms, how long polite
 // held the request before its first attempt.
 //

@@ -33,17 +33,21 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 	} else {
 		s.stats.Refused.Add(1)
 	}
-	s.answer(w, r, a.status, a.errType, a.detail, a.retryAfter)
+	s.answer(w, r, a)
 }
 
-// verdict is how the proxy answers an error.
+// verdict is how the proxy answers a request itself.
 type verdict struct {
 	status     int
 	errType    string // RFC 9209 error type
 	detail     string
-	retryAfter time.Duration
+	retryAfter time.Duration // > 0: Retry-After
+	received   int           // the origin's last status, when it answered (received-status)
 	held       bool
 }
+
+// errSwitched is an origin's 101 to a request that asked for no upgrade.
+var errSwitched = errors.New("polite proxy: the origin switched protocols unasked")
 
 // classifyError maps err, from the Transport or a tunnel's dial, to the
 // proxy's answer.
@@ -63,16 +67,29 @@ func classifyError(err error, now time.Time) verdict {
 	)
 	switch {
 	case errors.As(err, &held):
-		status := http.StatusTooManyRequests
+		v := verdict{status: http.StatusTooManyRequests, errType: "http_request_denied", held: true,
+			retryAfter: max(held.After, time.Millisecond),
+			detail:     fmt.Sprintf("polite: host %s not ready within the max wait (%s), next in %v", held.Host, held.Reason, held.After.Round(time.Millisecond))}
 		switch held.Reason {
 		case polite.ReasonRetryAfter, polite.ReasonBreaker, polite.ReasonStore, polite.ReasonBlock:
 			// The host (or the fleet's store) is unavailable, not
 			// merely busy with this client's own requests.
-			status = http.StatusServiceUnavailable
+			v.status = http.StatusServiceUnavailable
 		}
-		return verdict{status: status, errType: "http_request_denied", held: true,
-			retryAfter: max(held.After, time.Millisecond),
-			detail:     fmt.Sprintf("polite: host %s not ready within the max wait (%s), next in %v", held.Host, held.Reason, held.After.Round(time.Millisecond))}
+		if held.Status != 0 {
+			// The origin answered, and its retry would not come within
+			// the max wait: its own status where it asked for patience,
+			// else a bad gateway; never a 429 for an origin's 500.
+			v.received = held.Status
+			v.detail = fmt.Sprintf("polite: host %s answered %d; its retry (%s, in %v) would not come within the max wait", held.Host, held.Status, held.Reason, held.After.Round(time.Millisecond))
+			switch held.Status {
+			case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+				v.status = held.Status
+			default:
+				v.status, v.errType = http.StatusBadGateway, "destination_unavailable"
+			}
+		}
+		return v
 	case errors.As(err, &paused):
 		return verdict{status: http.StatusServiceUnavailable, errType: "http_request_denied",
 			retryAfter: max(paused.Until.Sub(now), time.Millisecond),
@@ -93,6 +110,9 @@ func classifyError(err error, now time.Time) verdict {
 	case errors.Is(err, bucket.ErrExceedsBurst):
 		return verdict{status: http.StatusBadRequest, errType: "http_request_error",
 			detail: "polite: Polite-Cost exceeds the host's burst: it could never be admitted"}
+	case errors.Is(err, errSwitched):
+		return verdict{status: http.StatusBadGateway, errType: "http_protocol_error",
+			detail: "polite: the origin answered 101 Switching Protocols to a request that asked for no upgrade; polite proxy relays no switched protocol (open a CONNECT tunnel for WebSockets)"}
 	case errors.Is(err, polite.ErrUnsupportedScheme):
 		return verdict{status: http.StatusBadRequest, errType: "http_request_error", detail: err.Error()}
 	case errors.Is(err, polite.ErrNotPublic):

@@ -20,7 +20,9 @@ type options struct {
 	priority polite.Priority
 	cost     int // 0: not given
 	noRetry  bool
-	maxWait  time.Duration // 0: the Server's
+	maxWait  time.Duration // with maxWaitSet; 0: do not hold
+	// maxWaitSet: the request named its max wait.
+	maxWaitSet bool
 }
 
 // optionNames are the keys options are given under, in the proxy user
@@ -69,7 +71,7 @@ func (o *options) set(key, v, src string) error {
 		if d < 0 {
 			return fmt.Errorf("%s %q: must not be negative", src, v)
 		}
-		o.maxWait = d
+		o.maxWait, o.maxWaitSet = d, true
 	default:
 		return fmt.Errorf("%s: unknown option %q (want one of %s)", src, key, strings.Join(optionNames, ", "))
 	}
@@ -80,8 +82,8 @@ func (o *options) set(key, v, src string) error {
 func (o *options) fromHeader(h http.Header) error {
 	for k, vs := range h {
 		name, ok := strings.CutPrefix(k, "Polite-")
-		if !ok || len(vs) == 0 {
-			continue
+		if !ok || len(vs) == 0 || k == "Polite-Waited-Ms" || k == "Polite-Next-Request-In" {
+			continue // not a Polite-* option; the proxy's own answer fields, echoed back, are ignored
 		}
 		if err := o.set(strings.ToLower(name), vs[len(vs)-1], k); err != nil {
 			return err

@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -36,7 +38,8 @@ type Server struct {
 	Transport *polite.Transport
 
 	// MaxWait is how long a request over its host's budget is held before
-	// it is answered 429 or 503. If zero, DefaultMaxWait.
+	// it is answered 429 or 503. If zero, DefaultMaxWait; if negative, a
+	// request that would wait is answered at once.
 	MaxWait time.Duration
 
 	// Auth, when set, is asked for every request's Proxy-Authorization
@@ -99,10 +102,11 @@ func (s *Server) init() {
 			Transport:      roundTripper{s},
 			ErrorHandler:   s.upstreamError,
 			ModifyResponse: modifyResponse,
-			// A proxy must not sit on what streams (SSE, chunked):
-			// ReverseProxy flushes those at once; the rest each write.
-			FlushInterval: -1,
-			ErrorLog:      nil,
+			// ReverseProxy flushes what streams (SSE, a body of unknown
+			// length) at once by itself; a body of known length goes
+			// through the server's buffer, no flush per write.
+			FlushInterval: 0,
+			ErrorLog:      log.New(io.Discard, "", 0), // its errors reach upstreamError
 		}
 	})
 }
@@ -187,7 +191,6 @@ type exchange struct {
 	opts   options
 	start  time.Time
 	waited atomic.Int64 // ns held before the first attempt; -1 until sent
-	held   *heldError   // set when the proxy gave up waiting
 }
 
 // forward sends r upstream through the Transport and copies the answer
@@ -198,16 +201,80 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, o options) {
 		s.refuse(w, r, http.StatusLoopDetected, "proxy_loop_detected", "polite proxy: the request came through this proxy already (Via)")
 		return
 	}
-	if o.maxWait <= 0 || o.maxWait > s.MaxWait {
-		o.maxWait = s.MaxWait
+	o.maxWait = s.maxWait(o)
+	rc := http.NewResponseController(w)
+	if err := bufferBody(r, rc); err != nil {
+		s.refuse(w, r, http.StatusBadRequest, "http_request_error", "polite proxy: reading the request body: "+err.Error())
+		return
 	}
 	// An answer may start before the request body ends (an upload the
 	// origin answers as it reads): neither side waits for the other.
-	http.NewResponseController(w).EnableFullDuplex()
+	rc.EnableFullDuplex()
 	x := &exchange{opts: o, start: time.Now()}
 	x.waited.Store(-1)
 	ctx := context.WithValue(r.Context(), optsKey{}, x)
-	s.rp.ServeHTTP(w, r.WithContext(ctx))
+	s.rp.ServeHTTP(idleWriter{ResponseWriter: w, rc: rc}, r.WithContext(ctx))
+}
+
+// maxBuffered is the largest request body read whole before its request
+// waits for its host.
+const maxBuffered = 64 << 10
+
+// bodyReadTimeout bounds reading a body that is buffered.
+const bodyReadTimeout = 30 * time.Second
+
+// bufferBody reads r's body when its length is known and small (up to
+// maxBuffered), before the request waits for its host: net/http sees a
+// client hang up only once its body has been read, so a request whose
+// client left is then dropped instead of sent; and a body kept can be
+// sent again, so a PUT is retried like a GET. A larger body, or one of
+// unknown length (chunked: it may be a stream the client writes as it
+// reads the answer), streams, and its request is sent even if its client
+// leaves while it waits.
+func bufferBody(r *http.Request, rc *http.ResponseController) error {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength <= 0 || r.ContentLength > maxBuffered {
+		return nil
+	}
+	rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	defer rc.SetReadDeadline(time.Time{})
+	b := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, b); err != nil {
+		return err
+	}
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return nil
+}
+
+// writeIdle bounds each write of an answer to a client: one that stops
+// reading without closing gives its host's slot back then.
+const writeIdle = 2 * time.Minute
+
+// idleWriter is a ResponseWriter whose every write must go through within
+// writeIdle.
+type idleWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (w idleWriter) Write(p []byte) (int, error) {
+	w.rc.SetWriteDeadline(time.Now().Add(writeIdle))
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController (ReverseProxy's flushes) reach the
+// server's writer.
+func (w idleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// maxWait is how long a request with terms o is held at most: the max
+// wait it named, up to the Server's.
+func (s *Server) maxWait(o options) time.Duration {
+	limit := max(s.MaxWait, 0)
+	if o.maxWaitSet {
+		return min(o.maxWait, limit)
+	}
+	return limit
 }
 
 // rewrite makes the upstream request: the client's, with the target's
@@ -216,6 +283,15 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, o options) {
 func rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.Host = ""
 	stripPolite(pr.Out.Header)
+	// Upgrade is hop-by-hop, and this proxy relays no switched protocol
+	// (a WebSocket holds its host's slot for good): the request goes on
+	// without it, as through any proxy that does not upgrade, and the
+	// client gets the origin's answer to a plain request. WebSockets go
+	// through a CONNECT tunnel.
+	if pr.Out.Header.Get("Upgrade") != "" {
+		pr.Out.Header.Del("Upgrade")
+		pr.Out.Header.Del("Connection")
+	}
 	pr.Out.Header.Add("Via", pr.In.Proto[strings.IndexByte(pr.In.Proto, '/')+1:]+" "+via)
 }
 
@@ -250,32 +326,31 @@ func loops(h http.Header) bool {
 // RFC 9209 error type and detail, and detail as a plain-text body.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, errType, detail string) {
 	s.stats.Refused.Add(1)
-	s.answer(w, r, status, errType, detail, 0)
+	s.answer(w, r, verdict{status: status, errType: errType, detail: detail})
 }
 
-// answer writes the proxy's own answer; retryAfter > 0 (when the host
-// may be asked again) adds Retry-After.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, status int, errType, detail string, retryAfter time.Duration) {
+// answer writes the proxy's own answer v.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, v verdict) {
 	h := w.Header()
-	h.Set("Proxy-Status", proxyStatus(errType, detail))
-	if retryAfter > 0 {
+	h.Set("Proxy-Status", proxyStatus(v.errType, v.detail, v.received))
+	if v.retryAfter > 0 {
 		// Retry-After counts whole seconds, at least one; the exact wait
 		// goes in Polite-Next-Request-In (milliseconds).
-		secs := max(int64((retryAfter+time.Second-1)/time.Second), 1)
+		secs := max(int64((v.retryAfter+time.Second-1)/time.Second), 1)
 		h.Set("Retry-After", strconv.FormatInt(secs, 10))
-		h.Set("Polite-Next-Request-In", strconv.FormatInt(retryAfter.Milliseconds(), 10))
+		h.Set("Polite-Next-Request-In", strconv.FormatInt(v.retryAfter.Milliseconds(), 10))
 	}
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
-	if status == http.StatusBadRequest || status == http.StatusLoopDetected {
+	if v.status == http.StatusBadRequest || v.status == http.StatusLoopDetected {
 		h.Set("Connection", "close")
 	}
-	w.WriteHeader(status)
-	fmt.Fprintln(w, detail)
+	w.WriteHeader(v.status)
+	fmt.Fprintln(w, v.detail)
 	if s.Logger != nil {
 		s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "polite proxy: answered",
-			slog.Int("status", status), slog.String("method", r.Method), slog.String("target", target(r)),
-			slog.String("error", errType), slog.String("detail", detail))
+			slog.Int("status", v.status), slog.String("method", r.Method), slog.String("target", target(r)),
+			slog.String("error", v.errType), slog.String("detail", v.detail))
 	}
 }
 
@@ -290,12 +365,17 @@ func target(r *http.Request) string {
 }
 
 // proxyStatus is a Proxy-Status field value (RFC 9209): this proxy, the
-// error type, and the detail as a structured-field string.
-func proxyStatus(errType, detail string) string {
+// error type, the status the origin last answered (0: none), and the
+// detail as a structured-field string.
+func proxyStatus(errType, detail string, received int) string {
 	var b strings.Builder
 	b.WriteString(via)
 	b.WriteString("; error=")
 	b.WriteString(errType)
+	if received > 0 {
+		b.WriteString("; received-status=")
+		b.WriteString(strconv.Itoa(received))
+	}
 	if detail != "" {
 		b.WriteString(`; details="`)
 		for _, c := range []byte(detail) {
@@ -322,7 +402,7 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	s := rt.s
 	x, _ := req.Context().Value(optsKey{}).(*exchange)
 	if x == nil {
-		x = &exchange{start: time.Now(), opts: options{maxWait: s.MaxWait}}
+		x = &exchange{start: time.Now(), opts: options{maxWait: s.maxWait(options{})}}
 		x.waited.Store(-1)
 	}
 	key, err := s.Transport.KeyOf(req)
@@ -336,9 +416,15 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
 	w := &waiter{x: x, cancel: cancel, deadline: x.start.Add(x.opts.maxWait), key: key}
 	ctx = polite.WithObserver(x.opts.context(ctx), w)
-	w.timer = time.AfterFunc(x.opts.maxWait, w.expire)
+	if x.opts.maxWait > 0 {
+		w.timer = time.AfterFunc(x.opts.maxWait, w.expire)
+	} else {
+		w.expired = true // held not at all: stopped at its first wait
+	}
 	resp, err := s.Transport.RoundTrip(req.WithContext(ctx))
-	w.timer.Stop()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 	if err != nil {
 		cancel(nil)
 		if h := w.heldErr(); h != nil {
@@ -347,10 +433,17 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			if d, why := s.Transport.Ready(key, time.Now()); why != "" && why != polite.ReasonBlock {
 				h.Reason, h.After = why, d
 			}
-			x.held = h
 			return nil, h
 		}
 		return nil, err
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		// Asked for no upgrade (rewrite takes it out), an origin that
+		// switches anyway is not followed: its connection is closed, and
+		// with it the host's slot.
+		resp.Body.Close()
+		cancel(nil)
+		return nil, errSwitched
 	}
 	// The body is read after RoundTrip returns: the context lives until
 	// it is closed.
@@ -369,12 +462,23 @@ type waiter struct {
 	timer    *time.Timer
 
 	mu      sync.Mutex
-	sending bool
+	state   int // waiting, sending or answered
 	expired bool
 	held    *heldError
 	why     polite.Reason // the last wait's reason
 	until   time.Time     // and its end
+	status  int           // the last attempt's status (0: none, or no answer)
 }
+
+// A request's states, as its events tell them: only a waiting one is
+// stopped at its deadline. One answered is between its attempt and what
+// follows (the store hears the outcome; a retry's wait, or the answer
+// going back): its deadline passing then stops it only at its next wait.
+const (
+	waiting = iota
+	sending
+	answered
+)
 
 var _ polite.Observer = (*waiter)(nil)
 
@@ -384,6 +488,7 @@ type heldError struct {
 	Host   string
 	Reason polite.Reason
 	After  time.Duration // when it may be admitted, as far as is known
+	Status int           // the last attempt's status, when one was sent (a retry's wait)
 }
 
 func (e *heldError) Error() string {
@@ -397,13 +502,14 @@ func (w *waiter) Observe(e polite.Event) {
 	defer w.mu.Unlock()
 	switch e.Kind {
 	case polite.EventSend:
-		w.sending = true
+		w.state = sending
 		if e.Attempt == 1 {
 			w.x.waited.Store(int64(e.Time.Sub(w.x.start)))
 		}
 	case polite.EventAttempt:
-		w.sending = false
+		w.state, w.status = answered, e.Status
 	case polite.EventWait:
+		w.state = waiting
 		w.why, w.until = e.Reason, e.Time.Add(e.Delay)
 		// A wait known to outlast the deadline is not sat through.
 		if w.expired || (e.Delay > 0 && w.until.After(w.deadline)) {
@@ -417,7 +523,7 @@ func (w *waiter) expire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.expired = true
-	if !w.sending {
+	if w.state == waiting {
 		w.stop(time.Now())
 	}
 }
@@ -432,7 +538,7 @@ func (w *waiter) stop(now time.Time) {
 	if why == "" {
 		why = polite.ReasonSlot
 	}
-	w.held = &heldError{Host: w.key, Reason: why, After: max(after, 0)}
+	w.held = &heldError{Host: w.key, Reason: why, After: max(after, 0), Status: w.status}
 	w.cancel(w.held)
 }
 

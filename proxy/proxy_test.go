@@ -439,8 +439,8 @@ func TestUpstreamErrors(t *testing.T) {
 }
 
 func TestProxyStatusEscapes(t *testing.T) {
-	got := proxyStatus("http_request_denied", "a \"quoted\" \\ thing\nwith é")
-	want := `polite; error=http_request_denied; details="a \"quoted\" \\ thing?with ??"`
+	got := proxyStatus("http_request_denied", "a \"quoted\" \\ thing\nwith é", 503)
+	want := `polite; error=http_request_denied; received-status=503; details="a \"quoted\" \\ thing?with ??"`
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
@@ -477,4 +477,209 @@ func (r *recorder) Write(p []byte) (int, error) {
 }
 func (r *recorder) result() *http.Response {
 	return &http.Response{StatusCode: r.status, Header: r.h}
+}
+
+// An origin that switches protocols is not followed: the client gets 502
+// http_protocol_error, and the host's slot comes back (a kept 101 body
+// held it for good). The Upgrade a client asks for is not passed on.
+func TestUpgradeNotRelayed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		var upgrades atomic.Int32
+		n.serve(t, "origin.test:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Upgrade") != "" {
+				upgrades.Add(1)
+			}
+			if r.URL.Path == "/switch" {
+				w.Header().Set("Connection", "Upgrade")
+				w.Header().Set("Upgrade", "websocket")
+				w.WriteHeader(http.StatusSwitchingProtocols)
+				return
+			}
+			fmt.Fprint(w, "plain")
+		}))
+		setup(t, n, fast(polite.Limits{Concurrency: 1}), func(s *Server) { s.MaxWait = time.Second })
+		c := n.client(proxyAddr)
+		defer c.CloseIdleConnections()
+		r := get(t, c, "http://origin.test/switch", "Polite-No-Retry", "1")
+		body(t, r)
+		if r.StatusCode != http.StatusBadGateway || !strings.Contains(r.Header.Get("Proxy-Status"), "http_protocol_error") {
+			t.Errorf("an unasked 101: %d %q, want 502 http_protocol_error", r.StatusCode, r.Header.Get("Proxy-Status"))
+		}
+		r = get(t, c, "http://origin.test/ws", "Connection", "Upgrade", "Upgrade", "websocket")
+		if b := body(t, r); r.StatusCode != 200 || b != "plain" {
+			t.Errorf("after the 101, with the host's one slot: %d %q, want 200 plain", r.StatusCode, b)
+		}
+		if upgrades.Load() != 0 {
+			t.Errorf("the origin was asked to upgrade %d times", upgrades.Load())
+		}
+	})
+}
+
+// The max wait's deadline passing after the origin answered (while the
+// Transport still hears the outcome) does not cut the answer off.
+func TestDeadlineAfterAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		n.serve(t, "origin.test:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(200 * time.Millisecond)
+			fmt.Fprint(w, "late but whole")
+		}))
+		tr := fast(polite.Limits{})
+		// Something slow between the attempt's answer and the end of
+		// RoundTrip (a fleet store's report, say).
+		tr.Observer = polite.ObserverFunc(func(e polite.Event) {
+			if e.Kind == polite.EventDone {
+				time.Sleep(150 * time.Millisecond)
+			}
+		})
+		setup(t, n, tr, func(s *Server) { s.MaxWait = 300 * time.Millisecond })
+		c := n.client(proxyAddr)
+		defer c.CloseIdleConnections()
+		r := get(t, c, "http://origin.test/")
+		if b := body(t, r); r.StatusCode != 200 || b != "late but whole" {
+			t.Errorf("got %d %q, want the whole answer", r.StatusCode, b)
+		}
+	})
+}
+
+// An origin's 503 whose Retry-After outlasts the max wait is answered
+// 503 at once, saying what the origin answered (received-status), never
+// as the proxy's own rate limit.
+func TestHeldAfterAnAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		n.serve(t, "origin.test:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "5")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}))
+		setup(t, n, fast(polite.Limits{}), func(s *Server) { s.MaxWait = 2 * time.Second })
+		c := n.client(proxyAddr)
+		defer c.CloseIdleConnections()
+		at := time.Now()
+		r := get(t, c, "http://origin.test/")
+		body(t, r)
+		ps := r.Header.Get("Proxy-Status")
+		if r.StatusCode != http.StatusServiceUnavailable || time.Since(at) != 0 || !strings.Contains(ps, "received-status=503") || r.Header.Get("Retry-After") != "5" {
+			t.Errorf("got %d after %v (%q, Retry-After %q), want 503 at once with received-status=503, Retry-After 5", r.StatusCode, time.Since(at), ps, r.Header.Get("Retry-After"))
+		}
+	})
+}
+
+// A request whose client left while it waited is not sent, body or not:
+// a small body is read before the wait, so the hang-up is seen.
+func TestClientGoneWithBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		var mu sync.Mutex
+		var seen []string
+		n.serve(t, "origin.test:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			seen = append(seen, r.Method+" "+r.URL.Path+" "+string(b))
+			mu.Unlock()
+		}))
+		setup(t, n, fast(polite.Limits{Rate: 1, Burst: 1}), nil)
+		c := n.client(proxyAddr)
+		defer c.CloseIdleConnections()
+		body(t, get(t, c, "http://origin.test/first"))
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://origin.test/gone", strings.NewReader("hello"))
+		done := make(chan error)
+		go func() {
+			_, err := c.Do(req)
+			done <- err
+		}()
+		time.Sleep(300 * time.Millisecond)
+		cancel()
+		<-done
+		time.Sleep(2 * time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) != 1 {
+			t.Errorf("origin saw %q, want only the first request", seen)
+		}
+	})
+}
+
+// A buffered body can be sent again: a PUT is retried like a GET.
+func TestBufferedBodyRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		var hits atomic.Int32
+		n.serve(t, "origin.test:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			if hits.Add(1) == 1 {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintf(w, "stored %s", b)
+		}))
+		setup(t, n, fast(polite.Limits{}), nil)
+		c := n.client(proxyAddr)
+		defer c.CloseIdleConnections()
+		req, _ := http.NewRequest(http.MethodPut, "http://origin.test/doc", strings.NewReader("the body"))
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := body(t, resp); resp.StatusCode != 200 || b != "stored the body" || hits.Load() != 2 {
+			t.Errorf("got %d %q after %d attempts, want the retry's 200 with the body", resp.StatusCode, b, hits.Load())
+		}
+	})
+}
+
+// Polite-Max-Wait: 0 holds nothing: a request its host cannot take now is
+// answered at once, one it can is sent. The proxy's own answer fields,
+// echoed back by a client, are no options.
+func TestMaxWaitZero(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		n.serve(t, "origin.test:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		setup(t, n, fast(polite.Limits{Rate: 1, Burst: 1}), nil)
+		c := n.client(proxyAddr)
+		defer c.CloseIdleConnections()
+		r := get(t, c, "http://origin.test/1", "Polite-Max-Wait", "0", "Polite-Waited-Ms", "12")
+		body(t, r)
+		if r.StatusCode != 200 {
+			t.Errorf("a ready host with max wait 0: %d, want 200", r.StatusCode)
+		}
+		at := time.Now()
+		r = get(t, c, "http://origin.test/2", "Polite-Max-Wait", "0")
+		body(t, r)
+		if r.StatusCode != http.StatusTooManyRequests || time.Since(at) != 0 {
+			t.Errorf("a host out of tokens with max wait 0: %d after %v, want 429 at once", r.StatusCode, time.Since(at))
+		}
+	})
+}
+
+// A client that stops reading an answer without closing gives its host's
+// slot back once a write has waited writeIdle.
+func TestStalledReaderGivesBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		big := strings.Repeat("x", 4<<20)
+		n.serve(t, "origin.test:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// A known length: a streamed body's flushes take a lock in
+			// ReverseProxy that stops synctest's clock while a write is
+			// stuck.
+			w.Header().Set("Content-Length", strconv.Itoa(len(big)))
+			fmt.Fprint(w, big)
+		}))
+		setup(t, n, fast(polite.Limits{Concurrency: 1}), func(s *Server) { s.MaxWait = 2 * writeIdle })
+		stalled := n.client(proxyAddr)
+		defer stalled.CloseIdleConnections()
+		r := get(t, stalled, "http://origin.test/big")
+		io.ReadFull(r.Body, make([]byte, 1024)) // then reads no more
+		c := n.client(proxyAddr)
+		defer c.CloseIdleConnections()
+		at := time.Now()
+		r2 := get(t, c, "http://origin.test/next")
+		body(t, r2)
+		if r2.StatusCode != 200 || time.Since(at) > writeIdle+time.Second {
+			t.Errorf("next request: %d after %v, want 200 once the stalled write gave up (%v)", r2.StatusCode, time.Since(at), writeIdle)
+		}
+		r.Body.Close()
+	})
 }

@@ -16,7 +16,8 @@ var (
 	flagPolite    = flag.String("polite", "", "with -live: the built CLI (empty: only the rows without polite proxy)")
 	flagScenarios = flag.String("scenarios", "", "with -live: comma-separated, from "+strings.Join(Scenarios, ",")+" (default: all)")
 	flagDir       = flag.String("dir", "", "with -live: keep every run's files here (default: a temporary directory, removed)")
-	flagURLs      = flag.Int("urls", 600, "with -live: the Scrapy list's length (about 30 s at 20 r/s)")
+	flagURLs      = flag.Int("urls", 1500, "with -live: scenario 1's Scrapy list length (75 s at 20 r/s, as make politeness-live's nginx-nodelay)")
+	flagRuns      = flag.Int("runs", 3, "with -live: runs of each Scrapy row through polite proxy (the median judged, the worst shown)")
 	flagClient    = flag.Int("client-urls", 200, "with -live: each client's list length")
 	flagLoad      = flag.Int("load-count", 20000, "with -live: requests per path in the overhead run")
 )
@@ -56,7 +57,7 @@ func TestLive(t *testing.T) {
 	}
 	h := &Harness{
 		Polite: polite, Dir: dir, Testdat: testdata, Logf: t.Logf,
-		ScrapyURLs: *flagURLs, ClientURLs: *flagClient, LoadCount: *flagLoad,
+		ScrapyURLs: *flagURLs, Runs: *flagRuns, ClientURLs: *flagClient, LoadCount: *flagLoad,
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 38*time.Minute)
 	defer cancel()

@@ -1,6 +1,7 @@
 package proxylive
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,8 +22,13 @@ type Harness struct {
 	Dir     string // every run's files: logs, lists, configs
 	Testdat string // this package's testdata (client scripts)
 	Logf    func(format string, args ...any)
-	// ScrapyURLs is scenario 1's list length (about 30 s at 20 r/s).
+	// ScrapyURLs is scenario 1's list length: 1,500 (75 s at 20 r/s),
+	// as make politeness-live's nginx-nodelay, so the figures compare.
+	// Scenario 2 fetches 300 (30 s at 10 r/s), as its nginx-delay.
 	ScrapyURLs int
+	// Runs is how many times the Scrapy rows through polite proxy run;
+	// the median run is judged, the worst reported.
+	Runs int
 	// ClientURLs is each client's list length in scenarios 3 and 4.
 	ClientURLs int
 	// LoadCount is each path's request count in the overhead run.
@@ -38,7 +44,7 @@ func (h *Harness) Run(ctx context.Context, name string) []Row {
 	case "scrapy":
 		return h.scrapy(ctx, "1 nodelay", Site{Rate: 20, Burst: 5, NoDelay: true, Status: 429}, h.ScrapyURLs)
 	case "delay":
-		return h.scrapy(ctx, "2 delay queue", Site{Rate: 10, Burst: 20, Status: 503}, h.ScrapyURLs/2)
+		return h.scrapy(ctx, "2 delay queue", Site{Rate: 10, Burst: 20, Status: 503}, 300)
 	case "clients":
 		return h.clients(ctx)
 	case "connect":
@@ -74,33 +80,72 @@ func (h *Harness) scrapy(ctx context.Context, scenario string, site Site, urls i
 			out = append(out, row)
 			continue
 		}
-		dir := filepath.Join(h.Dir, strings.Fields(scenario)[0]+"-"+r.sub)
-		fig, ok, secs, err := h.scrapyRun(ctx, dir, site, urls, r.proxied, r.at)
 		// Capacity over the span: rate × span, plus the burst nodelay lets
 		// through at once (a delay queue's burst only queues).
 		burst := 0
 		if site.NoDelay {
 			burst = site.Burst
 		}
-		capacity := fig.CapacityShare(site.Rate, burst)
-		row.Measured = fmt.Sprintf("%d/%d ok at client in %.0f s; nginx: %d requests, %d×200, %d refused (%.1f %%), %.1f ok/s over %.1f s = %.0f %% of capacity (%d r/s × span + %d), p95 %s",
-			ok, urls, secs, fig.Requests, fig.OK, fig.Refused, 100*fig.RefusedShare(), fig.Goodput(), fig.Span.Seconds(), 100*capacity, site.Rate, burst, ms(fig.P95))
-		if err != nil {
-			row.Err = err.Error()
+		runs := 1
+		if r.proxied {
+			runs = max(h.Runs, 1)
+		}
+		var all []scrapyResult
+		for i := range runs {
+			dir := filepath.Join(h.Dir, strings.Fields(scenario)[0]+"-"+r.sub)
+			if runs > 1 {
+				dir += fmt.Sprintf("-%d", i+1)
+			}
+			var res scrapyResult
+			res.fig, res.ok, res.secs, res.err = h.scrapyRun(ctx, dir, site, urls, r.proxied, r.at)
+			res.capacity = res.fig.CapacityShare(site.Rate, burst)
+			res.pass = res.err == nil && res.ok == urls && res.capacity >= 0.95 && res.fig.RefusedShare() <= 0.01
+			res.key = res.fig.RefusedShare()
+			if !site.NoDelay {
+				res.pass = res.err == nil && res.ok == urls && res.fig.P95 <= 100*time.Millisecond && res.fig.Goodput() >= 8 && res.fig.Refused == 0
+				res.key = res.fig.P95.Seconds()
+			}
+			h.Logf("%s / %s run %d: %s", scenario, r.name, i+1, res.line(urls, site.Rate, burst))
+			all = append(all, res)
+		}
+		// The median run by the goal's own figure; the worst beside it.
+		slices.SortStableFunc(all, func(a, b scrapyResult) int { return cmp.Compare(a.key, b.key) })
+		med, worst := all[len(all)/2], all[len(all)-1]
+		row.Measured = med.line(urls, site.Rate, burst)
+		if runs > 1 {
+			row.Measured = fmt.Sprintf("median of %d runs: %s; worst run: %.1f %% refused, %.0f %% of capacity, p95 %s",
+				runs, row.Measured, 100*worst.fig.RefusedShare(), 100*worst.capacity, ms(worst.fig.P95))
+		}
+		if med.err != nil {
+			row.Err = med.err.Error()
 		}
 		if r.proxied {
-			if site.NoDelay {
-				row.Goal = "≥ 95 % of capacity, ≤ 1 % refused, every URL 200"
-				row.Pass = capacity >= 0.95 && fig.RefusedShare() <= 0.01 && ok == urls
-			} else {
+			row.Goal = "≥ 95 % of capacity, ≤ 1 % refused, every URL 200"
+			if !site.NoDelay {
 				row.Goal = "p95 ≤ 100 ms at ≥ 8 ok/s, no 503, every URL 200"
-				row.Pass = fig.P95 <= 100*time.Millisecond && fig.Goodput() >= 8 && fig.Refused == 0 && ok == urls
 			}
+			row.Pass = med.pass
 		}
-		h.Logf("%s / %s: %s %s", scenario, r.name, row.Measured, row.Err)
 		out = append(out, row)
 	}
 	return out
+}
+
+// scrapyResult is one Scrapy run's figures.
+type scrapyResult struct {
+	fig      SiteFigures
+	ok       int
+	secs     float64
+	err      error
+	capacity float64
+	pass     bool
+	key      float64 // the goal's figure, to order runs by
+}
+
+func (r scrapyResult) line(urls, rate, burst int) string {
+	f := r.fig
+	return fmt.Sprintf("%d/%d ok at client in %.0f s; nginx: %d requests, %d×200, %d refused (%.1f %%), %.1f ok/s over %.1f s = %.0f %% of capacity (%d r/s × span + %d), p95 %s",
+		r.ok, urls, r.secs, f.Requests, f.OK, f.Refused, 100*f.RefusedShare(), f.Goodput(), f.Span.Seconds(), 100*r.capacity, rate, burst, ms(f.P95))
 }
 
 // scrapyRun is one Scrapy crawl of urls paths against a fresh nginx:

@@ -98,6 +98,16 @@ func parseConfig(name string, src []byte) (*config, error) {
 	return &c, nil
 }
 
+// anyRetries reports whether a rule sets retries.
+func (c *config) anyRetries() bool {
+	for _, r := range c.Rules {
+		if r.Retries != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func validGlob(p string) bool {
 	_, err := path.Match(p, "")
 	return err == nil

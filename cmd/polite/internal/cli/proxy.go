@@ -63,7 +63,7 @@ verifies the origin's certificate itself, and paces every request.
 
 Per request, a client may send Polite-Priority (interactive, normal,
 bulk), Polite-Cost (tokens), Polite-No-Retry (1) and Polite-Max-Wait; or
-put them in the proxy user name: http://priority=bulk,cost=2:x@HOST:PORT.
+put them in the proxy user name: http://priority=bulk,max-wait=10s:x@HOST:PORT.
 They are never sent upstream.
 
 The proxy serves loopback clients only. Listening on another address needs
@@ -97,7 +97,7 @@ func newProxyCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:8899", "`ADDR` to listen on (loopback unless --proxy-auth; port 0 picks one, printed at start)")
 	addPolicyFlags(f, &o.fetchOptions, &rate, &key)
-	f.DurationVar(&o.MaxWait, "max-wait", proxy.DefaultMaxWait, "longest a request over its host's budget is held before it is answered 429 or 503 with Retry-After (a request's Polite-Max-Wait may ask for less)")
+	f.DurationVar(&o.MaxWait, "max-wait", proxy.DefaultMaxWait, "longest a request over its host's budget is held before it is answered 429 or 503 with Retry-After (a request's Polite-Max-Wait may ask for less); 0 holds none")
 	f.IntVar(&o.Workers, "workers", 256, "upstream requests in flight over all hosts")
 	f.IntVar(&o.Retries, "retries", crawl.DefaultRetries, "retries of an idempotent request inside the proxy (429/503, 408/504, 5xx, no response) before its last answer goes to the client")
 	f.DurationVar(&o.MaxDelay, "max-delay", 30*time.Second, "cap of every wait polite chooses itself: backoff between retries, breaker open delay")
@@ -111,7 +111,7 @@ func newProxyCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.DurationVar(&o.OutageLocalFor, "outage-local-for", 5*time.Minute, "how long --outage local lasts before it turns closed")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR`'s /metrics")
 	f.StringVar(&o.Audit, "audit", "", "append polite's decisions (attempts, waits, pauses, rate changes) to `FILE` as JSON lines")
-	f.StringVar(&o.ProxyAuth, "proxy-auth", "", "`ACCOUNT:PASSWORD` every client must send (Proxy-Authorization: Basic); needed to listen beyond loopback")
+	f.StringVar(&o.ProxyAuth, "proxy-auth", "", "`ACCOUNT:PASSWORD` every client must send (Proxy-Authorization: Basic); needed to listen beyond loopback (or set POLITE_PROXY_AUTH, which ps does not show)")
 	f.StringArrayVar(&o.Intercept, "intercept", nil, "end TLS for CONNECT hosts matching `PATTERN` (a glob such as '*.example.com'; repeatable) with polite's CA, so their requests are paced one by one")
 	f.StringVar(&o.CADir, "ca-dir", defaultCADir(), "`DIR` of the CA --intercept signs with (polite proxy ca init makes it)")
 	f.StringArrayVar(&o.UpstreamCA, "upstream-ca", nil, "PEM `FILE` of CA certificates trusted for origins, beside the system's (repeatable)")
@@ -150,6 +150,10 @@ func (o *proxyOptions) parseProxy(rate, key string) error {
 	}
 	if o.TunnelCap == 0 {
 		o.TunnelCap = o.Concurrency
+	}
+	if o.ProxyAuth == "" {
+		// From the environment, the credentials stay out of ps.
+		o.ProxyAuth = os.Getenv("POLITE_PROXY_AUTH")
 	}
 	if o.ProxyAuth != "" {
 		a, p, ok := strings.Cut(o.ProxyAuth, ":")
@@ -206,6 +210,9 @@ func intercepts(pats []string) func(string) bool {
 // too, and bounding each attempt's wait for a response header.
 func (o *proxyOptions) proxyBase() (*http.Transport, error) {
 	b := crawl.NewBase(o.Workers)
+	// The proxy is the proxy: an http_proxy in its own environment (one
+	// pointing at itself, say) must not send its requests elsewhere.
+	b.Proxy = nil
 	if !o.AllowPrivate {
 		publicOnly(b, &loopbackPorts{}, o.Connect.allows)
 	}
@@ -252,9 +259,22 @@ func runProxy(ctx context.Context, e *env, o *proxyOptions) error {
 	}
 	o.base = base
 	tr := o.transport(nil)
+	// polite fetch retries through its job; the proxy through the
+	// Transport itself.
+	tr.Retries = o.Retries
+	if o.Retries == 0 {
+		tr.Retries = -1
+	}
+	if o.Rules != nil && o.Rules.anyRetries() {
+		fmt.Fprintf(e.stderr, "polite proxy: --config %s: a rule's retries applies to polite fetch only; the proxy retries --retries (%d) times\n", o.Config, o.Retries)
+	}
+	maxWait := o.MaxWait
+	if maxWait == 0 {
+		maxWait = -1 // --max-wait 0: hold nothing
+	}
 	s := &proxy.Server{
 		Transport: tr,
-		MaxWait:   o.MaxWait,
+		MaxWait:   maxWait,
 		Dial:      base.DialContext,
 		TunnelCap: o.TunnelCap,
 		Intercept: intercepts(o.Intercept),
