@@ -1246,3 +1246,66 @@ func TestHostileOriginNeverAnswers(t *testing.T) {
 		}
 	})
 }
+
+// OPTIONS * is answered by net/http itself (200, no body) and never goes
+// upstream; an absolute-form OPTIONS goes to its origin.
+func TestHostileAsteriskForm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		ol := recordingOrigin(t, n, "origin.test:80")
+		setup(t, n, fast(polite.Limits{}), nil)
+		rs, _ := rawExchange(t, n, "OPTIONS * HTTP/1.1\r\nHost: origin.test\r\n\r\nOPTIONS http://origin.test HTTP/1.1\r\nHost: origin.test\r\n\r\n")
+		if fmt.Sprint(statuses(rs)) != "[200 200]" {
+			t.Errorf("answers %v, want [200 200]", statuses(rs))
+		}
+		if got := ol.targets(); fmt.Sprint(got) != "[OPTIONS /]" {
+			t.Errorf("origin saw %q, want only the absolute-form OPTIONS", got)
+		}
+	})
+}
+
+// A fragment is no part of a request target (RFC 9112 §3.2): a '#' in one
+// is refused, not sent on as part of the path.
+func TestHostileFragmentInTarget(t *testing.T) {
+	defect(t, "(low): GET http://origin.test/a#frag is forwarded as GET /a%23frag: the origin sees a path the client never named. Want: 400 (or the fragment dropped)")
+	synctest.Test(t, func(t *testing.T) {
+		n := newMemNet()
+		ol := recordingOrigin(t, n, "origin.test:80")
+		setup(t, n, fast(polite.Limits{}), nil)
+		rs, _ := rawExchange(t, n, "GET http://origin.test/a#frag HTTP/1.1\r\nHost: origin.test\r\n\r\n")
+		for _, r := range ol.all() {
+			if strings.Contains(r.target, "frag") {
+				t.Errorf("origin saw %q", r.target)
+			}
+		}
+		if len(rs) != 1 || (rs[0].status != 400 && len(ol.all()) != 1) {
+			t.Errorf("answers %v", statuses(rs))
+		}
+	})
+}
+
+// One host is one budget however its port is spelled: "origin.test",
+// "origin.test:80" and "origin.test:080" (which dials port 80) share a
+// key, for plain requests and for tunnels alike.
+func TestHostilePortSpellingsShareKey(t *testing.T) {
+	defect(t, "(low-medium, in polite's KeyOf): a port with leading zeros is its own host key: \"origin.test:080\", \"origin.test:0080\" and \"origin.test:00080\" each get a bucket, slots and breaker apart from \"origin.test\", though they dial the same port; so does CONNECT origin.test:0443 (its own tunnel cap too). Reproduced with the CLI at --rate 1 --burst 1: GET http://127.0.0.1:4817/ and GET http://127.0.0.1:04817/ both reached the origin within 0.3 s. Want: the port normalised (or a leading zero refused 400)")
+	tr := fast(polite.Limits{})
+	key := func(u string) string {
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		k, err := tr.KeyOf(req)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return k
+	}
+	want := key("http://origin.test/")
+	for _, u := range []string{"http://origin.test:80/", "http://origin.test:080/", "http://origin.test:0080/", "http://origin.test:00080/"} {
+		if k := key(u); k != want {
+			t.Errorf("%s: key %q, want %q", u, k, want)
+		}
+	}
+	want = key("https://origin.test/")
+	if k := key("https://origin.test:0443/"); k != want {
+		t.Errorf("https://origin.test:0443/: key %q, want %q", k, want)
+	}
+}
