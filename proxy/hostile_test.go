@@ -502,14 +502,17 @@ func TestHostileUnaskedUpgradeFreesSlot(t *testing.T) {
 	})
 }
 
-// Targets whose port or address can never be reached are the client's
-// error: 400 at once, not 502 proxy_internal_error, nor retried.
-func TestHostileBadPortIs400(t *testing.T) {
-	defect(t, "(low): GET http://host:99999/ and http://[fe80::1%25eth0]/ are answered 502 proxy_internal_error (\"polite: polite: host ...: bad port\", \"zoned addresses are not keyed\"), and http://host:0/ is dialed and retried until the breaker opens (8.5 s, then 503). Want: 400 http_request_error at once, nothing dialed")
+// Targets whose host or port can never be reached are the client's error:
+// 400 at once, not 502 proxy_internal_error, nor dialed and retried.
+func TestHostileBadTargetIs400(t *testing.T) {
+	defect(t, "(low): targets polite cannot key are answered 502 error=proxy_internal_error with \"polite: polite: ...\": http://host:99999/ (bad port), http://[fe80::1%25eth0]/ (zoned addresses are not keyed), http://:80/ (URL has no host), http://a..b/ (empty label), http://xn--/ (bad length), a 64-byte label; and http://host:0/ is dialed and retried until the breaker opens (8.5 s with the CLI, then 503 destination_unavailable). Want: 400 http_request_error at once, nothing dialed")
 	synctest.Test(t, func(t *testing.T) {
 		n := newMemNet()
 		setup(t, n, fast(polite.Limits{}), nil)
-		for _, target := range []string{"http://origin.test:99999/", "http://origin.test:0/", "http://[fe80::1%25eth0]/"} {
+		for _, target := range []string{
+			"http://origin.test:99999/", "http://origin.test:0/", "http://[fe80::1%25eth0]/",
+			"http://:80/", "http://a..b/", "http://xn--/", "http://" + strings.Repeat("a", 64) + ".test/",
+		} {
 			at := time.Now()
 			rs, _ := rawExchange(t, n, "GET "+target+" HTTP/1.1\r\nHost: x\r\n\r\n")
 			if len(rs) == 0 || rs[0].status != http.StatusBadRequest || rs[0].at != at ||
