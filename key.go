@@ -73,6 +73,11 @@ func HostKey(scheme, hostport string) (string, error) {
 	if host == "" {
 		return "", fmt.Errorf("%w: %q", ErrNoHost, hostport)
 	}
+	// "080" dials port 80: one host, one key (found through polite
+	// proxy, issue 32, where each spelling had its own budget).
+	for len(port) > 1 && port[0] == '0' {
+		port = port[1:]
+	}
 	if isDefaultPort(scheme, port) {
 		port = ""
 	} else if !validPort(port) {
@@ -138,7 +143,7 @@ func validPort(p string) bool {
 		}
 		n = n*10 + int(p[i]-'0')
 	}
-	return n <= 65535
+	return n >= 1 && n <= 65535 // port 0 is no destination
 }
 
 // canonicalName reports whether host is already a canonical DNS name: only

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,6 +29,20 @@ func (s *Server) upstreamError(w http.ResponseWriter, r *http.Request, err error
 		return
 	}
 	a := classifyError(err, time.Now())
+	if x, ok := r.Context().Value(optsKey{}).(*exchange); ok {
+		if berr := x.body.failed(); berr != nil {
+			// The client's body broke off (bad chunked framing, a
+			// stall): its error, and what follows it on the connection
+			// is no request.
+			a = verdict{status: http.StatusBadRequest, errType: "http_request_error",
+				detail: "polite proxy: reading the request body: " + berr.Error()}
+		}
+		if x.body != nil {
+			// A body not read to its end may still be read by the
+			// upstream side: the connection ends with this answer.
+			w.Header().Set("Connection", "close")
+		}
+	}
 	if a.held {
 		s.stats.Held.Add(1)
 	} else {
@@ -101,6 +116,9 @@ func classifyError(err error, now time.Time) verdict {
 		return verdict{status: http.StatusServiceUnavailable, errType: "destination_unavailable",
 			retryAfter: max(open.Until.Sub(now), time.Millisecond),
 			detail:     "polite: the host's circuit breaker is open after repeated failures"}
+	case errors.Is(err, polite.ErrNotPublic):
+		return verdict{status: http.StatusForbidden, errType: "destination_ip_prohibited",
+			detail: "polite: the destination's address is not public (run the proxy with --allow-private to reach it)"}
 	case errors.Is(err, polite.ErrRobotsUnreachable):
 		return verdict{status: http.StatusServiceUnavailable, errType: "http_request_denied", retryAfter: time.Minute,
 			detail: "polite: the host's robots.txt could not be fetched; its URLs are disallowed until it can be (RFC 9309)"}
@@ -115,9 +133,6 @@ func classifyError(err error, now time.Time) verdict {
 			detail: "polite: the origin answered 101 Switching Protocols to a request that asked for no upgrade; polite proxy relays no switched protocol (open a CONNECT tunnel for WebSockets)"}
 	case errors.Is(err, polite.ErrUnsupportedScheme):
 		return verdict{status: http.StatusBadRequest, errType: "http_request_error", detail: err.Error()}
-	case errors.Is(err, polite.ErrNotPublic):
-		return verdict{status: http.StatusForbidden, errType: "destination_ip_prohibited",
-			detail: "polite: the destination's address is not public (run the proxy with --allow-private to reach it)"}
 	case errors.As(err, &dnsErr):
 		if dnsErr.IsNotFound {
 			return verdict{status: http.StatusBadGateway, errType: "dns_error", detail: fmt.Sprintf("polite: no such host %q", dnsErr.Name)}
@@ -140,7 +155,11 @@ func classifyError(err error, now time.Time) verdict {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), isTimeout(err):
 		return verdict{status: http.StatusGatewayTimeout, errType: "http_response_timeout", detail: "polite: the origin did not answer in time"}
 	}
-	return verdict{status: http.StatusBadGateway, errType: "proxy_internal_error", detail: "polite: " + err.Error()}
+	msg := strings.TrimPrefix(err.Error(), "polite: ")
+	if strings.Contains(msg, "malformed HTTP") || strings.Contains(msg, "transport connection broken") {
+		return verdict{status: http.StatusBadGateway, errType: "http_protocol_error", detail: "polite: the origin's answer is not HTTP: " + msg}
+	}
+	return verdict{status: http.StatusBadGateway, errType: "proxy_internal_error", detail: "polite: " + msg}
 }
 
 func isTimeout(err error) bool {

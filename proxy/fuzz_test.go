@@ -191,7 +191,7 @@ func FuzzProxyStatus(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, i uint8, detail string) {
 		errType := errTypes[int(i)%len(errTypes)]
-		v := proxyStatus(errType, detail)
+		v := proxyStatus(errType, detail, int(i)%3*250) // 0, 250 or 500: with and without received-status
 		params, err := parseSFItem(v)
 		if err != nil {
 			t.Fatalf("%q: not an RFC 8941 item: %v", v, err)
@@ -248,6 +248,8 @@ func parseSFItem(s string) (map[string]string, error) {
 			switch {
 			case p.i < len(p.s) && p.s[p.i] == '"':
 				val, err = p.str()
+			case p.i < len(p.s) && (p.s[p.i] == '-' || p.s[p.i] >= '0' && p.s[p.i] <= '9'):
+				val, err = p.integer()
 			default:
 				val, err = p.token()
 			}
@@ -281,6 +283,22 @@ type sfError struct {
 }
 
 func (e *sfError) Error() string { return fmt.Sprintf("at %d: %s", e.at, e.msg) }
+
+// integer reads an sf-integer: an optional minus and 1 to 15 digits.
+func (p *sfParser) integer() (string, error) {
+	start := p.i
+	if p.i < len(p.s) && p.s[p.i] == '-' {
+		p.i++
+	}
+	digits := p.i
+	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+		p.i++
+	}
+	if n := p.i - digits; n < 1 || n > 15 {
+		return "", p.errf("want an integer of 1 to 15 digits")
+	}
+	return p.s[start:p.i], nil
+}
 
 // token reads an sf-token: (ALPHA / "*") *(tchar / ":" / "/").
 func (p *sfParser) token() (string, error) {

@@ -15,6 +15,10 @@ import (
 // maxCost is the largest Polite-Cost taken.
 const maxCost = 1000
 
+// maxWaitSeconds is the largest Polite-Max-Wait taken in whole seconds (a
+// year; the Server's max wait cuts it anyway).
+const maxWaitSeconds = 365 * 24 * 3600
+
 // options are a request's Polite-* terms.
 type options struct {
 	priority polite.Priority
@@ -66,6 +70,9 @@ func (o *options) set(key, v, src string) error {
 			if nerr != nil {
 				return fmt.Errorf("%s %q: want a duration such as 10s or 500ms", src, v)
 			}
+			if n > maxWaitSeconds {
+				return fmt.Errorf("%s %q: too long (at most %d seconds)", src, v, maxWaitSeconds)
+			}
 			d = time.Duration(n) * time.Second
 		}
 		if d < 0 {
@@ -109,15 +116,23 @@ func credentials(h http.Header) (user, pass string, ok bool, err error) {
 	if v == "" {
 		return "", "", false, nil
 	}
-	scheme, enc, _ := strings.Cut(v, " ")
+	scheme, enc, found := strings.Cut(v, " ")
+	if !found {
+		// No scheme: the value may be the credentials themselves, and
+		// is never repeated.
+		return "", "", false, fmt.Errorf("Proxy-Authorization: want \"Basic\", a space and the credentials")
+	}
 	if !strings.EqualFold(scheme, "Basic") {
+		if len(scheme) > 16 || strings.ContainsFunc(scheme, func(c rune) bool { return !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-') }) {
+			return "", "", false, fmt.Errorf("Proxy-Authorization: scheme not supported (want Basic)")
+		}
 		return "", "", false, fmt.Errorf("Proxy-Authorization: scheme %q not supported (want Basic)", scheme)
 	}
 	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
 	if err != nil {
 		return "", "", false, fmt.Errorf("Proxy-Authorization: not base64: %v", err)
 	}
-	user, pass, found := strings.Cut(string(b), ":")
+	user, pass, found = strings.Cut(string(b), ":")
 	if !found {
 		return "", "", false, fmt.Errorf("Proxy-Authorization: no colon between user name and password")
 	}

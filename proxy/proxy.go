@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -123,7 +124,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodConnect {
+		// Authority form only (RFC 9110 §9.3.6): net/http would drop a
+		// path or user info and tunnel anyway.
+		if strings.ContainsAny(r.RequestURI, "/@?#") {
+			s.refuse(w, r, http.StatusBadRequest, "http_request_error",
+				"polite proxy: CONNECT wants HOST:PORT alone, not "+strconv.Quote(target(r)))
+			return
+		}
 		s.connect(w, r, o)
+		return
+	}
+	if r.ProtoMajor == 1 && r.ProtoMinor == 0 && r.Header.Get("Transfer-Encoding") != "" {
+		// HTTP/1.0 has no chunked framing: net/http would ignore it and
+		// read the body as the next request.
+		w.Header().Set("Connection", "close")
+		s.refuse(w, r, http.StatusBadRequest, "http_request_error", "polite proxy: Transfer-Encoding in an HTTP/1.0 request")
+		return
+	}
+	if strings.IndexByte(r.RequestURI, '#') >= 0 {
+		s.refuse(w, r, http.StatusBadRequest, "http_request_error", "polite proxy: a request target carries no fragment (#)")
 		return
 	}
 	if !r.URL.IsAbs() || r.URL.Host == "" {
@@ -134,6 +153,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Scheme != "http" && r.URL.Scheme != "https" {
 		s.refuse(w, r, http.StatusBadRequest, "http_request_error",
 			fmt.Sprintf("polite proxy: scheme %q not supported (want http or https)", r.URL.Scheme))
+		return
+	}
+	if err := checkName(r.URL.Hostname()); err != nil {
+		s.refuse(w, r, http.StatusBadRequest, "http_request_error", "polite proxy: target "+strconv.Quote(target(r))+": "+err.Error())
+		return
+	}
+	if _, err := s.Transport.KeyOf(r); err != nil {
+		// A host or port no connection can reach (no host, a bad label,
+		// port 0, a zoned address): the client's error, not ours.
+		s.refuse(w, r, http.StatusBadRequest, "http_request_error", "polite proxy: target "+strconv.Quote(target(r))+": "+strings.TrimPrefix(err.Error(), "polite: "))
 		return
 	}
 	s.forward(w, r, o)
@@ -191,6 +220,7 @@ type exchange struct {
 	opts   options
 	start  time.Time
 	waited atomic.Int64 // ns held before the first attempt; -1 until sent
+	body   *clientBody  // the request's body when it streams; nil otherwise
 }
 
 // forward sends r upstream through the Transport and copies the answer
@@ -212,8 +242,51 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, o options) {
 	rc.EnableFullDuplex()
 	x := &exchange{opts: o, start: time.Now()}
 	x.waited.Store(-1)
+	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
+		// A body that streams: each read bounded, its failure known.
+		x.body = &clientBody{ReadCloser: r.Body, rc: rc}
+		r.Body = x.body
+	}
+	if len(r.TransferEncoding) > 0 {
+		// Chunked framing from the client: whatever comes of it, the
+		// connection ends with this answer (RFC 9112 §6.1 asks it where
+		// a Content-Length came too, which net/http does not show).
+		w.Header().Set("Connection", "close")
+	}
 	ctx := context.WithValue(r.Context(), optsKey{}, x)
 	s.rp.ServeHTTP(idleWriter{ResponseWriter: w, rc: rc}, r.WithContext(ctx))
+}
+
+// clientBody is a request body that streams from the client: every read
+// must come within writeIdle (a stalled upload gives its host's slot
+// back), and a read that fails (bad chunked framing, a timeout) is kept,
+// to be answered as the client's error with the connection closed.
+type clientBody struct {
+	io.ReadCloser
+	rc  *http.ResponseController
+	mu  sync.Mutex
+	err error
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	b.rc.SetReadDeadline(time.Now().Add(writeIdle))
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.mu.Lock()
+		b.err = err
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+// failed returns the error a read of the body met, if any.
+func (b *clientBody) failed() error {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
 }
 
 // maxBuffered is the largest request body read whole before its request
@@ -266,6 +339,23 @@ func (w idleWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController (ReverseProxy's flushes) reach the
 // server's writer.
 func (w idleWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// checkName refuses a host name DNS cannot carry: a label over 63 bytes,
+// or a name over 253. Addresses pass.
+func checkName(host string) error {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	if len(strings.TrimSuffix(host, ".")) > 253 {
+		return errors.New("host name longer than 253 bytes")
+	}
+	for label := range strings.SplitSeq(host, ".") {
+		if len(label) > 63 {
+			return fmt.Errorf("host name label %.16q… longer than 63 bytes", label)
+		}
+	}
+	return nil
+}
 
 // maxWait is how long a request with terms o is held at most: the max
 // wait it named, up to the Server's.
