@@ -37,14 +37,14 @@ func serveMetrics(addr string, tr *polite.Transport, extra ...prometheus.Collect
 		ln.Close()
 		return "", nil, fmt.Errorf("--metrics: %w", err)
 	}
-	// The cardinality limit is a backstop above what the host policy
-	// allows; the SDK's overflow series should never appear.
 	for _, c := range extra {
 		if err := reg.Register(c); err != nil {
 			ln.Close()
 			return "", nil, fmt.Errorf("--metrics: %w", err)
 		}
 	}
+	// The cardinality limit is a backstop above what the host policy
+	// allows; the SDK's overflow series should never appear.
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithCardinalityLimit(10000))
 	m, err := otelpolite.New(otelpolite.Options{MeterProvider: mp, Transport: tr, MaxHosts: metricsHosts})
 	if err != nil {
