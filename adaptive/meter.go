@@ -136,6 +136,20 @@ func (l *latencies) add(ns int64) {
 	l.fresh = true
 }
 
+// newestMean is the mean of the newest latNewest latencies, in ns (0
+// with none): how long ours wait at the host now.
+func (l *latencies) newestMean() int64 {
+	k := min(l.n, latNewest)
+	if k == 0 {
+		return 0
+	}
+	var sum int64
+	for i := range k {
+		sum += l.ring[(l.n-1-i)%latRing].ns()
+	}
+	return sum / int64(k)
+}
+
 // update recomputes the statistics at t if anything was added since.
 func (l *latencies) update(t int64) {
 	if !l.fresh {
