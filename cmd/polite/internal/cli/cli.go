@@ -14,8 +14,12 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/polite-go/polite/cmd/polite/internal/term"
 )
@@ -113,6 +117,13 @@ every mechanism within a minute.`,
 	root.SetErr(e.stderr)
 	root.SetIn(e.stdin)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		var bad *pflag.InvalidValueError
+		if errors.As(err, &bad) {
+			// "--retry-on \"abc\": not an HTTP status", not pflag's
+			// "invalid argument ... for ... flag: strconv.ParseInt: ..."
+			// (issue 33, item 12).
+			return usageErr("--%s %q: %s\nRun '%s --help' for usage.", bad.GetFlag().Name, bad.GetValue(), flagCause(errors.Unwrap(bad)), c.CommandPath())
+		}
 		return usageErr("%w\nRun '%s --help' for usage.", err, c.CommandPath())
 	})
 	root.AddCommand(
@@ -133,6 +144,25 @@ every mechanism within a minute.`,
 	return root
 }
 
+// flagCause says why a flag's value was refused, in the flag's terms
+// rather than the parser's.
+func flagCause(err error) string {
+	var num *strconv.NumError
+	switch {
+	case err == nil:
+		return "not a valid value"
+	case errors.As(err, &num) && num.Func == "ParseBool":
+		return "want true or false"
+	case errors.As(err, &num) && errors.Is(num.Err, strconv.ErrRange):
+		return "out of range"
+	case errors.As(err, &num):
+		return "not a number"
+	case strings.HasPrefix(err.Error(), "time: "):
+		return "want a duration such as 500ms, 30s or 2m"
+	}
+	return err.Error()
+}
+
 // args wraps a cobra positional-argument check so that its failure is a
 // usage error.
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
@@ -144,15 +174,43 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
+// version is polite's version: the module's when it was installed at
+// one, else "(devel)" with the commit it was built from, when the build
+// recorded one ("(devel) 3c8f50c1a2b4+dirty 2026-11-26").
 func version() string {
-	v := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		v = bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	return versionOf(bi)
+}
+
+func versionOf(bi *debug.BuildInfo) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, at, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return "(devel)"
+	}
+	v := "(devel) " + rev[:min(len(rev), 12)] + dirty
+	if t, err := time.Parse(time.RFC3339, at); err == nil {
+		v += " " + t.UTC().Format(time.DateOnly)
 	}
 	return v
 }
-
-type versionOptions struct{}
 
 func newVersionCmd(e *env) *cobra.Command {
 	return &cobra.Command{

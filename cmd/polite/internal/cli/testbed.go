@@ -180,6 +180,13 @@ func parseTestbedConfig(name string, src []byte) ([]testbed.HostConfig, error) {
 		k := und[0]
 		return nil, fmt.Errorf("%s:%d: unknown key %q", name, lineOfKeyIn(src, "host", k[len(k)-1]), k.String())
 	}
+	for _, k := range md.Keys() {
+		// A duration given as a bare number decodes as nanoseconds:
+		// Latency = 50 would be 50 ns, silently (issue 33, item 17).
+		if last := k[len(k)-1]; (last == "Latency" || last == "At") && md.Type(k...) == "Integer" {
+			return nil, fmt.Errorf("%s:%d: %s: a duration wants a unit, as a string such as \"50ms\" or \"30s\"", name, lineOfKeyIn(src, "host", last), k.String())
+		}
+	}
 	if len(f.Host) == 0 {
 		return nil, fmt.Errorf("%s: no [[host]] tables", name)
 	}
