@@ -114,3 +114,19 @@ func urlsOf(base string, n int) string {
 	}
 	return b.String()
 }
+
+// A URL that failed on its only attempt says so in English: "after 1
+// attempt", not "after 1 attempts" (issue 33, item 5).
+func TestOneAttemptSaysSo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusBadGateway)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	tr := &polite.Transport{Base: srv.Client().Transport, IgnoreRobots: true, Limits: polite.Limits{Rate: bucket.Inf, Concurrency: 4}}
+	runJob(t, dir, tr, srv.URL+"/a\n", Options{Bodies: BodiesNone, Retries: -1})
+	res := readResults(t, dir)
+	if len(res) != 1 || !strings.HasSuffix(res[0].Error, "after 1 attempt") {
+		t.Errorf("results %+v; want one ending \"after 1 attempt\"", res)
+	}
+}

@@ -315,7 +315,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		if errors.Is(rerr, context.DeadlineExceeded) {
 			out = Timeout
 		}
-		j.finishErr(it, out, resp.StatusCode, fmt.Sprintf("reading the body: %v (after %d attempts)", rerr, it.attempts))
+		j.finishErr(it, out, resp.StatusCode, fmt.Sprintf("reading the body: %v (after %s)", rerr, attemptsN(it.attempts)))
 		return
 	}
 	if j.opts.RetryOn != nil {
@@ -338,7 +338,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	case out == Blocked:
 		res.Error = fmt.Sprintf("blocked: %s", tr.Block)
 	case out == Throttled:
-		res.Error = fmt.Sprintf("throttled: %s after %d attempts", resp.Status, it.attempts)
+		res.Error = fmt.Sprintf("throttled: %s after %s", resp.Status, attemptsN(it.attempts))
 		if tr.Reason == polite.ReasonRetryAfter {
 			// The host named a pause beyond MaxRetryAfter: say until
 			// when, and keep it for the next run.
@@ -351,7 +351,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	case out != OK:
 		res.Error = resp.Status
 		if worthRetry(tr.Outcome) {
-			res.Error = fmt.Sprintf("%s after %d attempts", resp.Status, it.attempts)
+			res.Error = fmt.Sprintf("%s after %s", resp.Status, attemptsN(it.attempts))
 		}
 	}
 	if it.refused != "" && out == OK { // a redirect the job cannot follow (issue 29, item 10)
@@ -543,11 +543,11 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 	case tr.Sent && tr.Outcome == polite.Overloaded:
 		// No answer within --timeout: retried like any timeout.
 		if !j.again(it, tr, "timeout") {
-			j.finishErr(it, Timeout, 0, fmt.Sprintf("timeout: no response within --timeout %v (after %d attempts)", j.opts.Timeout, it.attempts))
+			j.finishErr(it, Timeout, 0, fmt.Sprintf("timeout: no response within --timeout %v (after %s)", j.opts.Timeout, attemptsN(it.attempts)))
 		}
 	case tr.Sent:
 		if !j.again(it, tr, "network error") {
-			j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (after %d attempts)", namedEMFILE(unwrapPolite(err)), it.attempts))
+			j.finishErr(it, NetworkError, 0, fmt.Sprintf("%v (after %s)", namedEMFILE(unwrapPolite(err)), attemptsN(it.attempts)))
 		}
 	default:
 		j.finishErr(it, NetworkError, 0, namedEMFILE(unwrapPolite(err)).Error())
@@ -687,4 +687,12 @@ func hexSum(body []byte, sum [32]byte) string {
 		return ""
 	}
 	return hex.EncodeToString(sum[:])
+}
+
+// attemptsN says n attempts in English: "1 attempt", "3 attempts".
+func attemptsN(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
 }

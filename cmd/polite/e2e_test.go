@@ -792,3 +792,22 @@ func TestRehearsal(t *testing.T) {
 		}
 	}
 }
+
+// A list with nothing in it, or a directory given as one, is a usage
+// error naming URLFILE, with no summary and no report (issue 33, item 12:
+// an empty list exited 0 with a summary of nothing).
+func TestNothingToFetch(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.txt")
+	os.WriteFile(empty, []byte("\n\n"), 0o644)
+	for _, list := range []string{empty, dir} {
+		out := filepath.Join(t.TempDir(), "out")
+		r := polite(t, "fetch", "--progress", "none", "--out", out, list)
+		if r.code != 2 || !strings.Contains(r.stderr, "URLFILE "+list) || strings.Contains(r.stderr, "rates:") {
+			t.Errorf("%s: exit %d, stderr %q; want 2 naming URLFILE, no summary", list, r.code, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(out, "report.html")); err == nil {
+			t.Errorf("%s: a report was written", list)
+		}
+	}
+}

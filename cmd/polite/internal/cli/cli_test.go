@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -362,5 +363,74 @@ func TestBenchYourPolicy(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("bench output lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// A build from a checkout says which commit it is (issue 33, item 16):
+// "(devel)" alone told a user nothing.
+func TestVersionOf(t *testing.T) {
+	for _, c := range []struct {
+		main     string
+		settings map[string]string
+		want     string
+	}{
+		{"v1.2.3", map[string]string{"vcs.revision": "abc"}, "v1.2.3"},
+		{"(devel)", nil, "(devel)"},
+		{"(devel)", map[string]string{"vcs.revision": "3c8f50c1a2b4d5e6f708", "vcs.time": "2026-11-26T19:20:00Z", "vcs.modified": "false"}, "(devel) 3c8f50c1a2b4 2026-11-26"},
+		{"", map[string]string{"vcs.revision": "3c8f50c1a2b4d5e6f708", "vcs.modified": "true"}, "(devel) 3c8f50c1a2b4+dirty"},
+	} {
+		bi := &debug.BuildInfo{Main: debug.Module{Version: c.main}}
+		for k, v := range c.settings {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: k, Value: v})
+		}
+		if got := versionOf(bi); got != c.want {
+			t.Errorf("%q %v: %q, want %q", c.main, c.settings, got, c.want)
+		}
+	}
+}
+
+// A duration in a testbed file given as a bare number would be
+// nanoseconds: refused, naming the key and the line (issue 33, item 17).
+func TestTestbedDurationWantsUnit(t *testing.T) {
+	for _, src := range []string{
+		"[[host]]\nName = \"a.test\"\nLatency = 50\n",
+		"[[host]]\nName = \"a.test\"\nRate = 5\nSchedule = [{At = 30, Rate = 2}]\n",
+	} {
+		_, err := parseTestbedConfig("hosts.toml", []byte(src))
+		if err == nil || !strings.Contains(err.Error(), "wants a unit") || !strings.Contains(err.Error(), "hosts.toml:") {
+			t.Errorf("%q: %v, want an error asking for a unit", src, err)
+		}
+	}
+	hosts, err := parseTestbedConfig("hosts.toml", []byte("[[host]]\nName = \"a.test\"\nLatency = \"50ms\"\nRate = 5\nSchedule = [{At = \"30s\", Rate = 2}]\n"))
+	if err != nil || hosts[0].Latency != 50*time.Millisecond || hosts[0].Schedule[0].At != 30*time.Second {
+		t.Errorf("with units: %+v, %v", hosts, err)
+	}
+}
+
+// Flag values that mean nothing are refused, each naming the flag in its
+// own terms (issue 33, item 12): a success status to retry, a ceiling
+// under the starting rate or of zero, and pflag's parser jargon.
+func TestNonsenseFlagsRefused(t *testing.T) {
+	for _, c := range []struct {
+		argv []string
+		says string
+	}{
+		{[]string{"fetch", "--retry-on", "200", "x"}, `--retry-on "200": 200 is not an error status`},
+		{[]string{"fetch", "--retry-on", "503,301", "x"}, "301 is not an error status"},
+		{[]string{"fetch", "--retry-on", "abc", "x"}, `--retry-on "abc": "abc" is not an HTTP status`},
+		{[]string{"fetch", "--max-rate", "1", "--rate", "5", "x"}, "--max-rate 1 is below --rate 5"},
+		{[]string{"fetch", "--max-rate", "0", "x"}, "--max-rate 0: a ceiling of nothing"},
+		{[]string{"fetch", "--workers", "many", "x"}, `--workers "many": not a number`},
+		{[]string{"fetch", "--timeout", "5", "x"}, `--timeout "5": want a duration`},
+		{[]string{"fetch", "--robots=maybe", "x"}, `--robots "maybe": want true or false`},
+		{[]string{"proxy", "--max-rate", "2", "--rate", "3"}, "--max-rate 2 is below --rate 3"},
+	} {
+		_, code, stderr := parse(t, c.argv...)
+		if code != ExitUsage || !strings.Contains(stderr, c.says) || strings.Contains(stderr, "invalid argument") {
+			t.Errorf("%q: exit %d, %q; want %d saying %q", c.argv, code, stderr, ExitUsage, c.says)
+		}
+	}
+	if _, code, stderr := parse(t, "fetch", "--retry-on", "429,500", "--max-rate", "5", "--rate", "5", "x"); code != 0 {
+		t.Errorf("sound flags: exit %d: %s", code, stderr)
 	}
 }

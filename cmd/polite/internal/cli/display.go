@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -401,6 +402,18 @@ func fit(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// perSecond writes a rate with the digits it needs: "0.5", "2.3", "150"
+// (a job held at 0.5/s said "0/s", issue 33, item 5).
+func perSecond(r float64) string {
+	switch {
+	case r <= 0 || math.IsNaN(r) || math.IsInf(r, 0):
+		return "0"
+	case r < 10:
+		return strconv.FormatFloat(r, 'g', 2, 64)
+	}
+	return strconv.FormatFloat(math.Round(r), 'f', 0, 64)
+}
+
 func fmtRate(r float64) string {
 	if r == 0 || r >= bucket.Inf {
 		return "∞"
@@ -477,7 +490,7 @@ func startBar(job *crawl.Job, w io.Writer, note noteFunc) *display {
 func writeSummary(w io.Writer, p crawl.Progress, sum crawl.Summary, dir string, n int) {
 	fmt.Fprintf(w, "\n%d URLs in %s", sum.Total, dir)
 	if sum.DoneNow > 0 && sum.Elapsed > 0 {
-		fmt.Fprintf(w, ": %d finished in %s (%.0f/s)", sum.DoneNow, sum.Elapsed.Round(100*time.Millisecond), float64(sum.DoneNow)/sum.Elapsed.Seconds())
+		fmt.Fprintf(w, ": %d finished in %s (%s/s)", sum.DoneNow, sum.Elapsed.Round(100*time.Millisecond), perSecond(float64(sum.DoneNow)/sum.Elapsed.Seconds()))
 	}
 	fmt.Fprintln(w)
 	for _, o := range crawl.Outcomes {

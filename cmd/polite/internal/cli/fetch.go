@@ -239,6 +239,9 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 			if c.Flags().Changed("rate") && !c.Flags().Changed("max-rate") && o.Rate < bucket.Inf {
 				o.MaxRate = o.Rate
 			}
+			if err := o.checkRates(c.Flags().Changed("max-rate")); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(c.Context(), o)
 			}
@@ -302,6 +305,22 @@ func addPolicyFlags(f *pflag.FlagSet, o *fetchOptions, rate, key *string) {
 	f.BoolVar(&o.Robots, "robots", true, "obey robots.txt: skip disallowed URLs, honour Crawl-delay")
 	f.StringVar(&o.UserAgent, "user-agent", defaultUserAgent(), "User-Agent header, and the token robots.txt is read for")
 	f.StringVar(key, "key", "host", "what a budget belongs to: host, domain (registrable domain) or ip (resolved address)")
+}
+
+// checkRates refuses a --max-rate that contradicts itself or --rate
+// ("each host started at 5.0 req/s and could rise to 1.0", issue 33,
+// item 12). maxSet says --max-rate was given.
+func (o *fetchOptions) checkRates(maxSet bool) error {
+	if !maxSet {
+		return nil
+	}
+	if o.MaxRate == 0 {
+		return usageErr("--max-rate 0: a ceiling of nothing; give a rate, or leave it out for the default (%g)", DefaultMaxRate)
+	}
+	if o.Rate < bucket.Inf && o.MaxRate < o.Rate {
+		return usageErr("--max-rate %g is below --rate %g: the starting rate cannot be over the ceiling", o.MaxRate, o.Rate)
+	}
+	return nil
 }
 
 // parse checks the flags' values and reads the config file.
@@ -418,6 +437,11 @@ func (f retryOnFlag) Set(s string) error {
 		c, err := strconv.Atoi(p)
 		if err != nil || c < 100 || c > 599 {
 			return fmt.Errorf("%q is not an HTTP status (100-599)", p)
+		}
+		if c < 400 {
+			// Retrying a success or a redirect fetches it again for
+			// nothing (--retry-on 200 fetched every page six times).
+			return fmt.Errorf("%d is not an error status: --retry-on takes 4xx and 5xx", c)
 		}
 		m[c] = true
 	}
@@ -549,6 +573,14 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 
 var errMaxTime = errors.New("--max-time reached")
 
+// listName names URLFILE in a message ("-": standard input).
+func listName(l string) string {
+	if l == "-" {
+		return "(standard input)"
+	}
+	return l
+}
+
 func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	defer limitMemory(o.Workers, o.MaxBody)()
 	list := o.list
@@ -561,6 +593,9 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 				return usageErr("URLFILE: %v", err)
 			}
 			defer f.Close()
+			if fi, err := f.Stat(); err == nil && fi.IsDir() {
+				return usageErr("URLFILE %s is a directory: want a file with one URL per line", o.List)
+			}
 			list = f
 		}
 	}
@@ -694,6 +729,10 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		}
 		if added, err = job.Load(list); err != nil {
 			return &exitError{code: ExitFatal, err: err}
+		}
+		if before == 0 && added == 0 && job.Skipped() == 0 {
+			// Nothing to do is no success to report (issue 33, item 12).
+			return usageErr("URLFILE %s: no URLs in it (one per line, or JSON lines with \"url\")", listName(o.List))
 		}
 	}
 	if n := job.Skipped(); n > 0 {

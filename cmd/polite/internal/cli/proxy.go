@@ -88,6 +88,9 @@ func newProxyCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 			if c.Flags().Changed("rate") && !c.Flags().Changed("max-rate") && o.Rate < 1e308 {
 				o.MaxRate = o.Rate
 			}
+			if err := o.checkRates(c.Flags().Changed("max-rate")); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(c.Context(), o)
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/polite-go/polite/crawl"
 )
@@ -31,5 +32,20 @@ func TestErrorLinesKept(t *testing.T) {
 	exitStatus(&exitError{code: ExitFatal, err: errors.New("line one \x1b[2J\nline two \a")}, &b)
 	if want := "polite: line one \\x1b[2J\nline two \\a\n"; b.String() != want {
 		t.Errorf("exitStatus wrote %q, want %q", b.String(), want)
+	}
+}
+
+// A job's closing line gives its pace with the digits it needs: 37 URLs
+// in 74 s is 0.5/s, not "0/s" (issue 33, item 5).
+func TestSummaryPace(t *testing.T) {
+	var b strings.Builder
+	writeSummary(&b, crawl.Progress{}, crawl.Summary{Total: 37, Done: 37, DoneNow: 37, Elapsed: 74 * time.Second}, "out", 10)
+	if !strings.Contains(b.String(), "37 finished in 1m14s (0.5/s)") {
+		t.Errorf("summary:\n%s\nwant \"37 finished in 1m14s (0.5/s)\"", b.String())
+	}
+	for r, want := range map[float64]string{0: "0", 0.5: "0.5", 2.345: "2.3", 9.96: "10", 150.4: "150", 1900: "1900"} {
+		if got := perSecond(r); got != want {
+			t.Errorf("perSecond(%v) = %q, want %q", r, got, want)
+		}
 	}
 }
