@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -64,10 +65,22 @@ func requestMark(method string, body []byte) int64 {
 	return int64(binary.BigEndian.Uint64(h.Sum(nil)))
 }
 
-// checkRequest refuses to run a job with a method or body other than the
+// ErrRequestChanged is returned (wrapped) by CheckRequest and Run for a
+// job run with a method or body other than its first run's.
+var ErrRequestChanged = errors.New("crawl: another method or body than the job's")
+
+// requestChanged is CheckRequest's refusal: errors.Is(err,
+// ErrRequestChanged) matches it.
+type requestChanged string
+
+func (e requestChanged) Error() string        { return string(e) }
+func (e requestChanged) Is(target error) bool { return target == ErrRequestChanged }
+
+// CheckRequest refuses to run a job with a method or body other than the
 // one it was first run with: its results would mix two jobs. The first run
-// records them.
-func (j *Job) checkRequest() error {
+// records them. Run checks it too; a caller checks it first to refuse
+// before loading a list into the job or saying anything of it.
+func (j *Job) CheckRequest() error {
 	want := requestMark(j.method(), j.opts.Body)
 	var v int64
 	err := j.st.db.QueryRow(`SELECT value FROM meta WHERE key = ?`, metaRequest).Scan(&v)
@@ -85,8 +98,8 @@ func (j *Job) checkRequest() error {
 	case err != nil:
 		return fmt.Errorf("crawl: reading state: %w", err)
 	case v != want:
-		return fmt.Errorf("crawl: %s was fetched with another method or body than %s %s; use a new directory for a different request (or the same method and body to resume)",
-			j.dir, j.method(), bodyDesc(j.opts.Body))
+		return requestChanged(fmt.Sprintf("crawl: %s was fetched with another method or body than %s %s; use a new directory for a different request (or the same method and body to resume)",
+			j.dir, j.method(), bodyDesc(j.opts.Body)))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -111,8 +112,18 @@ func TestMethodAndBodyKept(t *testing.T) {
 		j := loadJob(t, dir, list, o)
 		_, err := j.Run(context.Background(), nil)
 		j.Close()
-		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "another method or body") {
-			t.Errorf("run with %s %q on a PUT job: error %v, want a refusal naming %s", o.Method, o.Body, err, dir)
+		if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "another method or body") || !errors.Is(err, ErrRequestChanged) {
+			t.Errorf("run with %s %q on a PUT job: error %v, want a refusal naming %s (ErrRequestChanged)", o.Method, o.Body, err, dir)
+		}
+		// CheckRequest says so before Run, for a caller to refuse before
+		// it loads a list into the job.
+		if j, err := Open(dir, o); err != nil {
+			t.Fatal(err)
+		} else {
+			if err := j.CheckRequest(); !errors.Is(err, ErrRequestChanged) {
+				t.Errorf("CheckRequest with %s %q on a PUT job: %v, want ErrRequestChanged", o.Method, o.Body, err)
+			}
+			j.Close()
 		}
 	}
 	j := loadJob(t, dir, list, Options{Transport: tr, Method: http.MethodPut, Body: []byte("x")})

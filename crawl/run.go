@@ -35,7 +35,7 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.sched = newSched(j.ready)
 	j.sched.giveUpFn = j.giveUp
 	j.sched.maxHosts = j.opts.MaxHosts
-	if err := j.checkRequest(); err != nil {
+	if err := j.CheckRequest(); err != nil {
 		return Summary{}, err
 	}
 	if j.opts.Frontier != nil {

@@ -10,9 +10,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -809,5 +811,42 @@ func TestNothingToFetch(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, "report.html")); err == nil {
 			t.Errorf("%s: a report was written", list)
 		}
+	}
+}
+
+// A run refused for its request (-X POST on a GET job) says so and exits
+// 2 before it loads the list, writes a summary or rewrites the report; the
+// closing rates line names the hosts a --config rule held (issue 33, item
+// 1: "each host started at 2.0 … could rise to 20.0" beside a rule at
+// 0.5/s, and "0 URLs in DIR" with a fresh report before the refusal).
+func TestRefusedRunSaysNothingElse(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	dir := t.TempDir()
+	list := filepath.Join(dir, "urls.txt")
+	os.WriteFile(list, []byte(srv.URL+"/a\n"), 0o644)
+	rules := filepath.Join(dir, "rules.toml")
+	os.WriteFile(rules, []byte("[[rule]]\nhosts = \"127.0.0.1*\"\nrate = 0.5\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	r := polite(t, "fetch", "--progress", "none", "--robots=false", "--config", rules, "--out", out, list)
+	if r.code != 0 || !strings.Contains(r.stdout, "hosts matching 127.0.0.1* followed their rule in "+rules) {
+		t.Fatalf("first run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	report := filepath.Join(out, "report.html")
+	fi, err := os.Stat(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "more.txt"), []byte(srv.URL+"/b\n"), 0o644)
+	r = polite(t, "fetch", "--progress", "none", "--robots=false", "-X", "POST", "--out", out, filepath.Join(dir, "more.txt"))
+	if r.code != 2 || !strings.Contains(r.stderr, "another method or body") || r.stdout != "" {
+		t.Errorf("-X POST on the GET job: exit %d, stdout %q, stderr %q; want 2, the refusal alone", r.code, r.stdout, r.stderr)
+	}
+	if fi2, err := os.Stat(report); err != nil || !fi2.ModTime().Equal(fi.ModTime()) {
+		t.Errorf("the refused run rewrote the report (%v)", err)
+	}
+	st := polite(t, "status", out)
+	if strings.Contains(st.stdout, "/b") {
+		t.Errorf("the refused run loaded its list:\n%s", st.stdout)
 	}
 }

@@ -573,6 +573,28 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 
 var errMaxTime = errors.New("--max-time reached")
 
+// ratesLine is the closing line on the rates: what a host started at and
+// could rise to, and that the hosts a --config rule names had the rule's
+// (it said "each host" while a rule held one at 0.5/s, issue 33, item 1).
+func (o *fetchOptions) ratesLine() string {
+	s := fmt.Sprintf("rates: each host started at %s req/s and could rise to %s (--max-rate); the rate column is where each ended",
+		fmtRate(o.Rate), fmtRate(o.maxRate()))
+	if o.Rules == nil || len(o.Rules.Rules) == 0 {
+		return s
+	}
+	var named []string
+	for _, r := range o.Rules.Rules {
+		if r.Rate != nil || r.MaxRate != nil || r.Adaptive != nil {
+			named = append(named, r.Hosts)
+		}
+	}
+	if len(named) == 0 {
+		return s
+	}
+	s = strings.Replace(s, "each host started", "each host no --config rule names started", 1)
+	return s + fmt.Sprintf("; hosts matching %s followed their rule in %s instead", strings.Join(named, ", "), o.Config)
+}
+
 // listName names URLFILE in a message ("-": standard input).
 func listName(l string) string {
 	if l == "-" {
@@ -719,6 +741,14 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		return &exitError{code: ExitFatal, err: err}
 	}
 	defer job.Close()
+	// A job run with another -X or --data is refused before its list is
+	// loaded, or a summary and report of it written (issue 33, item 1).
+	if err := job.CheckRequest(); err != nil {
+		if errors.Is(err, crawl.ErrRequestChanged) {
+			return usageErr("%v", err)
+		}
+		return &exitError{code: ExitFatal, err: err}
+	}
 	if rc := tr.RobotsCache; rc != nil {
 		rc.Record = job.KeepRobots // robots.txt fetches go to the WARC files too
 	}
@@ -797,8 +827,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 			o.Fleet, f.Leased, f.Accepted, f.Late, f.Released, f.Lost, redact(o.Redis), o.Fleet)
 	}
 	if o.Adaptive {
-		fmt.Fprintf(e.stdout, "rates: each host started at %s req/s and could rise to %s (--max-rate); the rate column is where each ended\n",
-			fmtRate(o.Rate), fmtRate(o.maxRate()))
+		fmt.Fprintln(e.stdout, o.ratesLine())
 	}
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}

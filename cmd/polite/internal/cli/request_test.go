@@ -42,8 +42,9 @@ func TestMethodAndData(t *testing.T) {
 		t.Errorf("server got %q, want %q", got(), want)
 	}
 	code, _, stderr = runHostile(t, out, urls(srv.URL, "/put"), "-X", "POST", "--data", "@"+body)
-	if code != ExitFatal || !strings.Contains(stderr, "another method or body") {
-		t.Errorf("another method on the same --out: exit %d (%s), want %d and a refusal", code, stderr, ExitFatal)
+	// A usage error, refused before anything else (issue 33, item 1).
+	if code != ExitUsage || !strings.Contains(stderr, "another method or body") {
+		t.Errorf("another method on the same --out: exit %d (%s), want %d and a refusal", code, stderr, ExitUsage)
 	}
 }
 
