@@ -193,10 +193,10 @@ func (o *benchOptions) yours() politeness.Policy {
 				if i := o.Rules.match.RuleIndex(host); i >= 0 {
 					r := o.Rules.Rules[i]
 					if r.Rate != nil {
-						rate, ceiling = *r.Rate, *r.Rate
+						rate, ceiling = float64(*r.Rate), float64(*r.Rate)
 					}
 					if r.MaxRate != nil && *r.MaxRate > 0 {
-						ceiling = *r.MaxRate
+						ceiling = float64(*r.MaxRate)
 					}
 					if r.Adaptive != nil {
 						on = *r.Adaptive

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -432,5 +433,36 @@ func TestNonsenseFlagsRefused(t *testing.T) {
 	}
 	if _, code, stderr := parse(t, "fetch", "--retry-on", "429,500", "--max-rate", "5", "--rate", "5", "x"); code != 0 {
 		t.Errorf("sound flags: exit %d: %s", code, stderr)
+	}
+}
+
+// A rules file says what is wrong in its own terms (issue 33, item 11):
+// rate = "inf" as --rate writes it is taken; a type error names the key
+// and what it wants, on its line, once; every unknown key is reported,
+// with the keys a rule takes, max_rate and adaptive among them.
+func TestRulesFileMessages(t *testing.T) {
+	_, err := parseConfig("rules.toml", []byte("[[rule]]\nhosts = \"a.test\"\nrate = \"inf\"\n[[rule]]\nhosts = \"b.test\"\nrate = 2\nmax_rate = \"8\"\n"))
+	if err == nil || !strings.Contains(err.Error(), "rules.toml:7:") {
+		t.Errorf("max_rate = \"8\": %v, want an error on line 7", err)
+	}
+	c, err := parseConfig("rules.toml", []byte("[[rule]]\nhosts = \"a.test\"\nrate = \"inf\"\n"))
+	if err != nil || !math.IsInf(float64(*c.Rules[0].Rate), 1) {
+		t.Errorf("rate = \"inf\": %+v, %v; want an unlimited rate", c, err)
+	}
+	for src, want := range map[string][]string{
+		"[[rule]]\nhosts = \"a.test\"\nburst = \"5\"\n":      {"rules.toml:3: burst: want a whole number, not a string"},
+		"[[rule]]\nhosts = \"a.test\"\nsmooth = 1\n":         {"rules.toml:3: smooth: want true or false, not a whole number"},
+		"[[rule]]\nhosts = \"a.test\"\nrate = \"fast\"\n":    {"rules.toml:3:", `not "fast"`},
+		"[[rule]]\nhosts = \"a.test\"\nrat = 5\nburts = 2\n": {`rules.toml:3: unknown key "rule.rat"`, `rules.toml:4: unknown key "rule.burts"`, "max_rate", "adaptive"},
+	} {
+		_, err := parseConfig("rules.toml", []byte(src))
+		for _, w := range want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: %v, want it to say %q", src, err, w)
+			}
+		}
+		if err != nil && (strings.Contains(err.Error(), "incompatible types") || strings.Count(err.Error(), "line 3") > 0) {
+			t.Errorf("%q: the decoder's jargon: %v", src, err)
+		}
 	}
 }

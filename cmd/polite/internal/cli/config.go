@@ -8,7 +8,9 @@ import (
 	"math"
 	"os"
 	"path"
+	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -28,16 +30,41 @@ type config struct {
 // rule is one [[rule]] table. Pointers tell a field left out from a zero.
 type rule struct {
 	Hosts       string   `toml:"hosts"`
-	Rate        *float64 `toml:"rate"`
+	Rate        *rateVal `toml:"rate"`
 	Burst       *int     `toml:"burst"`
 	Concurrency *int     `toml:"concurrency"`
 	Smooth      *bool    `toml:"smooth"`
 	Retries     *int     `toml:"retries"`
 	// MaxRate lets an adaptive rate rise above rate, up to it; without it
 	// a rule's rate is also its hosts' ceiling.
-	MaxRate *float64 `toml:"max_rate"`
+	MaxRate *rateVal `toml:"max_rate"`
 	// Adaptive turns --adaptive on or off for the rule's hosts.
 	Adaptive *bool `toml:"adaptive"`
+}
+
+// rateVal is a rule's rate: a number of requests per second, or inf (as
+// TOML's bare inf or the string "inf" that --rate takes; issue 33, item
+// 11: rate = "inf" was a type error).
+type rateVal float64
+
+// UnmarshalTOML implements toml.Unmarshaler.
+func (r *rateVal) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case float64:
+		*r = rateVal(x)
+	case int64:
+		*r = rateVal(x)
+	case string:
+		switch strings.ToLower(strings.TrimSpace(x)) {
+		case "inf", "+inf", "unlimited":
+			*r = rateVal(math.Inf(1))
+		default:
+			return fmt.Errorf("a rate wants a number of requests per second, or inf, not %q", x)
+		}
+	default:
+		return fmt.Errorf("a rate wants a number of requests per second, or inf, not %T", v)
+	}
+	return nil
 }
 
 // loadConfig reads and checks a rules file. Its errors name the file and
@@ -50,6 +77,16 @@ func loadConfig(name string) (*config, error) {
 	return parseConfig(name, src)
 }
 
+// ruleKeys are the keys a [[rule]] takes, from its struct's tags.
+func ruleKeys() []string {
+	t := reflect.TypeFor[rule]()
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		keys[i] = t.Field(i).Tag.Get("toml")
+	}
+	return keys
+}
+
 // decodeTOML decodes src into v, with errors that name the file and line.
 func decodeTOML(name string, src []byte, v any) (toml.MetaData, error) {
 	md, err := toml.Decode(string(src), v)
@@ -58,10 +95,55 @@ func decodeTOML(name string, src []byte, v any) (toml.MetaData, error) {
 		if errors.As(err, &pe) {
 			return md, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, pe.Message)
 		}
-		// A type mismatch ("rate" given a string) has no position: find it.
-		return md, fmt.Errorf("%s:%d: %v", name, lineOfError(src, err), err)
+		// A type mismatch ("burst" given a string): on the line the
+		// decoder names (else found by its key), in the file's terms,
+		// not the decoder's.
+		line := lineOfError(src, err)
+		if m := regexp.MustCompile(`^toml: line (\d+)`).FindStringSubmatch(err.Error()); m != nil {
+			line, _ = strconv.Atoi(m[1])
+		}
+		return md, fmt.Errorf("%s:%d: %s", name, line, typeError(err))
 	}
 	return md, nil
+}
+
+// typeError says what a TOML decoding error means for the key it names:
+// "burst: want a whole number, not a string" rather than the decoder's
+// "toml: line 3 (last key "rule.burst"): incompatible types: TOML value
+// has type string; destination has type integer" (the line said twice).
+func typeError(err error) string {
+	msg := err.Error()
+	key := ""
+	if m := regexp.MustCompile(`last key "(?:[a-z_]+\.)*([A-Za-z_]+)"`).FindStringSubmatch(msg); m != nil {
+		key = m[1]
+	}
+	if m := regexp.MustCompile(`TOML value has type ([\w.-]+); destination has type ([\w.-]+)`).FindStringSubmatch(msg); m != nil && key != "" {
+		kind := func(t string) string {
+			switch strings.TrimLeft(t, "*") {
+			case "integer", "int", "int64", "uint", "uint64":
+				return "a whole number"
+			case "float", "float64", "float32":
+				return "a number"
+			case "bool", "boolean":
+				return "true or false"
+			case "string":
+				return "a string"
+			}
+			return article(t) + " " + t
+		}
+		return fmt.Sprintf("%s: want %s, not %s", key, kind(m[2]), kind(m[1]))
+	}
+	if i := strings.Index(msg, "): "); key != "" && i >= 0 {
+		return key + ": " + msg[i+3:]
+	}
+	return strings.TrimPrefix(msg, "toml: ")
+}
+
+func article(w string) string {
+	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 func parseConfig(name string, src []byte) (*config, error) {
@@ -71,9 +153,12 @@ func parseConfig(name string, src []byte) (*config, error) {
 		return nil, err
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		k := und[0]
-		return nil, fmt.Errorf("%s:%d: unknown key %q (want hosts, rate, burst, concurrency, smooth, retries under [[rule]])",
-			name, lineOfKey(src, k[len(k)-1], -1), k.String())
+		// Every typo at once, not the first alone (issue 33, item 11).
+		var lines []string
+		for _, k := range und {
+			lines = append(lines, fmt.Sprintf("%s:%d: unknown key %q", name, lineOfKey(src, k[len(k)-1], -1), k.String()))
+		}
+		return nil, fmt.Errorf("%s (want %s under [[rule]])", strings.Join(lines, "\n"), strings.Join(ruleKeys(), ", "))
 	}
 	for i, r := range c.Rules {
 		at := func(key string) string { return fmt.Sprintf("%s:%d", name, lineOfKey(src, key, i)) }
@@ -82,10 +167,10 @@ func parseConfig(name string, src []byte) (*config, error) {
 			return nil, fmt.Errorf("%s:%d: rule %d has no hosts = \"pattern\"", name, lineOfTable(src, i), i+1)
 		case !validGlob(r.Hosts):
 			return nil, fmt.Errorf("%s: hosts %q is not a valid glob", at("hosts"), r.Hosts)
-		case r.Rate != nil && (math.IsNaN(*r.Rate) || *r.Rate <= 0):
-			return nil, fmt.Errorf("%s: rate %v: must be positive (inf for no limit)", at("rate"), *r.Rate)
-		case r.MaxRate != nil && (math.IsNaN(*r.MaxRate) || *r.MaxRate <= 0 || math.IsInf(*r.MaxRate, 1)):
-			return nil, fmt.Errorf("%s: max_rate %v: must be a positive number of requests per second", at("max_rate"), *r.MaxRate)
+		case r.Rate != nil && (math.IsNaN(float64(*r.Rate)) || *r.Rate <= 0):
+			return nil, fmt.Errorf("%s: rate %v: must be positive (inf for no limit)", at("rate"), float64(*r.Rate))
+		case r.MaxRate != nil && (math.IsNaN(float64(*r.MaxRate)) || *r.MaxRate <= 0 || math.IsInf(float64(*r.MaxRate), 1)):
+			return nil, fmt.Errorf("%s: max_rate %v: must be a positive number of requests per second", at("max_rate"), float64(*r.MaxRate))
 		case r.Burst != nil && *r.Burst < 1:
 			return nil, fmt.Errorf("%s: burst %d: must be at least 1", at("burst"), *r.Burst)
 		case r.Concurrency != nil && *r.Concurrency < 1:
@@ -185,7 +270,7 @@ func (c *config) politeRules() []polite.Rule {
 	for _, r := range c.Rules {
 		pr := polite.Rule{Pattern: strings.ToLower(r.Hosts)}
 		if r.Rate != nil {
-			pr.Rate = *r.Rate
+			pr.Rate = float64(*r.Rate)
 			if math.IsInf(pr.Rate, 1) {
 				pr.Rate = bucket.Inf
 			} else {
@@ -193,7 +278,7 @@ func (c *config) politeRules() []polite.Rule {
 			}
 		}
 		if r.MaxRate != nil && *r.MaxRate > 0 {
-			pr.MaxRate = *r.MaxRate // ...unless it says how far above it may go
+			pr.MaxRate = float64(*r.MaxRate) // ...unless it says how far above it may go
 		}
 		if r.Burst != nil {
 			pr.Burst = *r.Burst
