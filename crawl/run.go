@@ -491,7 +491,7 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 			j.sched.retry(it, next)
 			return
 		}
-		j.finishErr(it, RobotsUnreachable, 0, fmt.Sprintf("robots.txt unreachable (checked %d times): %v", it.robotsTries, err))
+		j.finishErr(it, RobotsUnreachable, 0, fmt.Sprintf("robots.txt unreachable (checked %s): %v", timesN(it.robotsTries), err))
 	case errors.As(err, &be):
 		// Not the record of the page that served the challenge: this
 		// URL was never requested (issue 18, item 2). It waits for the
@@ -695,4 +695,12 @@ func attemptsN(n int) string {
 		return "1 attempt"
 	}
 	return fmt.Sprintf("%d attempts", n)
+}
+
+// timesN says n times in English: "once", "2 times".
+func timesN(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
 }

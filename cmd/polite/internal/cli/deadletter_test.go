@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -152,5 +154,50 @@ func TestStatusShowsHostPause(t *testing.T) {
 	code, stdout, stderr = politeCmd(t, "retry", out)
 	if code != ExitOK || !strings.Contains(stdout, "2 URLs re-queued") || !strings.Contains(stdout, "asked for a pause until") {
 		t.Errorf("retry: exit %d, stderr %q; want a note on the pause:\n%s", code, stderr, stdout)
+	}
+}
+
+// status lists the hosts that matter first and not all of them: 3,008
+// lines in lexical order for 3,000 hosts hid the troubled few (issue 33,
+// item 7); --json gives programs every host, in the same order.
+func TestStatusMostTroubledFirst(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.Host, "zz-bad") && r.URL.Path != "/robots.txt" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	port := srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]
+	var list strings.Builder
+	for i := range 25 {
+		fmt.Fprintf(&list, "http://a%02d.test:%s/p\n", i, port)
+	}
+	fmt.Fprintf(&list, "http://zz-bad.test:%s/p\n", port)
+	out := t.TempDir()
+	code, _, stderr := runHostile(t, out, list.String(), "--retries", "0", "--rate", "100", "--connect-to", "::127.0.0.1:"+port)
+	if code != ExitFailures {
+		t.Fatalf("fetch: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := politeCmd(t, "status", out)
+	if code != ExitOK {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	hosts := stdout[strings.Index(stdout, "hosts ("):]
+	lines := strings.Split(strings.TrimSpace(hosts), "\n")
+	if !strings.HasPrefix(lines[0], "hosts (20 of 26") || !strings.Contains(lines[2], "zz-bad.test") || !strings.Contains(hosts, "... and 6 more hosts") {
+		t.Errorf("status's hosts:\n%s\nwant 20 of 26, zz-bad.test first, 6 more", hosts)
+	}
+	code, stdout, stderr = politeCmd(t, "status", "--json", out)
+	var st statusJSON
+	if err := json.Unmarshal([]byte(stdout), &st); code != ExitOK || err != nil {
+		t.Fatalf("status --json: exit %d, %v: %s%s", code, err, stdout, stderr)
+	}
+	if len(st.Hosts) != 26 || !strings.HasPrefix(st.Hosts[0].Host, "zz-bad.test") || st.Total != 26 || st.Outcomes["throttled"] != 1 {
+		t.Errorf("status --json: %d hosts, first %+v, total %d, outcomes %v", len(st.Hosts), st.Hosts[0], st.Total, st.Outcomes)
+	}
+	if code, _, stderr := politeCmd(t, "status", "--hosts", "-1", out); code != ExitUsage || !strings.Contains(stderr, "--hosts -1") {
+		t.Errorf("--hosts -1: exit %d: %s", code, stderr)
 	}
 }

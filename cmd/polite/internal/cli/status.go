@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -22,7 +24,8 @@ type statusOptions struct {
 	// name, and whether to print its committed results (the merged view).
 	Redis, Fleet string
 	Results      bool
-	Hosts        int // hosts listed, most pending first
+	Hosts        int  // hosts listed (0: all); a job's most troubled first, a fleet's most pending first
+	JSON         bool // a job's status as one JSON document
 }
 
 func newStatusCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
@@ -47,6 +50,12 @@ job may be read. Re-queue dead letters with 'polite retry DIR'.`,
 			if o.Results && o.Redis == "" {
 				return usageErr("--results needs --redis: a job's results are DIR/results.jsonl")
 			}
+			if o.Hosts < 0 {
+				return usageErr("--hosts %d: must not be negative (0 lists all)", o.Hosts)
+			}
+			if o.JSON && o.Redis != "" {
+				return usageErr("--json reads a job's DIR; a fleet's results are --results")
+			}
 			if runF != nil {
 				return runF(c.Context(), o)
 			}
@@ -57,7 +66,8 @@ job may be read. Re-queue dead letters with 'polite retry DIR'.`,
 	c.Flags().StringVar(&o.Redis, "redis", "", "a fleet's Redis `URL`: read its frontier instead of a DIR (outcomes, workers, hosts, leases out, dead letters)")
 	c.Flags().StringVar(&o.Fleet, "fleet", "default", "the fleet's `NAME`, with --redis")
 	c.Flags().BoolVar(&o.Results, "results", false, "with --redis: print every committed result, one JSON line per URL, each URL once (the fleet's merged results.jsonl)")
-	c.Flags().IntVar(&o.Hosts, "hosts", 20, "with --redis: hosts listed, most URLs pending first")
+	c.Flags().IntVar(&o.Hosts, "hosts", 20, "hosts listed, the most troubled first (failed, throttled, paused, then most pending; with --redis, most pending first); 0 for all")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print a job's status as one JSON document (every host, most troubled first), for programs")
 	return c
 }
 
@@ -68,6 +78,10 @@ func runStatus(e *env, o *statusOptions) error {
 	s, err := crawl.ReadStatus(o.Out, o.Dead)
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
+	}
+	sortTroubled(s.Hosts)
+	if o.JSON {
+		return writeStatusJSON(e.stdout, o.Out, s)
 	}
 	w := e.stdout
 	fmt.Fprintf(w, "%s: %d URLs, %d finished, %d pending\n", o.Out, s.Total, s.Total-s.Pending, s.Pending)
@@ -105,10 +119,14 @@ func runStatus(e *env, o *statusOptions) error {
 		fmt.Fprintf(w, "re-queue them with: polite retry %s [--outcome LIST]\n", o.Out)
 	}
 	if len(s.Hosts) > 0 {
-		fmt.Fprintln(w, "\nhosts:")
+		hosts := s.Hosts
+		if o.Hosts > 0 && len(hosts) > o.Hosts {
+			hosts = hosts[:o.Hosts]
+		}
+		fmt.Fprintf(w, "\nhosts (%d of %d, the most troubled first):\n", len(hosts), len(s.Hosts))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "host\turls\tdone\tok\tpending\tthrottled\t429\t503\tblocked\tpaused until\t")
-		for _, h := range s.Hosts {
+		for _, h := range hosts {
 			paused := "-"
 			if !h.PausedUntil.IsZero() {
 				paused = h.PausedUntil.Format(time.RFC3339) + " (" + term.Quote(h.PauseWhy) + ")"
@@ -117,6 +135,81 @@ func runStatus(e *env, o *statusOptions) error {
 				h.Throttled, h.Status429, h.Status503, h.Blocked, paused)
 		}
 		tw.Flush()
+		if n := len(s.Hosts) - len(hosts); n > 0 {
+			fmt.Fprintf(w, "  ... and %d more hosts (--hosts 0 lists all; --json for programs)\n", n)
+		}
+	}
+	return nil
+}
+
+// sortTroubled orders hosts the most troubled first: URLs that failed
+// (ended, not ok), then throttled answers, a pause, and URLs pending;
+// ties by name. 3,000 hosts in lexical order hid the few that mattered
+// (issue 33, item 7).
+func sortTroubled(hs []crawl.HostStatus) {
+	key := func(h crawl.HostStatus) [4]int {
+		paused := 0
+		if !h.PausedUntil.IsZero() {
+			paused = 1
+		}
+		return [4]int{h.Done - h.OK, h.Status429 + h.Status503 + h.Throttled, paused, h.Pending}
+	}
+	sort.SliceStable(hs, func(a, b int) bool {
+		ka, kb := key(hs[a]), key(hs[b])
+		for i := range ka {
+			if ka[i] != kb[i] {
+				return ka[i] > kb[i]
+			}
+		}
+		return hs[a].Host < hs[b].Host
+	})
+}
+
+// statusJSON is `polite status --json`: a job's status for programs, its
+// keys part of the CLI contract.
+type statusJSON struct {
+	Dir       string         `json:"dir"`
+	Total     int            `json:"total"`
+	Pending   int            `json:"pending"`
+	Outcomes  map[string]int `json:"outcomes"`
+	Waiting   map[string]int `json:"waiting"`
+	DeadTotal int            `json:"dead_total"`
+	Dead      []crawl.Result `json:"dead"`
+	Hosts     []hostJSON     `json:"hosts"`
+}
+
+type hostJSON struct {
+	Host        string     `json:"host"`
+	URLs        int        `json:"urls"`
+	Done        int        `json:"done"`
+	OK          int        `json:"ok"`
+	Pending     int        `json:"pending"`
+	Throttled   int        `json:"throttled"`
+	Blocked     int        `json:"blocked"`
+	Status429   int        `json:"status_429"`
+	Status503   int        `json:"status_503"`
+	PausedUntil *time.Time `json:"paused_until,omitempty"`
+	PauseWhy    string     `json:"pause_why,omitempty"`
+}
+
+func writeStatusJSON(w io.Writer, dir string, s *crawl.Status) error {
+	out := statusJSON{Dir: dir, Total: s.Total, Pending: s.Pending, Outcomes: s.Outcomes, Waiting: s.Waiting,
+		DeadTotal: s.DeadTotal, Dead: s.Dead, Hosts: make([]hostJSON, len(s.Hosts))}
+	if out.Dead == nil {
+		out.Dead = []crawl.Result{}
+	}
+	for i, h := range s.Hosts {
+		out.Hosts[i] = hostJSON{Host: h.Host, URLs: h.URLs, Done: h.Done, OK: h.OK, Pending: h.Pending, Throttled: h.Throttled,
+			Blocked: h.Blocked, Status429: h.Status429, Status503: h.Status503, PauseWhy: h.PauseWhy}
+		if !h.PausedUntil.IsZero() {
+			t := h.PausedUntil.UTC()
+			out.Hosts[i].PausedUntil = &t
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return &exitError{code: ExitFatal, err: err}
 	}
 	return nil
 }
