@@ -165,7 +165,7 @@ func TestClosingStats(t *testing.T) {
 	if code != ExitFailures {
 		t.Fatalf("exit %d; stderr %s", code, stderr)
 	}
-	for _, want := range []string{"status (this run): 200×2 404×1", "retries (this run): 1: 502 Bad Gateway×1", "bytes kept (this run): 29"} {
+	for _, want := range []string{"status (this run): 200×2 404×1", "retries (this run): 1: 502 Bad Gateway×1", "bytes kept (this run): 29 B"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("summary does not say %q:\n%s", want, stdout)
 		}

@@ -402,6 +402,23 @@ func fit(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// humanBytes writes a byte count as people read it: "29 B", "1.5 MiB",
+// "12 GiB" (powers of 1024, as --max-body takes them).
+func humanBytes(n int64) string {
+	if n < 1024 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB"}
+	v, u := float64(n)/1024, 0
+	for v >= 1024 && u < len(units)-1 {
+		v, u = v/1024, u+1
+	}
+	if v < 10 {
+		return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[u]
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + " " + units[u]
+}
+
 // perSecond writes a rate with the digits it needs: "0.5", "2.3", "150"
 // (a job held at 0.5/s said "0/s", issue 33, item 5).
 func perSecond(r float64) string {
@@ -550,7 +567,7 @@ func writeStats(w io.Writer, st crawl.Stats) {
 	for _, c := range codes {
 		name := strconv.Itoa(c)
 		if c == 0 {
-			name = "none"
+			name = "no answer" // "none×24" read as nothing (issue 33, item 5)
 		}
 		fmt.Fprintf(w, " %s×%d", name, st.Statuses[c])
 	}
@@ -574,7 +591,7 @@ func writeStats(w io.Writer, st crawl.Stats) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "bytes kept (this run): %d\n", st.Bytes)
+	fmt.Fprintf(w, "bytes kept (this run): %s\n", humanBytes(st.Bytes))
 	if len(st.Paused) > 0 {
 		hosts := make([]string, 0, len(st.Paused))
 		for h := range st.Paused {

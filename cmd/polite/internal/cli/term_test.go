@@ -49,3 +49,20 @@ func TestSummaryPace(t *testing.T) {
 		}
 	}
 }
+
+// Closing figures people read: bytes humanised, a missing status said
+// as such ("none×24" read as nothing; issue 33, item 5).
+func TestStatsWording(t *testing.T) {
+	var b strings.Builder
+	writeStats(&b, crawl.Stats{Statuses: map[int]int{0: 24, 200: 3}, Bytes: 3 << 20})
+	for _, want := range []string{"status (this run): no answer×24 200×3", "bytes kept (this run): 3.0 MiB"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("stats:\n%s\nwant %q", b.String(), want)
+		}
+	}
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1536: "1.5 KiB", 50 << 20: "50 MiB", 12 << 30: "12 GiB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
