@@ -228,11 +228,15 @@ func ReadCounts(dir string) (total, pending int, err error) {
 
 // openExisting opens dir's state.db, which must exist: reading a job never
 // creates one.
+// ErrNoJob is returned (wrapped) by ReadStatus, ReadCounts and the like
+// for a directory that holds no job.
+var ErrNoJob = errors.New("crawl: no job here")
+
 func openExisting(dir string) (*store, string, error) {
 	path := filepath.Join(dir, StateFile)
 	if _, err := os.Stat(path); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, path, fmt.Errorf("crawl: %s: no job here (no %s)", dir, StateFile)
+			return nil, path, fmt.Errorf("%w: %s (no %s)", ErrNoJob, dir, StateFile)
 		}
 		return nil, path, fmt.Errorf("crawl: %w", err)
 	}

@@ -850,3 +850,17 @@ func TestRefusedRunSaysNothingElse(t *testing.T) {
 		t.Errorf("the refused run loaded its list:\n%s", st.stdout)
 	}
 }
+
+// An --out that is a file is the user's to fix: exit 2 naming --out, not
+// "crawl: mkdir …: not a directory" and exit 1 (issue 33, item 12).
+func TestOutIsAFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "out")
+	os.WriteFile(file, []byte("x"), 0o644)
+	list := filepath.Join(dir, "urls.txt")
+	os.WriteFile(list, []byte("http://example.test/\n"), 0o644)
+	r := polite(t, "fetch", "--progress", "none", "--out", file, list)
+	if r.code != 2 || !strings.Contains(r.stderr, "--out "+file+" is a file") {
+		t.Errorf("exit %d, stderr %q; want 2 naming --out", r.code, r.stderr)
+	}
+}

@@ -104,8 +104,9 @@ func TestRetryUsage(t *testing.T) {
 	}{
 		{[]string{"retry", t.TempDir(), "--outcome", "throttled,bogus"}, ExitUsage, `"bogus"`},
 		{[]string{"retry", t.TempDir(), "--outcome", "ok"}, ExitUsage, `"ok"`},
-		{[]string{"retry", filepath.Join(t.TempDir(), "nojob")}, ExitFatal, "no job here"},
-		{[]string{"status", filepath.Join(t.TempDir(), "nojob")}, ExitFatal, "no job here"},
+		// The user's to fix, naming DIR (issue 33, item 12): exit 2.
+		{[]string{"retry", filepath.Join(t.TempDir(), "nojob")}, ExitUsage, "DIR "},
+		{[]string{"status", filepath.Join(t.TempDir(), "nojob")}, ExitUsage, "no job here"},
 	} {
 		code, _, stderr := politeCmd(t, tc.argv...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {

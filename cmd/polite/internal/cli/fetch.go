@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/signal"
@@ -736,8 +737,14 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		opts.Frontier = fleetFrontier{f: fr, worker: o.workerName(), since: time.Now(), joinWait: o.JoinWait, begun: new(atomic.Bool)}
 		opts.LeaseRenew = o.LeaseTTL / 3
 	}
+	if fi, err := os.Stat(o.Out); err == nil && !fi.IsDir() {
+		return usageErr("--out %s is a file: want a directory (a new one, or a job's to resume)", o.Out)
+	}
 	job, err := crawl.Open(o.Out, opts)
 	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return usageErr("--out %s: %v", o.Out, err)
+		}
 		return &exitError{code: ExitFatal, err: err}
 	}
 	defer job.Close()

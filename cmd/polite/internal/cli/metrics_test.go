@@ -76,8 +76,8 @@ func TestFetchMetrics(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(out, "hosts.csv")); err != nil || !strings.HasPrefix(string(b), "host,requests,") {
 		t.Errorf("polite report wrote no hosts.csv beside the page: %v %q", err, b)
 	}
-	if code, _, stderr := politeCmd(t, "report", t.TempDir()); code != ExitFatal || !strings.Contains(stderr, "no job here") {
-		t.Errorf("polite report of an empty folder: exit %d, stderr %q; want %d, no job here", code, stderr, ExitFatal)
+	if code, _, stderr := politeCmd(t, "report", t.TempDir()); code != ExitUsage || !strings.Contains(stderr, "no job here") || !strings.Contains(stderr, "DIR ") {
+		t.Errorf("polite report of an empty folder: exit %d, stderr %q; want %d naming DIR, no job here", code, stderr, ExitUsage)
 	}
 	if code, _, stderr := politeCmd(t, "fetch", "--metrics", "nohost:-1", "--out", t.TempDir(), "-"); code != ExitUsage || !strings.Contains(stderr, "--metrics") {
 		t.Errorf("--metrics nohost:-1: exit %d, stderr %q; want a usage error naming --metrics", code, stderr)

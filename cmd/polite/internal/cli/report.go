@@ -48,7 +48,7 @@ snapshot. Open it with a browser (xdg-open DIR/report.html).`,
 			}
 			path, unread, err := writeReport(o.Out)
 			if err != nil {
-				return &exitError{code: ExitFatal, err: err}
+				return jobErr(o.Out, err)
 			}
 			fmt.Fprintln(e.stdout, path)
 			if unread != "" {

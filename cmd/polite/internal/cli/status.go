@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -77,7 +78,7 @@ func runStatus(e *env, o *statusOptions) error {
 	}
 	s, err := crawl.ReadStatus(o.Out, o.Dead)
 	if err != nil {
-		return &exitError{code: ExitFatal, err: err}
+		return jobErr(o.Out, err)
 	}
 	sortTroubled(s.Hosts)
 	if o.JSON {
@@ -140,6 +141,16 @@ func runStatus(e *env, o *statusOptions) error {
 		}
 	}
 	return nil
+}
+
+// jobErr is the error of a command given a DIR: one that holds no job is
+// the user's to fix (exit 2, naming DIR), not a fatal error of polite's
+// (issue 33, item 12).
+func jobErr(dir string, err error) error {
+	if errors.Is(err, crawl.ErrNoJob) {
+		return usageErr("DIR %s: no job here (no %s): give a job's --out", dir, crawl.StateFile)
+	}
+	return &exitError{code: ExitFatal, err: err}
 }
 
 // sortTroubled orders hosts the most troubled first: URLs that failed
@@ -288,7 +299,7 @@ func runRetry(e *env, o *retryOptions) error {
 		return runFleetRetry(e, o)
 	}
 	if _, err := crawl.ReadStatus(o.Out, 0); err != nil { // no job: say so, create nothing
-		return &exitError{code: ExitFatal, err: err}
+		return jobErr(o.Out, err)
 	}
 	job, err := crawl.Open(o.Out, crawl.Options{Bodies: crawl.BodiesNone})
 	if err != nil {
