@@ -21,7 +21,7 @@ import (
 
 // echo serves a TCP echo at addr on n.
 func echo(t *testing.T, n *memNet, addr string) {
-	l := n.listen(addr)
+	l := n.listen(t, addr)
 	t.Cleanup(func() { l.Close() })
 	go func() {
 		for {
@@ -154,7 +154,7 @@ func tlsOrigin(t *testing.T, n *memNet, addr, host string, h http.Handler) *x509
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := n.listen(addr)
+	l := n.listen(t, addr)
 	srv := &http.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{*cert}}}
 	go srv.ServeTLS(l, "", "")
 	t.Cleanup(func() { srv.Close(); l.Close() })

@@ -404,7 +404,7 @@ func TestHostileUnreadBodyKeepsConnection(t *testing.T) {
 		tr.Base = &http.Transport{DialContext: n.dial}
 		s := &Server{Transport: tr, Dial: n.dial}
 		var errLog logBuf
-		l := n.listen(proxyAddr)
+		l := n.listen(t, proxyAddr)
 		srv := &http.Server{Handler: s, ErrorLog: log.New(&errLog, "", 0)}
 		go srv.Serve(l)
 		defer func() { srv.Close(); l.Close() }()

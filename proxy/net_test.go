@@ -9,14 +9,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/polite-go/polite/testbed"
 )
 
-// memNet is an in-memory network of net.Pipe connections, so that a
-// whole proxy (client, http.Server, tunnels) runs inside a synctest
-// bubble, on its fake clock.
+// memNet routes dials by address to in-memory networks (testbed.Network,
+// one listener each), so that a whole proxy (client, http.Server, tunnels,
+// origins) runs inside a synctest bubble, on its fake clock.
 type memNet struct {
 	mu    sync.Mutex
-	lns   map[string]*memListener
+	nets  map[string]*testbed.Network
 	dials []dialed // every dial, in order
 }
 
@@ -25,35 +27,32 @@ type dialed struct {
 	at   time.Time
 }
 
-func newMemNet() *memNet { return &memNet{lns: map[string]*memListener{}} }
+func newMemNet() *memNet { return &memNet{nets: map[string]*testbed.Network{}} }
 
-// listen makes a listener at addr ("host:port").
-func (n *memNet) listen(addr string) *memListener {
+// listen returns the listener at addr ("host:port"); Close of the test's
+// network (serve's cleanup, or the caller's) ends it.
+func (n *memNet) listen(t *testing.T, addr string) net.Listener {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	l := &memListener{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
-	n.lns[addr] = l
-	return l
+	nw := n.nets[addr]
+	if nw == nil {
+		nw = &testbed.Network{}
+		n.nets[addr] = nw
+		t.Cleanup(func() { nw.Close() })
+	}
+	n.mu.Unlock()
+	return nw.Listen()
 }
 
-// dial connects to the listener at addr.
-func (n *memNet) dial(ctx context.Context, _, addr string) (net.Conn, error) {
+// dial connects to the listener at addr, or is refused.
+func (n *memNet) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	n.mu.Lock()
-	l := n.lns[addr]
+	nw := n.nets[addr]
 	n.dials = append(n.dials, dialed{addr, time.Now()})
 	n.mu.Unlock()
-	if l == nil {
+	if nw == nil {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
 	}
-	c, s := net.Pipe()
-	select {
-	case l.conns <- &addrConn{Conn: s, local: l.addr, remote: "127.0.0.1:40000"}:
-		return &addrConn{Conn: c, local: "127.0.0.1:40000", remote: addr}, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return nw.DialContext(ctx, network, addr)
 }
 
 func (n *memNet) dialsTo(addr string) []time.Time {
@@ -68,50 +67,12 @@ func (n *memNet) dialsTo(addr string) []time.Time {
 	return ts
 }
 
-type memListener struct {
-	addr  string
-	conns chan net.Conn
-	once  sync.Once
-	done  chan struct{}
-}
-
-func (l *memListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *memListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *memListener) Addr() net.Addr { return memAddr(l.addr) }
-
-type memAddr string
-
-func (a memAddr) Network() string { return "tcp" }
-func (a memAddr) String() string  { return string(a) }
-
-// addrConn gives a pipe the addresses a TCP connection has: the server
-// reads RemoteAddr to tell a loopback client.
-type addrConn struct {
-	net.Conn
-	local, remote string
-}
-
-func (c *addrConn) LocalAddr() net.Addr  { return memAddr(c.local) }
-func (c *addrConn) RemoteAddr() net.Addr { return memAddr(c.remote) }
-
-// serve runs h on a listener at addr until the test ends.
+// serve runs h at addr until the test ends.
 func (n *memNet) serve(t *testing.T, addr string, h http.Handler) {
-	l := n.listen(addr)
+	l := n.listen(t, addr)
 	srv := &http.Server{Handler: h}
 	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close(); l.Close() })
+	t.Cleanup(func() { srv.Close() })
 }
 
 // client is an HTTP client of the memNet whose requests go through the
