@@ -97,10 +97,8 @@ http {
 
 // nginx is an nginx process serving one site.
 type nginx struct {
-	cmd    *exec.Cmd
-	prefix string
-	url    string
-	done   chan struct{}
+	*NginxProc
+	url string
 }
 
 // NginxBinary finds nginx, installing Debian's nginx-light with apt-get
@@ -125,9 +123,19 @@ func NginxBinary(ctx context.Context) (string, error) {
 	return "/usr/sbin/nginx", nil
 }
 
-// startNginx runs nginx in the foreground on a free loopback port, with its
-// own prefix, until stop.
-func startNginx(ctx context.Context, prefix string, site NginxSite, backend string) (*nginx, error) {
+// NginxProc is nginx running in the foreground with a prefix of its own
+// (pid, logs, temp files, html/page.html), until Stop. The live
+// benchmarks here and in internal/proxylive run it.
+type NginxProc struct {
+	Prefix string
+	cmd    *exec.Cmd
+	done   chan struct{}
+}
+
+// RunNginx prepares prefix (its temp directories and html/page.html, a
+// 1 KiB page), writes conf to prefix/nginx.conf, runs nginx with it and
+// returns once addr accepts connections.
+func RunNginx(ctx context.Context, prefix, conf, addr string) (*NginxProc, error) {
 	bin, err := NginxBinary(ctx)
 	if err != nil {
 		return nil, err
@@ -141,42 +149,28 @@ func startNginx(ctx context.Context, prefix string, site NginxSite, backend stri
 	if err := os.WriteFile(filepath.Join(prefix, "html", "page.html"), []byte(page), 0o644); err != nil {
 		return nil, err
 	}
-	addr, err := freeLoopbackAddr()
-	if err != nil {
+	path := filepath.Join(prefix, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
-	conf := filepath.Join(prefix, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(site.config(prefix, addr, backend)), 0o644); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, "-p", prefix, "-c", conf, "-e", filepath.Join(prefix, "error.log"), "-g", "daemon off;")
+	cmd := exec.Command(bin, "-p", prefix, "-c", path, "-e", filepath.Join(prefix, "error.log"), "-g", "daemon off;")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("politeness: nginx: %w", err)
+		return nil, fmt.Errorf("nginx: %w", err)
 	}
-	n := &nginx{cmd: cmd, prefix: prefix, url: "http://" + addr, done: make(chan struct{})}
+	n := &NginxProc{Prefix: prefix, cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(n.done) }()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return n, nil
-		}
-		select {
-		case <-n.done:
-			b, _ := os.ReadFile(filepath.Join(prefix, "error.log"))
-			return nil, fmt.Errorf("politeness: nginx exited: %s", lastLine(string(b)))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			n.stop()
-			return nil, errors.New("politeness: nginx did not listen within 10 s")
-		}
+	if err := WaitListen(addr, n.done, 10*time.Second); err != nil {
+		n.Stop()
+		b, _ := os.ReadFile(filepath.Join(prefix, "error.log"))
+		return nil, fmt.Errorf("nginx: %v: %s", err, lastLine(string(b)))
 	}
+	return n, nil
 }
 
-// stop ends nginx gracefully (SIGQUIT), then at once after 5 s.
-func (n *nginx) stop() {
+// Stop ends nginx gracefully (SIGQUIT, which flushes its log buffer),
+// then at once after 5 s.
+func (n *NginxProc) Stop() {
 	select {
 	case <-n.done:
 		return
@@ -191,11 +185,47 @@ func (n *nginx) stop() {
 	}
 }
 
+// WaitListen waits until addr accepts a connection, the process ends
+// (done closes) or d passes.
+func WaitListen(addr string, done <-chan struct{}, d time.Duration) error {
+	for deadline := time.Now().Add(d); ; {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-done:
+			return errors.New("exited")
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("did not listen on %s within %v", addr, d)
+		}
+	}
+}
+
+// startNginx runs nginx serving site on a free loopback port until stop.
+func startNginx(ctx context.Context, prefix string, site NginxSite, backend string) (*nginx, error) {
+	addr, err := FreeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	p, err := RunNginx(ctx, prefix, site.config(prefix, addr, backend), addr)
+	if err != nil {
+		return nil, fmt.Errorf("politeness: %w", err)
+	}
+	return &nginx{NginxProc: p, url: "http://" + addr}, nil
+}
+
+// stop stops nginx.
+func (n *nginx) stop() { n.Stop() }
+
 // timeline reads the access log into 1-second windows from t0 (arrival =
 // $msec - $request_time), each with capacity cap, and the latencies of the
 // requests served. 429 and 503 are refusals.
 func (n *nginx) timeline(t0 time.Time, capacity float64) ([]testbed.Second, []time.Duration, error) {
-	f, err := os.Open(filepath.Join(n.prefix, "access.log"))
+	f, err := os.Open(filepath.Join(n.Prefix, "access.log"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -232,8 +262,8 @@ func (n *nginx) timeline(t0 time.Time, capacity float64) ([]testbed.Second, []ti
 	return secs, lat, sc.Err()
 }
 
-// freeLoopbackAddr returns a 127.0.0.1 address with a port free just now.
-func freeLoopbackAddr() (string, error) {
+// FreeLoopbackAddr returns a 127.0.0.1 address with a port free just now.
+func FreeLoopbackAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err

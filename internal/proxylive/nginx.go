@@ -8,12 +8,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/polite-go/polite/internal/politeness"
 )
@@ -92,86 +89,44 @@ http {
 
 // nginx is an nginx process serving one Site.
 type nginx struct {
-	cmd    *exec.Cmd
-	prefix string
+	*politeness.NginxProc
 	// URL is the plain HTTP origin (http://127.0.0.1:PORT), TLSPort the
 	// HTTPS listener's port (0 without one).
 	URL     string
 	TLSPort int
-	done    chan struct{}
 }
 
-// startNginx runs nginx in the foreground on free loopback ports with its
-// own prefix, until stop.
+// startNginx runs nginx serving site on free loopback ports until stop.
 func startNginx(ctx context.Context, prefix string, site Site) (*nginx, error) {
-	bin, err := politeness.NginxBinary(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range []string{"html", "tmp/body", "tmp/proxy"} {
-		if err := os.MkdirAll(filepath.Join(prefix, d), 0o755); err != nil {
-			return nil, err
-		}
-	}
-	page := "<!DOCTYPE html>\n<html><body><p>" + strings.Repeat("polite ", 140) + "</p></body></html>\n"
-	if err := os.WriteFile(filepath.Join(prefix, "html", "page.html"), []byte(page), 0o644); err != nil {
-		return nil, err
-	}
-	addr, err := freeLoopbackAddr()
+	addr, err := politeness.FreeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
 	tlsAddr, tlsPort := "", 0
 	if site.Cert != "" {
-		if tlsAddr, err = freeLoopbackAddr(); err != nil {
+		if tlsAddr, err = politeness.FreeLoopbackAddr(); err != nil {
 			return nil, err
 		}
 		_, p, _ := net.SplitHostPort(tlsAddr)
 		tlsPort, _ = strconv.Atoi(p)
 	}
-	conf := filepath.Join(prefix, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(site.config(prefix, addr, tlsAddr)), 0o644); err != nil {
-		return nil, err
+	p, err := politeness.RunNginx(ctx, prefix, site.config(prefix, addr, tlsAddr), addr)
+	if err != nil {
+		return nil, fmt.Errorf("proxylive: %w", err)
 	}
-	cmd := exec.Command(bin, "-p", prefix, "-c", conf, "-e", filepath.Join(prefix, "error.log"), "-g", "daemon off;")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("proxylive: nginx: %w", err)
-	}
-	n := &nginx{cmd: cmd, prefix: prefix, URL: "http://" + addr, TLSPort: tlsPort, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(n.done) }()
-	if err := waitListen(addr, n.done, 10*time.Second); err != nil {
-		n.stop()
-		b, _ := os.ReadFile(filepath.Join(prefix, "error.log"))
-		return nil, fmt.Errorf("proxylive: nginx: %v: %s", err, lastLine(string(b)))
-	}
-	return n, nil
+	return &nginx{NginxProc: p, URL: "http://" + addr, TLSPort: tlsPort}, nil
 }
 
 // TLSURL is the HTTPS origin under name (localhost or 127.0.0.1).
 func (n *nginx) TLSURL(name string) string { return fmt.Sprintf("https://%s:%d", name, n.TLSPort) }
 
-// stop ends nginx gracefully (SIGQUIT, which flushes the log buffer), then
-// at once after 5 s.
-func (n *nginx) stop() {
-	select {
-	case <-n.done:
-		return
-	default:
-	}
-	n.cmd.Process.Signal(syscall.SIGQUIT)
-	select {
-	case <-n.done:
-	case <-time.After(5 * time.Second):
-		syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
-		<-n.done
-	}
-}
+// stop stops nginx, flushing its log.
+func (n *nginx) stop() { n.Stop() }
 
 // hits stops nginx (flushing its log) and reads the access log.
 func (n *nginx) hits() ([]Hit, error) {
 	n.stop()
-	f, err := os.Open(filepath.Join(n.prefix, "access.log"))
+	f, err := os.Open(filepath.Join(n.Prefix, "access.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -216,36 +171,6 @@ func parseLog(f io.Reader) ([]Hit, error) {
 		out = append(out, h)
 	}
 	return out, sc.Err()
-}
-
-// waitListen waits until addr accepts a connection, the process ends
-// (done closes) or d passes.
-func waitListen(addr string, done <-chan struct{}, d time.Duration) error {
-	for deadline := time.Now().Add(d); ; {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		select {
-		case <-done:
-			return errors.New("exited")
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("did not listen on %s within %v", addr, d)
-		}
-	}
-}
-
-// freeLoopbackAddr returns a 127.0.0.1 address with a port free just now.
-func freeLoopbackAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 func lastLine(s string) string {

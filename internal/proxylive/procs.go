@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/polite-go/polite/internal/politeness"
 )
 
 // proxy is a forward proxy process on loopback: `polite proxy` or
@@ -101,7 +103,7 @@ func startPolite(bin, dir, name string, args ...string) (*proxy, error) {
 		p.stop()
 		return nil, fmt.Errorf("proxylive: polite proxy named no address within 15 s: %s", tail(logPath, 3))
 	}
-	if err := waitListen(strings.TrimPrefix(p.URL, "http://"), p.done, 10*time.Second); err != nil {
+	if err := politeness.WaitListen(strings.TrimPrefix(p.URL, "http://"), p.done, 10*time.Second); err != nil {
 		p.stop()
 		return nil, fmt.Errorf("proxylive: polite proxy: %v", err)
 	}
@@ -115,7 +117,7 @@ func startTinyproxy(bin, dir string) (*proxy, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	addr, err := freeLoopbackAddr()
+	addr, err := politeness.FreeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +150,7 @@ LogFile %q
 	}
 	p := &proxy{cmd: cmd, URL: "http://" + addr, done: make(chan struct{}), log: logPath}
 	go func() { cmd.Wait(); out.Close(); close(p.done) }()
-	if err := waitListen(addr, p.done, 10*time.Second); err != nil {
+	if err := politeness.WaitListen(addr, p.done, 10*time.Second); err != nil {
 		p.stop()
 		return nil, fmt.Errorf("proxylive: tinyproxy: %v: %s", err, tail(out.Name(), 3))
 	}
