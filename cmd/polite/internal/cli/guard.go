@@ -322,6 +322,22 @@ func runGuard(ctx context.Context, e *env, o *guardOptions) error {
 	srv := guardServer(o, g, log)
 	rate, burst := effective(cfg.Identity)
 	fmt.Fprintf(e.stdout, "polite guard: http://%s -> %s (identity %v/s, burst %d)\n", ln.Addr(), o.Upstream.Redacted(), rate, burst)
+	if err := serveUntil(ctx, srv, ln); err != nil {
+		return err
+	}
+	s := g.Stats()
+	fmt.Fprintf(e.stdout, "polite guard: stopped; refused %d, dry-run refusals %d, store errors %d", s.Refused, s.Shadowed, s.StoreErrors)
+	if c, ok := ln.(*addrCap); ok {
+		fmt.Fprintf(e.stdout, ", connections over --max-conns-per-ip closed %d", c.refused.Load())
+	}
+	fmt.Fprintln(e.stdout)
+	return nil
+}
+
+// serveUntil serves srv on ln until ctx ends (a signal), then shuts it
+// down, giving requests in flight 5 s; a server that stops on its own is
+// a fatal error. The guard and the proxy run so.
+func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener) error {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -331,13 +347,9 @@ func runGuard(ctx context.Context, e *env, o *guardOptions) error {
 	}
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	srv.Shutdown(shut)
-	s := g.Stats()
-	fmt.Fprintf(e.stdout, "polite guard: stopped; refused %d, dry-run refusals %d, store errors %d", s.Refused, s.Shadowed, s.StoreErrors)
-	if c, ok := ln.(*addrCap); ok {
-		fmt.Fprintf(e.stdout, ", connections over --max-conns-per-ip closed %d", c.refused.Load())
+	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return &exitError{code: ExitFatal, err: fmt.Errorf("shutting down: %w", err)}
 	}
-	fmt.Fprintln(e.stdout)
 	return nil
 }
 

@@ -342,17 +342,8 @@ func runProxy(ctx context.Context, e *env, o *proxyOptions) error {
 		https += "; intercepted with the CA in " + o.CADir + ": " + strings.Join(o.Intercept, ", ")
 	}
 	fmt.Fprintf(e.stderr, "polite proxy: listening on http://%s (%s)\n", ln.Addr(), https)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return &exitError{code: ExitFatal, err: err}
-	case <-ctx.Done():
-	}
-	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		fmt.Fprintln(e.stderr, "polite proxy:", err)
+	if err := serveUntil(ctx, srv, ln); err != nil {
+		return err
 	}
 	st := s.Stats()
 	fmt.Fprintf(e.stderr, "polite proxy: stopped; %d requests, %d held past --max-wait, %d refused, %d tunnels paced by the connection, %d intercepted\n",
