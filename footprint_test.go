@@ -1,6 +1,7 @@
 package polite
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -113,5 +114,28 @@ func TestOverheadAllocs(t *testing.T) {
 		if added := testing.AllocsPerRun(100, roundTrip(c.tr)) - base; added > 3 {
 			t.Errorf("%s: %.1f allocations per request beyond the base's, want ≤ 3", c.name, added)
 		}
+	}
+}
+
+// A request carrying its own terms (a request id, a cost: the crawl job
+// sends every request so) allocates no more than one without: robots.txt,
+// cached, is read without preparing a fetch's context (issue 32's fix
+// for robots.txt taking a request's terms did so on every request).
+func TestTermsAllocNothing(t *testing.T) {
+	tr := &Transport{Base: nopBase{}, Limits: Limits{Rate: 1e9, Burst: 1 << 20}, UserAgent: "t/1"}
+	plain, _ := http.NewRequest("GET", "http://overhead.test/", nil)
+	withTerms := plain.WithContext(WithRequestID(WithCost(context.Background(), 1), 7))
+	allocs := func(req *http.Request) float64 {
+		return testing.AllocsPerRun(100, func() {
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		})
+	}
+	allocs(plain) // robots.txt and the host's state are made once
+	if a, b := allocs(plain), allocs(withTerms); b > a {
+		t.Errorf("%.1f allocations per request with terms, %.1f without: want no more", b, a)
 	}
 }

@@ -14,17 +14,21 @@ import (
 // under the Crawl-delay each time a new copy of robots.txt is in force.
 func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host) error {
 	p := t.ext(h)
-	// robots.txt is fetched as a request of its own: the terms of the
-	// request that happened to need it (its cost, priority, no retries,
-	// its own Observer) are not its terms, and must not make it fail for
-	// every later request to the host.
-	fetchCtx := ctx
-	if _, ok := ctx.Value(optsKey{}).(reqOpts); ok {
-		fetchCtx = context.WithValue(ctx, optsKey{}, reqOpts{})
-	}
-	rb, err := t.robots.GetRef(fetchCtx, req.URL, &p.robotsRef)
-	if err != nil {
-		return fmt.Errorf("polite: robots.txt for %q: %w", h.key, err)
+	rb, ok := t.robots.Cached(req.URL, &p.robotsRef)
+	if !ok {
+		// robots.txt is fetched as a request of its own: the terms of
+		// the request that happened to need it (its cost, priority, no
+		// retries, its own Observer) are not its terms, and must not
+		// make it fail for every later request to the host. Only here,
+		// off the cached path, does clearing them cost an allocation.
+		fetchCtx := ctx
+		if _, set := ctx.Value(optsKey{}).(reqOpts); set {
+			fetchCtx = context.WithValue(ctx, optsKey{}, reqOpts{})
+		}
+		var err error
+		if rb, err = t.robots.GetRef(fetchCtx, req.URL, &p.robotsRef); err != nil {
+			return fmt.Errorf("polite: robots.txt for %q: %w", h.key, err)
+		}
 	}
 	if p.robots.Swap(rb) != rb {
 		t.applyCrawlDelay(ctx, h, rb)
@@ -38,7 +42,7 @@ func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host)
 	ro := optsOf(ctx)
 	t.emit(ctx, ro.obs, Event{Kind: EventRobots, Time: time.Now(), Host: h.key, ID: ro.id, Reason: ReasonRobots,
 		Detail: fmt.Sprintf("%s (line %d, %s)", v.Rule, v.Rule.Line, rb.Source())})
-	err = &robots.DisallowedError{URL: u.String(), Rule: v.Rule}
+	err := &robots.DisallowedError{URL: u.String(), Rule: v.Rule}
 	if rb.Source() == robots.Unreachable {
 		// Disallowed for now only (RFC 9309 §2.3.1.3): say so, so that a
 		// scheduler can try the URL again once robots.txt is re-fetched.
