@@ -845,9 +845,9 @@ func TestRefusedRunSaysNothingElse(t *testing.T) {
 	if fi2, err := os.Stat(report); err != nil || !fi2.ModTime().Equal(fi.ModTime()) {
 		t.Errorf("the refused run rewrote the report (%v)", err)
 	}
-	st := polite(t, "status", out)
-	if strings.Contains(st.stdout, "/b") {
-		t.Errorf("the refused run loaded its list:\n%s", st.stdout)
+	st := polite(t, "status", "--json", out)
+	if !strings.Contains(st.stdout, `"total": 1,`) {
+		t.Errorf("the refused run loaded its list (want 1 URL in the job):\n%s", st.stdout)
 	}
 }
 

@@ -287,7 +287,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVarP(&o.Method, "method", "X", "", "request `METHOD` of every URL (GET; POST when --data is given)")
 	f.VarP(dataFlag{&o.Body}, "data", "d", "request `BODY` of every URL, exactly as given, or read from @FILE; Content-Type application/x-www-form-urlencoded unless -H names one")
 	f.BoolVar(&o.RetryPost, "retry-non-idempotent", false, "retry POST and PATCH requests too (429/503, 5xx, no response): only when the API makes a repeat harmless")
-	f.Var(retryOnFlag{&o.RetryOn}, "retry-on", "comma-separated `STATUSES` that are retried, in place of polite's own reading (429,503,408,504 and other 5xx); a status left out is not retried")
+	f.Var(retryOnFlag{&o.RetryOn}, "retry-on", "comma-separated `STATUSES` that are retried, in place of polite's own reading (429,503,408,504 and other 5xx); a status left out is not retried; 4xx and 5xx only")
 	f.DurationVar(&o.MaxTime, "max-time", 0, "stop the whole job after this long (as Ctrl-C does: resumable); 0 for no limit")
 	f.IntVar(&o.MaxURLs, "max-urls", 0, "take only the first N URLs of the list (a sample run); 0 for all")
 	f.StringVar(&o.Progress, "progress", "auto", "live display: bar (on a terminal), log (a line every 5 s), none, or auto (bar on a terminal, else log)")
@@ -298,7 +298,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 // addPolicyFlags defines the per-host policy flags, shared with demo.
 func addPolicyFlags(f *pflag.FlagSet, o *fetchOptions, rate, key *string) {
 	f.StringVar(rate, "rate", strconv.FormatFloat(polite.DefaultRate, 'g', -1, 64), "requests per second per host; with --adaptive the starting rate, and, when given, also the ceiling unless --max-rate raises it; \"inf\" for no limit (with --adaptive: start at --max-rate)")
-	f.Float64Var(&o.MaxRate, "max-rate", DefaultMaxRate, "ceiling of a host's adaptive rate: a server's owner agreed to nothing, so without --rate or --max-rate a host is not pushed past this ("+strconv.FormatFloat(DefaultMaxRate, 'g', -1, 64)+" req/s, ten times the default --rate); with --rate given and no --max-rate, --rate")
+	f.Float64Var(&o.MaxRate, "max-rate", DefaultMaxRate, "ceiling of a host's adaptive rate: a server's owner agreed to nothing, so without --rate or --max-rate a host is not pushed past this ("+strconv.FormatFloat(DefaultMaxRate, 'g', -1, 64)+" req/s, ten times the default --rate); with --rate given and no --max-rate, --rate; never below --rate, never 0")
 	f.IntVar(&o.Burst, "burst", polite.DefaultBurst, "requests a host may get at once after an idle spell")
 	f.IntVar(&o.Concurrency, "concurrency", polite.DefaultConcurrency, "requests in flight per host")
 	f.BoolVar(&o.Smooth, "smooth", false, "space each host's requests evenly (no bursts)")
