@@ -120,6 +120,7 @@ type Host struct {
 	caps         []point   // capacity estimate over time
 	capErrs      []float64 // how far off each of caps may be, either way (0: unknown)
 	ticks        []int64   // 429s, ms
+	ticks503     []int64   // 503s, ms
 	pauses       []span
 	breaker      []span
 	openAt       int64 // an open breaker's start, 0 when closed
@@ -218,6 +219,7 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 					h.ticks = append(h.ticks, r.T)
 				case 503:
 					h.S503++
+					h.ticks503 = append(h.ticks503, r.T)
 				}
 				if r.Status != 0 {
 					h.lat = append(h.lat, r.Latency)

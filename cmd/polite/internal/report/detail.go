@@ -3,7 +3,9 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"time"
 )
 
 // writeDetail draws, for each of the most throttled hosts, the rate the
@@ -17,10 +19,19 @@ func (d *Data) writeDetail(b *strings.Builder) {
 		b.WriteString(`<p class="muted">No host was throttled, paused or had its breaker open.</p>`)
 		return
 	}
-	fmt.Fprintf(b, `<p class="legend">%s rate set %s achieved (ok/s) %s capacity estimate %s 429 %s paused %s breaker open %s latency p50 %s p95</p>`,
-		swatch("#1f77b4"), swatch("#2ca02c"), swatch("#ff7f0e"), swatch("#d62728"), swatch("#f3d9a6"), swatch("#c9b3e6"),
+	band := false
+	for _, h := range d.Detail {
+		band = band || slices.ContainsFunc(h.capErrs, func(e float64) bool { return e > 0 })
+	}
+	fmt.Fprintf(b, `<p class="legend">%s rate set %s achieved (ok/s over %s) %s capacity estimate %s 429 %s 503 %s paused %s breaker open %s latency p50 %s p95</p>`,
+		swatch("#1f77b4"), swatch("#2ca02c"), fmtSpan(d.okWindow()), swatch("#ff7f0e"), swatch("#d62728"), swatch(tick503), swatch("#f3d9a6"), swatch("#c9b3e6"),
 		swatch("#555"), swatch("#aaa"))
-	b.WriteString(`<p class="muted">The capacity estimate is the dashed line; the band around it is how far off the controller says it may be (a count of answers is ±1.5 over the time it was counted in). None while it is only a lower bound.</p>` + "\n")
+	note := "The capacity estimate is the dashed line: what the controller reckons the host serves."
+	if band {
+		note += " The band around it is how far off the controller says it may be (a count of answers is ±1.5 over the time it was counted in); there is none while it is only a lower bound."
+	}
+	note += " Each 429 and 503 is a tick on the time axis; the latency lines are the p50 and p95 of the answers over the same trailing window, and a gap in them a spell with no answers."
+	b.WriteString(`<p class="muted">` + note + "</p>\n")
 	for i, h := range d.Detail {
 		d.writeHost(b, i, h)
 	}
@@ -33,14 +44,14 @@ func (d *Data) writeHost(b *strings.Builder, i int, h *Host) {
 	total := top + ht + gap + lh + 18
 	fmt.Fprintf(b, `<svg id="host-%d" class="host" width="%d" height="%d" viewBox="0 0 %d %.0f" role="img" aria-label="rates of %s">`,
 		i, plotW, int(total), plotW, total, esc(h.Name))
-	secs := d.Width.Seconds()
 	ok := make([]int, Buckets)
 	for _, t := range h.okAt {
 		ok[d.index(t)]++
 	}
+	achieved := d.perSecond(ok)
 	ymax := 0.0
-	for _, n := range ok {
-		ymax = max(ymax, float64(n)/secs)
+	for _, v := range achieved {
+		ymax = max(ymax, v)
 	}
 	for _, p := range h.steps {
 		if p.v < 1e15 {
@@ -63,27 +74,20 @@ func (d *Data) writeHost(b *strings.Builder, i int, h *Host) {
 		fmt.Fprintf(b, `<rect class="breaker" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#c9b3e6" opacity=".7"/>`, x0, top, math.Max(x1-x0, 1), ht)
 	}
 	capBand(b, d, h, y, end)
-	// Achieved: ok answers per second in each bucket.
-	var pts []string
-	for k, n := range ok {
-		pts = append(pts, fmt.Sprintf("%.1f,%.1f %.1f,%.1f", bx(k), y(float64(n)/secs), bx(k+1), y(float64(n)/secs)))
+	// Achieved: ok answers per second over the trailing window (a rate,
+	// not a count per bucket: a bucket is often shorter than the gap
+	// between two answers), at each bucket's end.
+	pts := make([]string, 0, Buckets+1)
+	for k, v := range achieved {
+		pts = append(pts, fmt.Sprintf("%.1f,%.1f", bx(k+1), y(v)))
 	}
 	fmt.Fprintf(b, `<polyline class="s" data-series="ok" data-n="%d" points="%s" fill="none" stroke="#2ca02c" stroke-width="1.5"/>`,
 		len(h.okAt), strings.Join(pts, " "))
 	stepLine(b, d, h.steps, y, end, "rate", "#1f77b4", "2")
 	stepLine(b, d, h.caps, y, end, "capacity", "#ff7f0e", "1.5\" stroke-dasharray=\"5 3")
-	// 429 ticks, one mark per bucket carrying its count.
-	ticks := make([]int, Buckets)
-	for _, t := range h.ticks {
-		ticks[d.index(t)]++
-	}
-	for k, n := range ticks {
-		if n > 0 {
-			x := bx(k) + float64(innerW)/Buckets/2
-			fmt.Fprintf(b, `<line class="s" data-series="429" data-n="%d" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#d62728" stroke-width="2"><title>%d × 429</title></line>`,
-				n, x, top+ht, x, top+ht-math.Min(6+2*float64(n), 30), n)
-		}
-	}
+	// 429 and 503 ticks, one mark per bucket carrying its count.
+	d.ticks(b, h.ticks, "429", "#d62728", top+ht, -0.2)
+	d.ticks(b, h.ticks503, "503", tick503, top+ht, 0.2)
 	d.axis(b, top, ht, ymax, " req/s")
 	// Latency below: p50 and p95 of the answers in each bucket.
 	ltop := top + ht + gap
@@ -92,10 +96,19 @@ func (d *Data) writeHost(b *strings.Builder, i int, h *Host) {
 		k := d.index(p.t)
 		lat[k] = append(lat[k], p.v)
 	}
+	// Over the achieved rate's trailing window, so a host answering less
+	// often than a bucket is long draws a line, and a gap is a spell of a
+	// window or more without answers.
+	w := d.windowBuckets()
 	lmax := 0.0
 	p50s, p95s := make([]float64, Buckets), make([]float64, Buckets)
+	var pool []float64
 	for k := range lat {
-		p50s[k], p95s[k] = quantiles(lat[k])
+		pool = pool[:0]
+		for _, l := range lat[max(k-w+1, 0) : k+1] {
+			pool = append(pool, l...)
+		}
+		p50s[k], p95s[k] = quantiles(pool)
 		if !math.IsNaN(p95s[k]) {
 			lmax = max(lmax, p95s[k])
 		}
@@ -106,19 +119,31 @@ func (d *Data) writeHost(b *strings.Builder, i int, h *Host) {
 		v     []float64
 		color string
 	}{{p95s, "#aaa"}, {p50s, "#555"}} {
+		// One polyline per run of buckets with answers: a gap is no
+		// answers, not 0 ms; a lone bucket is a dot.
 		var seg []string
-		for k, v := range s.v {
-			if !math.IsNaN(v) {
-				seg = append(seg, fmt.Sprintf("%.1f,%.1f", bx(k)+float64(innerW)/Buckets/2, ly(v)))
+		flush := func() {
+			switch len(seg) {
+			case 0:
+			case 1:
+				xy := strings.Split(seg[0], ",")
+				fmt.Fprintf(b, `<circle class="lat" cx="%s" cy="%s" r="1.5" fill="%s"/>`, xy[0], xy[1], s.color)
+			default:
+				fmt.Fprintf(b, `<polyline class="lat" points="%s" fill="none" stroke="%s" stroke-width="1.2"/>`, strings.Join(seg, " "), s.color)
 			}
+			seg = seg[:0]
 		}
-		if len(seg) > 0 {
-			fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.2"/>`, strings.Join(seg, " "), s.color)
+		for k, v := range s.v {
+			if math.IsNaN(v) {
+				flush()
+				continue
+			}
+			seg = append(seg, fmt.Sprintf("%.1f,%.1f", bx(k)+float64(innerW)/Buckets/2, ly(v)))
 		}
+		flush()
 	}
 	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#999"/>`, left, ltop+lh, plotW-right, ltop+lh)
-	fmt.Fprintf(b, `<text x="%d" y="%.1f">latency, up to %s ms</text><text x="%d" y="%.1f" text-anchor="end">0</text>`,
-		left+4, ltop+10, fmtAxis(lmax), left-4, ltop+lh)
+	yLabels(b, ltop, lh, lmax, "ms")
 	b.WriteString("</svg>\n")
 }
 
@@ -170,4 +195,57 @@ func niceMax(v float64) float64 {
 		}
 	}
 	return 10 * p
+}
+
+// tick503 is the colour of a 503's tick.
+const tick503 = "#8c564b"
+
+// ticks draws one tick per bucket holding any of at (ms), carrying the
+// count, shifted by off of a bucket's width so 429s and 503s side by side
+// stay apart.
+func (d *Data) ticks(b *strings.Builder, at []int64, series, color string, base, off float64) {
+	n := make([]int, Buckets)
+	for _, t := range at {
+		n[d.index(t)]++
+	}
+	for k, c := range n {
+		if c > 0 {
+			x := bx(k) + float64(innerW)/Buckets*(0.5+off)
+			fmt.Fprintf(b, `<line class="s" data-series="%s" data-n="%d" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2"><title>%d × %s</title></line>`,
+				series, c, x, base, x, base-math.Min(6+2*float64(c), 30), color, c, series)
+		}
+	}
+}
+
+// okWindow is the span the achieved rate is counted over: a second, or a
+// bucket when buckets are longer.
+func (d *Data) okWindow() time.Duration { return max(time.Second, d.Width) }
+
+// windowBuckets is okWindow in buckets, rounded up.
+func (d *Data) windowBuckets() int {
+	return max(int((d.okWindow()+d.Width-1)/max(d.Width, time.Millisecond)), 1)
+}
+
+// perSecond turns counts per bucket into a rate per second over the
+// trailing okWindow (fewer buckets at the start).
+func (d *Data) perSecond(n []int) []float64 {
+	w := d.windowBuckets()
+	out := make([]float64, len(n))
+	sum := 0
+	for k, c := range n {
+		sum += c
+		if k >= w {
+			sum -= n[k-w]
+		}
+		out[k] = float64(sum) / (float64(min(k+1, w)) * d.Width.Seconds())
+	}
+	return out
+}
+
+// fmtSpan writes a duration short: "1s", "1.5s", "350ms".
+func fmtSpan(t time.Duration) string {
+	if t < time.Second {
+		return t.Round(time.Millisecond).String()
+	}
+	return t.Round(100 * time.Millisecond).String()
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -168,8 +169,7 @@ func (d *Data) tx(t int64) float64 {
 func (d *Data) axis(b *strings.Builder, top, h float64, ymax float64, unit string) {
 	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#999"/>`, left, top+h, plotW-right, top+h)
 	fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#999"/>`, left, top, left, top+h)
-	fmt.Fprintf(b, `<text x="%d" y="%.1f">%s</text>`, left+4, top+10, esc(fmtAxis(ymax)+unit))
-	fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">0</text>`, left-4, top+h)
+	yLabels(b, top, h, ymax, unit)
 	for k := 0; k <= 4; k++ {
 		t := d.Start.Add(time.Duration(k) * d.Width * Buckets / 4)
 		anchor := "middle"
@@ -181,10 +181,21 @@ func (d *Data) axis(b *strings.Builder, top, h float64, ymax float64, unit strin
 	}
 }
 
+// yLabels writes a plot's y axis labels in the margin left of it, where no
+// bar or line is drawn: the maximum (with a faint grid line across), its
+// unit under it, and 0.
+func yLabels(b *strings.Builder, top, h, ymax float64, unit string) {
+	fmt.Fprintf(b, `<line class="grid" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/>`, left, top, plotW-right, top)
+	fmt.Fprintf(b, `<text class="ymax" x="%d" y="%.1f" text-anchor="end">%s</text>`, left-4, top+4, esc(fmtAxis(ymax)))
+	fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`, left-4, top+16, esc(strings.TrimSpace(unit)))
+	fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">0</text>`, left-4, top+h)
+}
+
+// fmtAxis writes an axis value or a rate short: no ".0" on whole numbers.
 func fmtAxis(v float64) string {
 	switch {
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
+	case v >= 100 || v == math.Trunc(v):
+		return strconv.FormatFloat(math.Round(v), 'f', -1, 64)
 	case v >= 1:
 		return fmt.Sprintf("%.1f", v)
 	}
@@ -201,6 +212,8 @@ func (d *Data) writeThroughput(b *strings.Builder) {
 		}
 		ymax = max(ymax, per[i])
 	}
+	secs := d.Width.Seconds()
+	rmax := niceMax(float64(ymax) / secs) // req/s at the top
 	const top, h = 8.0, 200.0
 	fmt.Fprintf(b, `<svg id="throughput" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="attempts per time bucket by outcome">`,
 		plotW, int(h+30), plotW, int(h+30))
@@ -212,13 +225,13 @@ func (d *Data) writeThroughput(b *strings.Builder) {
 			if n == 0 {
 				continue
 			}
-			hh := float64(n) / float64(ymax) * h
+			hh := float64(n) / secs / rmax * h
 			y -= hh
 			fmt.Fprintf(b, `<rect class="s" data-series="%s" data-n="%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %d</title></rect>`,
 				Classes[c], n, bx(i), y, max(bw-0.5, 0.5), hh, colors[c], Classes[c], n)
 		}
 	}
-	d.axis(b, top, h, float64(ymax)/d.Width.Seconds(), " req/s")
+	d.axis(b, top, h, rmax, " req/s")
 	b.WriteString("</svg>\n<div class=\"legend\">")
 	for c, name := range Classes {
 		n := 0
@@ -270,13 +283,17 @@ func (d *Data) writeHosts(b *strings.Builder) {
 	if d.HostsCut > 0 {
 		fmt.Fprintf(b, "; the %d least throttled are left out here (every host is in %s beside this page)", d.HostsCut, CSVFile)
 	}
-	b.WriteString(`.</p><table id="hosts" class="sort"><thead><tr><th>host</th><th>requests</th><th>ok %</th><th>429s</th><th>503s</th>
+	b.WriteString(`.</p><table id="hosts" class="sort"><thead><tr><th>host</th><th>requests</th><th title="URLs that ended ok, of the host's finished URLs">URLs ok %</th><th>429s</th><th>503s</th>
 <th>p50 ms</th><th>p95 ms</th><th>rate</th><th>min</th><th>max</th><th>capacity</th><th>paused</th><th>breaker opens</th></tr></thead><tbody>
 `)
 	for _, h := range d.Hosts {
-		okPct := 100 * float64(h.OK) / float64(max(h.Requests, 1))
-		fmt.Fprintf(b, `<tr><td>%s</td><td data-v="%d">%s</td><td data-v="%.1f">%.1f</td><td data-v="%d"%s>%d</td><td data-v="%d">%d</td>`,
-			esc(h.Name), h.Requests, fmtNum(h.Requests), okPct, okPct, h.S429, hot(h.S429), h.S429, h.S503, h.S503)
+		okPct, okCell := math.NaN(), `<span class="muted">–</span>`
+		if h.URLs > 0 {
+			okPct = 100 * float64(h.URLsOK) / float64(h.URLs)
+			okCell = fmt.Sprintf("%.1f", okPct)
+		}
+		fmt.Fprintf(b, `<tr><td>%s</td><td data-v="%d">%s</td><td data-v="%s">%s</td><td data-v="%d"%s>%d</td><td data-v="%d">%d</td>`,
+			esc(h.Name), h.Requests, fmtNum(h.Requests), numAttr(okPct), okCell, h.S429, hot(h.S429), h.S429, h.S503, h.S503)
 		for _, v := range []float64{h.P50, h.P95, h.Rate, h.MinRate, h.MaxRate} {
 			fmt.Fprintf(b, `<td data-v="%s">%s</td>`, numAttr(v), fmtOpt(v))
 		}

@@ -220,8 +220,8 @@ func TestSeriesSumToTotals(t *testing.T) {
 			n, _ := strconv.Atoi(m[2])
 			got[m[1]] += n
 		}
-		if got["429"] != h.S429 || got["ok"] != h.OK {
-			t.Errorf("%s: plot has %d 429 ticks and %d ok answers, table %d and %d", h.Name, got["429"], got["ok"], h.S429, h.OK)
+		if got["429"] != h.S429 || got["503"] != h.S503 || got["ok"] != h.OK {
+			t.Errorf("%s: plot has %d 429 ticks, %d 503 ticks and %d ok answers, table %d, %d and %d", h.Name, got["429"], got["503"], got["ok"], h.S429, h.S503, h.OK)
 		}
 		row := regexp.MustCompile(`<tr><td>` + regexp.QuoteMeta(h.Name) + `</td><td data-v="(\d+)">[^<]*</td><td[^>]*>[^<]*</td><td data-v="(\d+)"`).FindStringSubmatch(page)
 		if row == nil || row[1] != strconv.Itoa(h.Requests) || row[2] != strconv.Itoa(h.S429) {
