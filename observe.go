@@ -26,6 +26,7 @@ const (
 	ReasonAttempts   Reason = "attempts"    // no retries left
 	ReasonStore      Reason = "store"       // a shared Store is unreachable and sends nothing meanwhile
 	ReasonPriority   Reason = "priority"    // a background request yields to requests of normal priority
+	ReasonPolicy     Reason = "policy"      // the host's configured limits (Limits, or a Rule: Detail), as a scheduler first sends to it
 )
 
 // EventKind says what an Event reports.

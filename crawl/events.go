@@ -41,6 +41,60 @@ func (j *Job) logDeferred(it *item, notBefore time.Time) {
 		Reason: waitReason(it.reason), Delay: max(notBefore.Sub(now), 0), Attempt: it.attempts + 1, Detail: it.reason})
 }
 
+// logHeld writes to events.jsonl, and hands the Transport's Observer
+// (metrics), an EventWait for each spell the URL's host held it back before
+// the scheduler handed it out: its rate, its in-flight cap, a pause, an
+// open breaker (issue 33, item 2: the time a rule's 0.5/s cost is the
+// crawl's politeness cost, and it sent no wait events). Time is when the
+// spell began and Delay how long it lasted: each spell is a host's, with a
+// URL in hand, so their sum is the time hosts were held, not a sum over
+// every URL queued behind.
+func (j *Job) logHeld(it *item) {
+	if len(it.held) == 0 || it.host == nil {
+		return
+	}
+	var obs polite.Observer
+	if j.tr != nil {
+		obs = j.tr.Observer
+	}
+	for _, s := range it.held {
+		e := polite.Event{Kind: polite.EventWait, Time: s.from, Host: it.host.key, ID: uint64(it.id), Reason: s.why,
+			Delay: s.d, Attempt: it.attempts + 1}
+		if j.events != nil {
+			j.events.Observe(e)
+		}
+		if obs != nil {
+			obs.Observe(e)
+		}
+	}
+	it.held = nil
+}
+
+// logStartRate writes to events.jsonl, once a run per host, the rate the
+// host's first request of the run went at: an EventRate for
+// ReasonPolicy, Detail naming the rule it comes from. Without it a host
+// whose rate never changed (held by a rule, a crawl-delay, a RateLimit
+// header) had no rate in the report (issue 33, item 3).
+func (j *Job) logStartRate(it *item) {
+	h := it.host
+	if j.events == nil || j.tr == nil || h == nil || !h.rateLogged.CompareAndSwap(false, true) {
+		return
+	}
+	st, ok := j.tr.State(j.budgetOf(h))
+	if !ok {
+		return
+	}
+	why := "rule " + st.Rule
+	switch {
+	case st.CeilingWhy != "" && st.Ceiling > 0 && st.Ceiling <= st.Rate:
+		why = string(st.CeilingWhy)
+	case st.Rule == "":
+		why = "defaults"
+	}
+	j.events.Observe(polite.Event{Kind: polite.EventRate, Time: time.Now(), Host: h.key, ID: uint64(it.id),
+		Reason: polite.ReasonPolicy, Rate: st.Rate, Detail: why})
+}
+
 // logDone hands the Transport's Observer (metrics, say) an EventDone for
 // a finished URL: its logical duration, from its first attempt's start (in
 // this run or an earlier one) to its result, every wait and retry of the

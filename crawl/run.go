@@ -235,6 +235,8 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		j.dropLost(it) // another worker has it now
 		return
 	}
+	j.logHeld(it)
+	j.logStartRate(it)
 	ctx, cancel := context.WithTimeout(ctx, j.opts.Timeout)
 	defer cancel()
 	if it.started.IsZero() {

@@ -40,6 +40,18 @@ type item struct {
 	lease *leaseOf
 	// lane is its priority within its host (see Lane).
 	lane Lane
+	// held are the spells its host held it back, URL in hand, before the
+	// scheduler handed it out (see host.heldBack), for events.jsonl.
+	held []heldSpell
+}
+
+// heldSpell is a time a host had a URL to send and the Transport would not
+// have it sent yet, for one reason: its rate, its in-flight cap, a pause,
+// an open breaker. The politeness cost users read in the report.
+type heldSpell struct {
+	from time.Time
+	d    time.Duration
+	why  polite.Reason
 }
 
 // hostState says where a host is in the scheduler.
@@ -70,6 +82,12 @@ type host struct {
 	state    hostState
 	wakeAt   time.Time
 	asleep   bool // in the timer heap for a pause or breaker, not its rate
+	// heldSince is since when the host has been held back with a URL to
+	// send (zero while not), for heldWhy; spells the spells of this hold
+	// already ended for another reason (see heldBack).
+	heldSince time.Time
+	heldWhy   polite.Reason
+	spells    []heldSpell
 	// Streaming from state.db (issue 17, defect 3): loaded counts the URLs
 	// of the host in memory and not done (queued, delayed, in flight);
 	// refill says the feeder has the host in hand. Each lane keeps its own
@@ -103,6 +121,8 @@ type host struct {
 	lastFail atomic.Pointer[givenUp]
 	// blk is what the job heard of the host's soft blocks (see block.go).
 	blk blockState
+	// rateLogged: the host's starting rate is in events.jsonl (this run).
+	rateLogged atomic.Bool
 
 	stats hostStats
 }
@@ -451,21 +471,26 @@ func (s *sched) next() *item {
 		s.ready, s.rhead = compact(s.ready, s.rhead)
 		h.state = hostIdle
 		if h.queued() == 0 {
+			h.unhold()
 			continue
 		}
-		if h.gaveUp.Load() != nil {
-			return s.handOut(h) // finished unsent by the worker
-		}
 		now := time.Now()
+		if h.gaveUp.Load() != nil {
+			return s.handOut(h, now) // finished unsent by the worker
+		}
 		d, why := s.readyFn(h, now)
 		if why == polite.ReasonSlot && h.inflight > 0 {
+			h.heldBack(now, why)
 			continue // kicked again when one of its requests ends
 		}
 		if (d > 0 || why == polite.ReasonBreaker) && s.giveUpFn != nil {
 			if g := s.giveUpFn(h, d, why, now); g != nil {
 				s.abandon(h, g)
-				return s.handOut(h)
+				return s.handOut(h, now)
 			}
+		}
+		if d > 0 || why == polite.ReasonSlot {
+			h.heldBack(now, why)
 		}
 		if d > 0 {
 			s.sleep(h, now.Add(d), pauses(why))
@@ -484,13 +509,36 @@ func (s *sched) next() *item {
 			s.sleep(h, now.Add(slotPoll), false)
 			continue
 		}
-		return s.handOut(h)
+		return s.handOut(h, now)
 	}
 }
 
-// handOut pops h's next URL for a worker. Called with mu held.
-func (s *sched) handOut(h *host) *item {
+// heldBack notes that h, with a URL to send, is held back at now for why.
+// Called with mu held.
+func (h *host) heldBack(now time.Time, why polite.Reason) {
+	switch {
+	case h.heldSince.IsZero():
+		h.heldSince, h.heldWhy = now, why
+	case why != h.heldWhy:
+		h.spells = append(h.spells, heldSpell{h.heldSince, now.Sub(h.heldSince), h.heldWhy})
+		h.heldSince, h.heldWhy = now, why
+	}
+}
+
+// unhold forgets a hold that ended without a URL handed out (the host's
+// URLs went elsewhere). Called with mu held.
+func (h *host) unhold() {
+	h.heldSince, h.spells = time.Time{}, nil
+}
+
+// handOut pops h's next URL for a worker, with the spells h held it back.
+// Called with mu held.
+func (s *sched) handOut(h *host, now time.Time) *item {
 	it := h.pop()
+	if !h.heldSince.IsZero() {
+		it.held = append(h.spells, heldSpell{h.heldSince, now.Sub(h.heldSince), h.heldWhy})
+		h.heldSince, h.spells = time.Time{}, nil
+	}
 	s.queued--
 	h.inflight++
 	s.inflight++
