@@ -127,6 +127,7 @@ type Host struct {
 	okAt         []int64
 	latAt        []point
 	blockedAt    int64 // the first block, 0 for none
+	rateSet      bool  // a rate event was read
 }
 
 type point struct {
@@ -244,11 +245,13 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 					h.blockedAt = r.T
 				}
 			case "rate":
+				v := math.Inf(1) // null: no limit
 				if r.Rate != nil {
-					v := *r.Rate
-					h.Rate, h.MinRate, h.MaxRate = v, min(h.MinRate, v), max(h.MaxRate, v)
-					h.steps = append(h.steps, point{r.T, v})
+					v = *r.Rate
 				}
+				h.Rate, h.MinRate, h.MaxRate = v, min(h.MinRate, v), max(h.MaxRate, v)
+				h.rateSet = true
+				h.steps = append(h.steps, point{r.T, v})
 				if r.Cap > 0 {
 					h.Capacity, h.Measured = r.Cap, r.Meas
 					h.caps = append(h.caps, point{r.T, r.Cap})
@@ -292,7 +295,7 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 			continue // robots.txt fetches' own host keys, say: nothing to show
 		}
 		h.P50, h.P95 = quantiles(h.lat)
-		if math.IsInf(h.MinRate, 1) {
+		if !h.rateSet {
 			h.MinRate, h.MaxRate = math.NaN(), math.NaN()
 		}
 		d.Hosts = append(d.Hosts, h)

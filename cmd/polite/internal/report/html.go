@@ -114,7 +114,7 @@ func (d *Data) writeTotals(b *strings.Builder) {
 	row("Time on the wire", fmt.Sprintf(`<span id="wire" data-n="%d">%s</span> (summed over attempts)`, d.Wire, fmtDur(float64(d.Wire)/1e6)))
 	row("Retry-After answers", fmt.Sprintf(`<span id="ra-pauses" data-n="%d">%d</span> paused their host, <span id="ra-giveups" data-n="%d">%d</span> given up on, %d clamped`,
 		d.RA.Pauses, d.RA.Pauses, d.RA.GiveUps, d.RA.GiveUps, d.RA.Clamped))
-	row("Politeness cost: waited", secondsBy(d.WaitBy)+` <span class="muted">(summed over requests)</span>`)
+	row("Politeness cost: waited", secondsBy(d.WaitBy)+` <span class="muted">(each URL's wait for its host's rate, cap, pause or breaker, or for its retry, summed)</span>`)
 	row("Politeness cost: hosts paused", secondsBy(d.PauseBy))
 	var gs []string
 	for _, k := range sortedKeys(d.GiveUps) {
@@ -139,7 +139,9 @@ func secondsBy(m map[string]float64) string {
 	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
 	for _, k := range keys {
 		total += m[k]
-		parts = append(parts, fmt.Sprintf("%s %s", esc(k), fmtDur(m[k])))
+		if m[k] >= 0.0005 { // not "backoff 0s": a retry sent at once
+			parts = append(parts, fmt.Sprintf("%s %s", esc(k), fmtDur(m[k])))
+		}
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -147,8 +149,14 @@ func secondsBy(m map[string]float64) string {
 	return fmt.Sprintf("%s: %s", fmtDur(total), strings.Join(parts, ", "))
 }
 
+// fmtDur writes s seconds to the millisecond below a minute, to the
+// tenth of a second above.
 func fmtDur(s float64) string {
-	return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String()
+	d := time.Duration(s * float64(time.Second))
+	if d >= time.Minute {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // plot geometry
@@ -333,8 +341,12 @@ func fmtOpt(v float64) string {
 		return `<span class="muted">–</span>`
 	case math.IsInf(v, 0) || v > 1e15:
 		return "∞"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.1f", v) // one decimal down a column
 	}
-	return fmtAxis(v)
+	return fmt.Sprintf("%.2g", v)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -151,5 +152,42 @@ func TestHostsOKPerURL(t *testing.T) {
 	row := regexp.MustCompile(`<tr><td>waf\.test</td><td data-v="\d+">[^<]*</td><td data-v="([0-9.]+)">`).FindStringSubmatch(p)
 	if row == nil || row[1] != "50.000" {
 		t.Errorf("waf.test ok %% cell %v, want 50.000 (20 of 40 URLs ok)", row)
+	}
+}
+
+// TestStartingRate: a host whose rate never changed has the rate it was
+// held at in the hosts table (its starting-rate event), and one without
+// a limit reads ∞, not "–".
+func TestStartingRate(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	var ev bytes.Buffer
+	l := audit.New(&ev, audit.Options{FlushInterval: -1})
+	for i, h := range []string{"ruled.test", "free.test"} {
+		rate := 0.5
+		if i == 1 {
+			rate = math.Inf(1)
+		}
+		l.Observe(polite.Event{Kind: polite.EventRate, Time: t0, Host: h, ID: 1, Reason: polite.ReasonPolicy, Rate: rate, Detail: "rule " + h})
+		l.Observe(polite.Event{Kind: polite.EventAttempt, Time: t0, Host: h, ID: 1, Attempt: 1, Status: 200, Outcome: polite.OK})
+	}
+	l.Close()
+	d, err := Read(nil, &ev, Job{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := page(t, d)
+	for h, want := range map[string]string{"ruled.test": "0.5", "free.test": "∞"} {
+		row := regexp.MustCompile(`<tr><td>` + regexp.QuoteMeta(h) + `</td>.*</tr>`).FindString(p)
+		var cells []string
+		for _, c := range strings.Split(row, "</td>") {
+			cells = append(cells, regexp.MustCompile(`<[^>]*>`).ReplaceAllString(c, ""))
+		}
+		if len(cells) < 10 {
+			t.Fatalf("%s: row %q", h, row)
+		}
+		// host, requests, ok %, 429s, 503s, p50, p95, rate, min, max
+		if got := cells[7] + " " + cells[8] + " " + cells[9]; got != want+" "+want+" "+want {
+			t.Errorf("%s: rate, min, max %q, want %s each", h, got, want)
+		}
 	}
 }
