@@ -10,7 +10,7 @@ import (
 //
 //	fast.test    50 req/s, burst 25, 20 ms: plenty of room
 //	slow.test    5 req/s, burst 2, 100 ms: a small host
-//	drop.test    50 req/s until 15 s, then 10 req/s: capacity drops mid-run
+//	drop.test    50 req/s until 6 s, then 10 req/s: capacity drops mid-run
 //	retry.test   10 req/s, 429 with Retry-After (seconds) and RateLimit headers
 //	busy.test    5 req/s, 503 with Retry-After as an HTTP-date
 //	waf.test     soft-blocks every page after the first 20 (403 challenge)
@@ -22,7 +22,7 @@ func DemoHosts() []HostConfig {
 		{Name: "slow.test", Rate: 5, Burst: 2, Latency: 100 * time.Millisecond, RetryAfter: RetryAfterSeconds},
 		{
 			Name: "drop.test", Rate: 50, Burst: 25, Latency: 20 * time.Millisecond, RetryAfter: RetryAfterSeconds,
-			Schedule: []Step{{At: 15 * time.Second, Rate: 10, Burst: 5}},
+			Schedule: []Step{{At: 6 * time.Second, Rate: 10, Burst: 5}},
 		},
 		{
 			Name: "retry.test", Rate: 10, Burst: 5, Latency: 30 * time.Millisecond,

@@ -99,8 +99,8 @@ func TestDemoHostsBehave(t *testing.T) {
 			}
 		}
 		tl := srv.Host("drop.test").Timeline()
-		if tl[14].Capacity != 50 || tl[15].Capacity != 10 {
-			t.Errorf("drop.test capacity %v then %v, want 50 then 10", tl[14].Capacity, tl[15].Capacity)
+		if tl[5].Capacity != 50 || tl[6].Capacity != 10 {
+			t.Errorf("drop.test capacity %v then %v, want 50 then 10", tl[5].Capacity, tl[6].Capacity)
 		}
 		code, body := fetch(t, c, "http://robots.test/robots.txt")
 		if code != http.StatusOK || !strings.Contains(body, "Crawl-delay: 1") || !strings.Contains(body, "Disallow: /private/") {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -463,6 +464,34 @@ func TestRulesFileMessages(t *testing.T) {
 		}
 		if err != nil && (strings.Contains(err.Error(), "incompatible types") || strings.Count(err.Error(), "line 3") > 0) {
 			t.Errorf("%q: the decoder's jargon: %v", src, err)
+		}
+	}
+}
+
+// TestDemoShowsEveryMechanism: each demo host has URLs left when its
+// mechanism comes into play at the demo's ceiling, so the demo shows it
+// (issue 33, item 16: drop.test finished before its capacity drop), and
+// the line the demo prints about it names the same instant.
+func TestDemoShowsEveryMechanism(t *testing.T) {
+	got, code, _ := parse(t, "demo")
+	if code != 0 {
+		t.Fatalf("demo: exit %d", code)
+	}
+	ceiling := got.(*demoOptions).fetch.MaxRate
+	for _, h := range testbed.DemoHosts() {
+		for _, s := range h.Schedule {
+			// Left at the step, at the ceiling from the start.
+			left := float64(demoPages[h.Name]) - ceiling*s.At.Seconds()
+			if left < 3*s.Rate {
+				t.Errorf("%s: %d URLs at up to %v/s leave %.0f at its step at %v; want at least 3 s of them at %v/s",
+					h.Name, demoPages[h.Name], ceiling, left, s.At, s.Rate)
+			}
+			if at := fmt.Sprintf("after %d s", int(s.At.Seconds())); !strings.Contains(demoAbout[h.Name], at) {
+				t.Errorf("%s is described as %q, want %q", h.Name, demoAbout[h.Name], at)
+			}
+		}
+		if h.SoftBlock.After > 0 && demoPages[h.Name] <= h.SoftBlock.After {
+			t.Errorf("%s blocks after %d pages and the demo asks %d", h.Name, h.SoftBlock.After, demoPages[h.Name])
 		}
 	}
 }

@@ -31,7 +31,7 @@ var demoPages = map[string]int{
 var demoAbout = map[string]string{
 	"fast.test":   "50 req/s: plenty of room",
 	"slow.test":   "5 req/s, 100 ms: a small host",
-	"drop.test":   "50 req/s, then 10 req/s after 15 s",
+	"drop.test":   "50 req/s, then 10 req/s after 6 s",
 	"retry.test":  "10 req/s: 429 with Retry-After and RateLimit headers",
 	"busy.test":   "5 req/s: 503 with Retry-After as a date",
 	"waf.test":    "soft-blocks after 20 pages (a WAF challenge)",
