@@ -864,3 +864,20 @@ func TestOutIsAFile(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 2 naming --out", r.code, r.stderr)
 	}
 }
+
+// A --config rule that applies to none of the job's hosts is named on
+// stderr with its file and line before the run (issue 33, item 11).
+func TestIdleRuleWarned(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	dir := t.TempDir()
+	list := filepath.Join(dir, "urls.txt")
+	os.WriteFile(list, []byte(srv.URL+"/a\n"), 0o644)
+	rules := filepath.Join(dir, "rules.toml")
+	os.WriteFile(rules, []byte("[[rule]]\nhosts = \"127.0.0.1*\"\nrate = 5\n\n[[rule]]\nhosts = \"fragil.test\"\nrate = 0.5\n"), 0o644)
+	r := polite(t, "fetch", "--progress", "none", "--robots=false", "--config", rules, "--out", filepath.Join(dir, "out"), list)
+	want := rules + `:5: rule 2 (hosts = "fragil.test") applies to no host: it does not match the job's one host`
+	if r.code != 0 || !strings.Contains(r.stderr, "polite: warning: "+want) || strings.Count(r.stderr, "warning") != 1 {
+		t.Errorf("exit %d, stderr %q; want 0 and the one warning %q", r.code, r.stderr, want)
+	}
+}

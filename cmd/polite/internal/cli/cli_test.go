@@ -495,3 +495,58 @@ func TestDemoShowsEveryMechanism(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleRules: a rule no host of the job picks is named with its file
+// and line, and why: it matches none, or its hosts pick other rules
+// (issue 33, item 11: a typo'd rule was accepted silently).
+func TestIdleRules(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.toml")
+	os.WriteFile(path, []byte(`[[rule]]
+hosts = "*.shop.test"
+rate = 1
+
+[[rule]]
+hosts = "fragil.test"
+rate = 0.5
+
+[[rule]]
+hosts = "*.test"
+rate = 2
+
+[[rule]]
+hosts = "fragile.test"
+rate = 0.5
+`), 0o644)
+	c, err := loadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := []string{"a.shop.test", "b.shop.test", "fragile.test"}
+	each := func(fn func(string) bool) error {
+		for _, h := range hosts {
+			if !fn(h) {
+				break
+			}
+		}
+		return nil
+	}
+	warns, err := c.idle(each, func(h string) string { return h })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		path + `:5: rule 2 (hosts = "fragil.test") applies to no host: it matches none of the job's 3 hosts`,
+		path + `:9: rule 3 (hosts = "*.test") applies to no host: the hosts it matches pick rule 1 (hosts = "*.shop.test") first, as a.shop.test does`,
+	}
+	if !slices.Equal(warns, want) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warns, "\n"), strings.Join(want, "\n"))
+	}
+	hosts = append(hosts, "fragil.test")
+	if warns, _ := c.idle(each, func(h string) string { return h }); len(warns) != 1 || !strings.Contains(warns[0], "rule 3") {
+		t.Errorf("with fragil.test listed: %q, want only rule 3's", warns)
+	}
+	hosts = append(hosts, "a.test")
+	if warns, _ := c.idle(each, func(h string) string { return h }); len(warns) != 0 {
+		t.Errorf("with every rule picked: %q, want none", warns)
+	}
+}

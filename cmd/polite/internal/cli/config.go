@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path"
 	"reflect"
@@ -25,6 +26,8 @@ type config struct {
 	Rules []rule `toml:"rule"`
 
 	match *polite.Registry // chooses a host's rule, as the Transport does
+	name  string           // the file's path
+	lines []int            // each rule's [[rule]] line
 }
 
 // rule is one [[rule]] table. Pointers tell a field left out from a zero.
@@ -180,6 +183,10 @@ func parseConfig(name string, src []byte) (*config, error) {
 		}
 	}
 	c.match = &polite.Registry{Rules: c.politeRules()}
+	c.name = name
+	for i := range c.Rules {
+		c.lines = append(c.lines, lineOfTable(src, i))
+	}
 	return &c, nil
 }
 
@@ -292,6 +299,72 @@ func (c *config) politeRules() []polite.Rule {
 		out = append(out, pr)
 	}
 	return out
+}
+
+// idle returns a warning for each rule no host of the job picks (each
+// yields the job's host keys; keyOf gives the key the Transport's budgets
+// and rules go by): its pattern matches none of them, or the hosts it
+// matches pick another rule (an exact name, or a longer pattern, comes
+// first). A typo in a rules file would otherwise hold no one, silently
+// (issue 33, item 11).
+func (c *config) idle(each func(func(string) bool) error, keyOf func(host string) string) ([]string, error) {
+	if c == nil || len(c.Rules) == 0 {
+		return nil, nil
+	}
+	used := make([]bool, len(c.Rules))
+	hosts, left := 0, len(c.Rules)
+	err := each(func(h string) bool {
+		hosts++
+		if i := c.match.RuleIndex(keyOf(h)); i >= 0 && !used[i] {
+			used[i] = true
+			left--
+		}
+		return true // every host: the count goes in the message
+	})
+	if err != nil || left == 0 {
+		return nil, err
+	}
+	// A second pass, only for a rule left unused: a host it matches.
+	taken := make([]string, len(c.Rules))
+	err = each(func(h string) bool {
+		k := keyOf(h)
+		host, _, err := net.SplitHostPort(k)
+		if err != nil {
+			host = k
+		}
+		n := 0
+		for i, r := range c.Rules {
+			if used[i] || taken[i] != "" {
+				continue
+			}
+			n++
+			if ok, _ := path.Match(r.Hosts, k); ok || r.Hosts == k || r.Hosts == host {
+				taken[i] = k
+			} else if ok, _ := path.Match(r.Hosts, host); ok {
+				taken[i] = k
+			}
+		}
+		return n > 0
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i, u := range used {
+		if u {
+			continue
+		}
+		why := fmt.Sprintf("it matches none of the job's %d hosts", hosts)
+		if hosts == 1 {
+			why = "it does not match the job's one host"
+		}
+		if k := taken[i]; k != "" {
+			j := c.match.RuleIndex(k)
+			why = fmt.Sprintf("the hosts it matches pick rule %d (hosts = %q) first, as %s does", j+1, c.Rules[j].Hosts, k)
+		}
+		out = append(out, fmt.Sprintf("%s:%d: rule %d (hosts = %q) applies to no host: %s", c.name, c.lines[i], i+1, c.Rules[i].Hosts, why))
+	}
+	return out, nil
 }
 
 // adaptiveFor returns whether the rule for a host key makes its rate

@@ -596,6 +596,26 @@ func (o *fetchOptions) ratesLine() string {
 	return s + fmt.Sprintf("; hosts matching %s followed their rule in %s instead", strings.Join(named, ", "), o.Config)
 }
 
+// warnIdleRules warns of each --config rule no host of the job picks.
+// With --key ip a host's key is its address, known only once resolved:
+// no check then.
+func (o *fetchOptions) warnIdleRules(e *env, job *crawl.Job) {
+	if o.Rules == nil || o.Key == polite.KeyIP {
+		return
+	}
+	keyOf := func(h string) string { return h }
+	if o.Key == polite.KeyDomain {
+		keyOf = polite.DomainKey
+	}
+	warns, err := o.Rules.idle(job.EachHost, keyOf)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "polite: checking the --config rules against the job's hosts: %v\n", err)
+	}
+	for _, w := range warns {
+		fmt.Fprintf(e.stderr, "polite: warning: %s\n", w)
+	}
+}
+
 // listName names URLFILE in a message ("-": standard input).
 func listName(l string) string {
 	if l == "-" {
@@ -772,6 +792,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 			return usageErr("URLFILE %s: no URLs in it (one per line, or JSON lines with \"url\")", listName(o.List))
 		}
 	}
+	o.warnIdleRules(e, job)
 	if n := job.Skipped(); n > 0 {
 		fmt.Fprintf(e.stderr, "polite: --max-urls %d: took the first %d URLs of the list, skipped %d\n", o.MaxURLs, o.MaxURLs, n)
 	}
