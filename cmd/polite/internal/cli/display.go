@@ -519,36 +519,7 @@ func writeSummary(w io.Writer, p crawl.Progress, sum crawl.Summary, dir string, 
 		fmt.Fprintf(w, "  %-18s %d\n", "not finished", left)
 	}
 	writeStats(w, sum.Stats)
-	hosts := p.Hosts
-	sort.SliceStable(hosts, func(a, b int) bool { return hosts[a].Requests > hosts[b].Requests })
-	shown := 0
-	for _, h := range hosts {
-		if h.Requests > 0 || h.Done > 0 {
-			shown++
-		}
-	}
-	if shown == 0 {
-		return
-	}
-	width := len("host")
-	for _, h := range hosts {
-		width = max(width, len(term.Quote(h.Host)))
-	}
-	fmt.Fprintf(w, "\n%-*s %8s %6s %6s %7s %7s %9s %7s %7s\n", width, "host", "requests", "done", "failed", "429/503", "blocked", "no answer", "p95", "rate/s")
-	i := 0
-	for _, h := range hosts {
-		if h.Requests == 0 && h.Done == 0 {
-			continue
-		}
-		if i == n {
-			break
-		}
-		i++
-		fmt.Fprintf(w, "%-*s %8d %6d %6d %7d %7d %9d %7s %7s\n", width, term.Quote(h.Host), h.Requests, h.Done, h.Failed, h.Throttled, h.Blocked, h.Errors, fmtDur(h.P95), fmtRate(h.Rate))
-	}
-	if shown > n {
-		fmt.Fprintf(w, "  … and %d more hosts\n", shown-n)
-	}
+	writeHostTable(w, p.Hosts, n, termWidth(w))
 	fmt.Fprintf(w, "\nresults: %s/%s\n", dir, crawl.ResultsFile)
 }
 

@@ -66,3 +66,43 @@ func TestStatsWording(t *testing.T) {
 		}
 	}
 }
+
+// The closing hosts table fits the terminal: on 80 columns the demo's
+// rows do (they were 84 wide), and on a narrow one long names are cut in
+// their middle and the least telling columns left out, said under it
+// (issue 33, item 5). Without a terminal nothing is cut.
+func TestHostTableFits(t *testing.T) {
+	hosts := func() []crawl.HostProgress {
+		return []crawl.HostProgress{
+			{Host: "fast.test", Requests: 300, Done: 300, P95: 21 * time.Millisecond, Rate: 19.8},
+			{Host: "a-very-long-host-name.cdn.example-shop.test", Requests: 40, Done: 38, Failed: 2, Throttled: 3, P95: 103 * time.Millisecond, Rate: 4.9},
+			{Host: "robots.test", Requests: 16, Done: 20, Failed: 4, Rate: 1},
+		}
+	}
+	for _, width := range []int{80, 60, 40} {
+		var b strings.Builder
+		writeHostTable(&b, hosts(), 10, width)
+		for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+			if n := len([]rune(l)); n > width {
+				t.Errorf("width %d: a %d-rune line: %q", width, n, l)
+			}
+		}
+		if !strings.Contains(b.String(), "a-ver") || !strings.Contains(b.String(), "p.test") || !strings.Contains(b.String(), "…") {
+			t.Errorf("width %d: the long name is not cut in its middle:\n%s", width, b.String())
+		}
+		if width == 40 && !strings.Contains(b.String(), "left out to fit 40 columns") {
+			t.Errorf("width 40: no word on the columns left out:\n%s", b.String())
+		}
+	}
+	var b strings.Builder
+	writeHostTable(&b, []crawl.HostProgress{{Host: "fast.test", Requests: 300, Done: 300}, {Host: "knee.test", Requests: 80, Done: 80},
+		{Host: "robots.test", Requests: 16, Done: 20}}, 10, 80)
+	if strings.Contains(b.String(), "left out") || strings.Contains(b.String(), "…") {
+		t.Errorf("the demo's hosts on 80 columns lost something:\n%s", b.String())
+	}
+	b.Reset()
+	writeHostTable(&b, hosts(), 10, 0)
+	if !strings.Contains(b.String(), "a-very-long-host-name.cdn.example-shop.test") || strings.Contains(b.String(), "left out") {
+		t.Errorf("no terminal: the table was cut:\n%s", b.String())
+	}
+}
