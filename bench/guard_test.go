@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -47,7 +48,7 @@ func BenchmarkGuardMiddleware(b *testing.B) {
 	}{
 		{"bare", bare},
 		{"polite", g.Handler(bare)},
-		{"httprate", httprate.LimitByIP(1<<40, time.Hour)(bare)},
+		{"httprate", httprate.LimitBy(1<<40, time.Hour, byRemoteAddr)(bare)},
 		{"ulule", stdlib.NewMiddleware(ul).Handler(bare)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -73,7 +74,7 @@ func BenchmarkGuardMiddlewareRefuse(b *testing.B) {
 		h    http.Handler
 	}{
 		{"polite", g.Handler(bare)},
-		{"httprate", httprate.LimitByIP(1, time.Hour)(bare)},
+		{"httprate", httprate.LimitBy(1, time.Hour, byRemoteAddr)(bare)},
 		{"ulule", stdlib.NewMiddleware(ul).Handler(bare)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -163,7 +164,7 @@ func TestGuardPeersExactness(t *testing.T) {
 			}
 			return g.Handler(bare)
 		}},
-		{"httprate", func() http.Handler { return httprate.LimitByIP(rate, time.Second)(bare) }},
+		{"httprate", func() http.Handler { return httprate.LimitBy(rate, time.Second, byRemoteAddr)(bare) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var admits [clients][]time.Duration
@@ -212,4 +213,15 @@ func TestGuardPeersExactness(t *testing.T) {
 			}
 		})
 	}
+}
+
+// byRemoteAddr keys httprate by the TCP peer's address, IPv6 by /64: what
+// its deprecated LimitByIP did, and what polite's guard does without a
+// trusted proxy, so the two count the same clients.
+func byRemoteAddr(r *http.Request) (string, error) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return httprate.CanonicalizeIP(host), nil
 }

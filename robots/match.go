@@ -314,7 +314,7 @@ func (s *ruleSet) find(path string) (Rule, bool) {
 	if s.byGram != nil {
 		for j := 0; j+gramLen <= len(path); j++ {
 			bucket := s.byGram[gram(path[j:])]
-			if len(bucket) == 0 || strings.Index(path[:j+gramLen-1], path[j:j+gramLen]) >= 0 {
+			if len(bucket) == 0 || strings.Contains(path[:j+gramLen-1], path[j:j+gramLen]) {
 				continue // nothing filed here, or this window was seen before
 			}
 			best = s.first(bucket, path, best)
