@@ -119,8 +119,6 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 	}
 }
 
-// refused handles an admission the store refused: it fails the request, or
-// waits as long as the store says to.
 // releaseLease gives back the attempt's in-flight lease, if it holds one.
 func (t *Transport) releaseLease(a *attempt) {
 	if a.lease != 0 {
@@ -129,6 +127,8 @@ func (t *Transport) releaseLease(a *attempt) {
 	}
 }
 
+// refused handles an admission the store refused: it fails the request, or
+// waits as long as the store says to.
 func (t *Transport) refused(ctx context.Context, a *attempt, adm Admission) error {
 	h := a.h
 	switch {

@@ -12,9 +12,12 @@
 // for the request's host (the key from Transport.Key: host, registrable domain
 // or IP):
 //
-//  1. in-flight slot: the host's concurrency cap; the slot is held until the
+//  1. robots.txt (unless IgnoreRobots): a URL it disallows fails with
+//     robots.ErrDisallowed before it waits for anything, and its Crawl-delay or
+//     Request-rate lowers the host's rate;
+//  2. in-flight slot: the host's concurrency cap; the slot is held until the
 //     response body is closed;
-//  2. the Store's admission, in one call: the block mark (a host that
+//  3. the Store's admission, in one call: the block mark (a host that
 //     answered with a soft block fails fast with ErrBlocked), the pause (a
 //     host that said "slow down" with 429/503, with or without
 //     Retry-After, or RateLimit remaining 0, is paused for every request;
@@ -22,13 +25,13 @@
 //     (a host that keeps failing fails fast with breaker.ErrOpen, letting
 //     one probe through after the open delay) and the token (rate, burst;
 //     smooth mode spaces requests evenly);
-//  3. the global slot (MaxInFlight), taken only once the host's token is at
+//  4. the global slot (MaxInFlight), taken only once the host's token is at
 //     hand, so a request waiting on a slow host never holds up the others;
-//  4. send, classify (ok, throttled, overloaded, blocked, server error,
+//  5. send, classify (ok, throttled, overloaded, blocked, server error,
 //     network error, client error), and report the outcome to the Store in
 //     one call (pause, drain the bucket, breaker, RateLimit ceiling,
 //     adaptive rate);
-//  5. retry: only replayable requests, with attempts left and a token from
+//  6. retry: only replayable requests, with attempts left and a token from
 //     both the host's and the global retry budget; the delay is the host's
 //     pause (Retry-After) or full-jitter backoff.
 //

@@ -29,8 +29,9 @@ const (
 	// list): a.example.co.uk and b.example.co.uk share "example.co.uk". IP
 	// addresses, localhost and single-label names key as themselves.
 	KeyDomain
-	// KeyIP keys by the first address the hostname resolves to, so virtual
-	// hosts on one server share a budget.
+	// KeyIP keys by the lowest address the hostname resolves to (the
+	// same whatever order the resolver returns them in), so virtual hosts
+	// on one server share a budget.
 	KeyIP
 )
 

@@ -205,7 +205,6 @@ func ReadStatus(dir string, deadLimit int) (*Status, error) {
 	return s, nil
 }
 
-// each runs query and calls fn for every row.
 // ReadCounts returns how many URLs the job in dir holds and how many of
 // them are not finished: what a report needs of state.db, in two index
 // reads where ReadStatus scans every row (a 100,000-URL job's report spent
@@ -226,12 +225,12 @@ func ReadCounts(dir string) (total, pending int, err error) {
 	return total, pending, nil
 }
 
-// openExisting opens dir's state.db, which must exist: reading a job never
-// creates one.
 // ErrNoJob is returned (wrapped) by ReadStatus, ReadCounts and the like
 // for a directory that holds no job.
 var ErrNoJob = errors.New("crawl: no job here")
 
+// openExisting opens dir's state.db, which must exist: reading a job never
+// creates one.
 func openExisting(dir string) (*store, string, error) {
 	path := filepath.Join(dir, StateFile)
 	if _, err := os.Stat(path); err != nil {
@@ -244,6 +243,7 @@ func openExisting(dir string) (*store, string, error) {
 	return st, path, err
 }
 
+// each runs query and calls fn for every row.
 func each(db *sql.DB, query string, fn func(*sql.Rows) error, args ...any) error {
 	rows, err := db.Query(query, args...)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// Outcomes of a URL, as results.jsonl names them (DESIGN.md, the CLI
+// Outcomes of a URL, as results.jsonl names them (README.md, the CLI
 // contract).
 const (
 	OK                = "ok"                 // a 2xx or 3xx response

@@ -19,9 +19,9 @@
 //
 // ParseAfter reads both forms RFC 9110 allows. An HTTP-date is measured from
 // the response's Date field when present, so a client whose clock is off by
-// minutes still waits what the server meant. Past dates and negative numbers
-// mean "retry now" (0); anything unreadable reports ok == false, and the
-// caller falls back to Backoff. Absurdly long values are returned as they
+// minutes still waits what the server meant. A past date means "retry now"
+// (0); anything else that is neither form, a negative number included,
+// reports ok == false, and the caller falls back to Backoff. Absurdly long values are returned as they
 // are (clamped only at the largest time.Duration): whether to honour them is
 // the caller's policy, not the parser's.
 //

@@ -24,7 +24,7 @@ import (
 	"github.com/polite-go/polite/cmd/polite/internal/term"
 )
 
-// Exit statuses (DESIGN.md, the CLI contract).
+// Exit statuses (README.md's "Exit status", the CLI contract).
 const (
 	ExitOK       = 0 // every URL ended ok
 	ExitFatal    = 1 // a fatal error (or a job interrupted before its end)

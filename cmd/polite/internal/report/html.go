@@ -165,7 +165,7 @@ const (
 	innerW             = plotW - left - right
 )
 
-// x returns the x of bucket i's left edge.
+// bx returns the x of bucket i's left edge.
 func bx(i int) float64 { return left + float64(i)*innerW/Buckets }
 
 // tx returns the x of time t (ms).
