@@ -15,108 +15,134 @@ import (
 // A request never holds a global slot while it waits for its host: the
 // global slot is taken only once the host's token is at hand, and given
 // up again if the token is not, so one slow host cannot stall the others.
+// What it holds meanwhile is one held value, given back in one place when
+// admission fails.
 func (t *Transport) admit(ctx context.Context, a *attempt) error {
-	h := a.h
-	slot, global := false, false
+	var hd held
 	for {
-		if !slot {
-			if !h.gate.TryAcquire() {
-				t.markWaiting(a)
-				t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonSlot})
-				if err := t.acquireSlot(ctx, h); err != nil {
-					return err
-				}
-				a.now = time.Now()
-			}
-			slot = true
+		done, err := t.admitStep(ctx, a, &hd)
+		if err != nil {
+			t.giveBack(a, &hd)
+			return err
 		}
-		if a.low && t.ext(h).waiting.Load() > 0 {
-			// A background request yields the host's tokens to requests
-			// of normal priority waiting for them.
-			h.gate.Release()
-			slot = false
-			if global {
-				t.global.Release()
-				global = false
-			}
-			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonPriority, Delay: yieldPoll})
-			if err := sleep(ctx, yieldPoll); err != nil {
-				return err
-			}
-			a.now = time.Now()
-			continue
+		if done {
+			return nil
 		}
-		q := Query{Now: a.now, MaxWait: maxHold, First: !a.grant, Cost: a.cost}
-		if global || a.low {
-			// A global slot is never held waiting for a token; a
-			// background request reserves none ahead of others.
-			q.MaxWait = 0
-		}
-		if dl, ok := ctx.Deadline(); ok {
-			q.MaxWait = min(q.MaxWait, dl.Sub(a.now))
-		}
-		adm := t.store.Admit(h, q)
-		a.grant = a.grant || adm.Granted
-		a.lease = adm.Lease
-		a.spare = adm.Spare
-		if !adm.Granted {
-			if adm.Reason == ReasonRate && adm.Err == nil {
-				t.markWaiting(a)
-			}
-			if global {
-				t.global.Release()
-				global = false
-			}
-			if adm.Reason != ReasonRate || adm.Err != nil {
-				h.gate.Release()
-				slot = false
-			}
-			if err := t.refused(ctx, a, adm); err != nil {
-				if slot {
-					h.gate.Release()
-				}
-				return err
-			}
-			a.now = time.Now()
-			continue
-		}
-		if d := adm.At.Sub(a.now); d > 0 {
-			t.markWaiting(a)
-			// A token reserved within about one interval: wait for it,
-			// then make sure no throttle came meanwhile.
-			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonRate, Delay: d})
-			if err := sleep(ctx, d); err != nil {
-				t.store.Cancel(h, time.Now(), a.cost)
-				t.releaseHeld(a, global)
-				return err
-			}
-			reserved := a.now
-			a.now = time.Now()
-			if !t.store.Keep(h, a.now, reserved, a.cost) {
-				t.releaseHeld(a, global)
-				slot, global = false, false
-				continue
-			}
-		}
-		if t.global != nil && !global {
-			if !t.global.TryAcquire() {
-				// Wait for a global slot without the token, then ask for
-				// one again: taken apart in time from their sending,
-				// tokens would all be spent at once when slots free up.
-				t.store.Cancel(h, a.now, a.cost)
-				t.releaseLease(a)
-				t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonSlot})
-				if err := t.global.Acquire(ctx); err != nil {
-					h.gate.Release()
-					return err
-				}
-				global = true
-				a.now = time.Now()
-				continue
-			}
-		}
-		return nil
 	}
+}
+
+// held is what an attempt holds while it is admitted: the host's
+// in-flight slot and a global one (its lease is a.lease).
+type held struct{ slot, global bool }
+
+// giveBack gives back whatever hd and the attempt's lease hold.
+func (t *Transport) giveBack(a *attempt, hd *held) {
+	if hd.global {
+		t.global.Release()
+		hd.global = false
+	}
+	if hd.slot {
+		a.h.gate.Release()
+		hd.slot = false
+	}
+	t.releaseLease(a)
+}
+
+// admitStep goes through the gates once: done when the attempt holds all
+// it needs, not done when it must go round again (it waited, or gave back
+// what it held to wait without it), and an error when it must give up
+// (admit then gives back what hd holds).
+func (t *Transport) admitStep(ctx context.Context, a *attempt, hd *held) (done bool, err error) {
+	h := a.h
+	if !hd.slot {
+		if !h.gate.TryAcquire() {
+			t.markWaiting(a)
+			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonSlot})
+			if err := t.acquireSlot(ctx, h); err != nil {
+				return false, err
+			}
+			a.now = time.Now()
+		}
+		hd.slot = true
+	}
+	if a.low && t.ext(h).waiting.Load() > 0 {
+		// A background request yields the host's tokens to requests of
+		// normal priority waiting for them.
+		t.giveBack(a, hd)
+		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonPriority, Delay: yieldPoll})
+		if err := sleep(ctx, yieldPoll); err != nil {
+			return false, err
+		}
+		a.now = time.Now()
+		return false, nil
+	}
+	q := Query{Now: a.now, MaxWait: maxHold, First: !a.grant, Cost: a.cost}
+	if hd.global || a.low {
+		// A global slot is never held waiting for a token; a background
+		// request reserves none ahead of others.
+		q.MaxWait = 0
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		q.MaxWait = min(q.MaxWait, dl.Sub(a.now))
+	}
+	adm := t.store.Admit(h, q)
+	a.grant = a.grant || adm.Granted
+	a.lease = adm.Lease
+	a.spare = adm.Spare
+	if !adm.Granted {
+		waitRate := adm.Reason == ReasonRate && adm.Err == nil
+		if waitRate {
+			t.markWaiting(a)
+		}
+		if hd.global {
+			t.global.Release()
+			hd.global = false
+		}
+		if !waitRate {
+			// A pause, the breaker, a block: the slot goes to no one
+			// waiting behind it meanwhile.
+			h.gate.Release()
+			hd.slot = false
+		}
+		if err := t.refused(ctx, a, adm); err != nil {
+			return false, err
+		}
+		a.now = time.Now()
+		return false, nil
+	}
+	if d := adm.At.Sub(a.now); d > 0 {
+		t.markWaiting(a)
+		// A token reserved within about one interval: wait for it, then
+		// make sure no throttle came meanwhile.
+		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonRate, Delay: d})
+		if err := sleep(ctx, d); err != nil {
+			t.store.Cancel(h, time.Now(), a.cost)
+			return false, err
+		}
+		reserved := a.now
+		a.now = time.Now()
+		if !t.store.Keep(h, a.now, reserved, a.cost) {
+			t.giveBack(a, hd)
+			return false, nil
+		}
+	}
+	if t.global != nil && !hd.global {
+		if !t.global.TryAcquire() {
+			// Wait for a global slot without the token, then ask for one
+			// again: taken apart in time from their sending, tokens would
+			// all be spent at once when slots free up.
+			t.store.Cancel(h, a.now, a.cost)
+			t.releaseLease(a)
+			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonSlot})
+			if err := t.global.Acquire(ctx); err != nil {
+				return false, err
+			}
+			hd.global = true
+			a.now = time.Now()
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // releaseLease gives back the attempt's in-flight lease, if it holds one.
