@@ -255,3 +255,28 @@ type HostState struct {
 	// (fractional).
 	RetryBudget float64
 }
+
+// Gate says, from the snapshot alone, whether a request to the host could
+// be admitted at now: 0 and "" when it could; otherwise how long until it
+// may be and which gate holds it, the first of them in the order every
+// Store's Admit checks them (storetest's GateOrder holds each Store to
+// it): the block mark (ReasonBlock, wait 0: the request would fail), the
+// pause (its reason), the breaker (ReasonBreaker), the in-flight cap
+// (ReasonSlot, wait 0: a slot frees when a request ends, at no time known
+// in advance) and the token (ReasonRate). Transport.Ready is Gate over the
+// Store's State.
+func (st HostState) Gate(now time.Time) (time.Duration, Reason) {
+	switch {
+	case st.Blocked != "":
+		return 0, ReasonBlock
+	case st.PausedUntil.After(now):
+		return st.PausedUntil.Sub(now), st.PauseWhy
+	case st.BreakerUntil.After(now):
+		return st.BreakerUntil.Sub(now), ReasonBreaker
+	case st.Concurrency > 0 && st.InFlight >= st.Concurrency:
+		return 0, ReasonSlot
+	case st.NextToken.After(now):
+		return st.NextToken.Sub(now), ReasonRate
+	}
+	return 0, ""
+}

@@ -25,22 +25,14 @@ func (t *Transport) Ready(key string, now time.Time) (time.Duration, Reason) {
 	h := t.reg.Get(key)
 	defer t.reg.Put(h)
 	st := t.store.State(h, now)
-	switch {
-	case st.Blocked != "" && !t.KeepBlocked:
-		return 0, ReasonBlock
-	case st.PausedUntil.After(now):
-		return st.PausedUntil.Sub(now), st.PauseWhy
-	case st.BreakerUntil.After(now):
-		return st.BreakerUntil.Sub(now), ReasonBreaker
-	case st.InFlight >= st.Concurrency:
-		return 0, ReasonSlot
-	case st.NextToken.After(now):
-		if t.demand != nil {
-			t.demand.NoteDemand(h, now) // a request waits for the rate: demand presses on it
-		}
-		return st.NextToken.Sub(now), ReasonRate
+	if t.KeepBlocked {
+		st.Blocked = "" // the mark is kept, and sends anyway
 	}
-	return 0, ""
+	d, why := st.Gate(now)
+	if why == ReasonRate && t.demand != nil {
+		t.demand.NoteDemand(h, now) // a request waits for the rate: demand presses on it
+	}
+	return d, why
 }
 
 // Unblock lifts the block mark of the host with this key, so that its

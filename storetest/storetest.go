@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore New) {
 		{"CostTakesItsTokens", costTakesItsTokens},
 		{"RetryBudgetInState", retryBudgetInState},
 		{"DemandNoteTakesNothing", demandNoteTakesNothing},
+		{"GateOrder", gateOrder},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -496,4 +497,57 @@ func demandNoteTakesNothing(t *testing.T, newStore New) {
 	if a.Spare {
 		t.Error("Admit right after NoteDemand is Spare, want not: demand pressed on the rate")
 	}
+}
+
+// gateOrder: a host held at every gate at once (its token spent, its
+// breaker open, paused by a Retry-After, blocked) is refused at each in
+// the order polite.HostState.Gate gives (block, pause, breaker, token),
+// and the State the store reports says the same gate at each step: what
+// Transport.Ready tells a scheduler is what Admit would do (issue 34: the
+// order was written three times, in Ready, the local store and the Redis
+// script, and checked nowhere).
+func gateOrder(t *testing.T, newStore New) {
+	c := defaults()
+	c.BreakerOpen = time.Minute
+	s, reg := newStore(t, c)
+	h := host(t, reg, "a.test")
+	t0 := time.Now()
+	if a := s.Admit(h, polite.Query{Now: t0}); !a.Granted {
+		t.Fatalf("first Admit refused: %+v", a)
+	}
+	for i := range c.BreakerThreshold {
+		sent := t0.Add(time.Duration(i+1) * time.Second)
+		s.Report(h, polite.Report{Now: sent.Add(time.Millisecond), Sent: sent, Outcome: polite.ServerError, Status: 500, Attempt: 1})
+	}
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	s.Report(h, throttle(at(4*time.Second), at(4*time.Second+time.Millisecond), 30)) // paused until +34 s
+	s.Report(h, polite.Report{Now: at(5 * time.Second), Sent: at(5 * time.Second), Outcome: polite.Blocked, Block: "captcha", Status: 403, Attempt: 1})
+	check := func(d time.Duration, want polite.Reason) {
+		t.Helper()
+		now := at(d)
+		_, gate := s.State(h, now).Gate(now)
+		a := s.Admit(h, polite.Query{Now: now})
+		got := a.Reason
+		switch {
+		case a.Granted:
+			got = ""
+		case errors.Is(a.Err, polite.ErrBlocked):
+			got = polite.ReasonBlock
+		}
+		if got != want || gate != want {
+			t.Errorf("at +%v: Admit = %+v (%q), State's gate %q; want both %q", d, a, got, gate, want)
+		}
+	}
+	check(6*time.Second, polite.ReasonBlock)
+	if u, can := s.(polite.Unblocker); !can || !u.Unblock(h) {
+		return // the mark stays: nothing past it to see
+	}
+	check(10*time.Second, polite.ReasonRetryAfter)
+	check(40*time.Second, polite.ReasonBreaker)
+	// The breaker lets its probe through at +63 s; once the probe is
+	// answered ok, the token is the last gate.
+	check(70*time.Second, "")
+	s.Report(h, ok(at(70*time.Second), at(70*time.Second+100*time.Millisecond)))
+	check(71*time.Second, "")
+	check(71*time.Second+500*time.Millisecond, polite.ReasonRate)
 }
