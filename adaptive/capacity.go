@@ -1,6 +1,9 @@
 package adaptive
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // empty records that the host's bucket was empty when a request sent at
 // sent was throttled. The OKs sent before it are counted once their answers
@@ -40,14 +43,16 @@ func (c *Controller) bracket() {
 		if est > c.capEst*1.05 {
 			c.probeWait = int64(c.cfg.ProbeInterval)
 		}
-		c.capEst, c.capErr = est, err
+		c.capEst, c.capErr, c.capSaved = est, err, 0
 	case est >= c.capEst-c.capErr && err < c.capErr && !c.capLow:
 		// Within a coarse estimate's error, and finer: take it instead. (A
 		// long span can bias it low, if the host's bucket filled and
 		// overflowed meanwhile; a low estimate costs a little rate until a
 		// probe finds the room, a high one a throttle every settle.)
-		c.capEst, c.capErr = est, err
+		c.capEst, c.capErr, c.capSaved = est, err, 0
 	default:
+		// The estimate stands, but what it proves may rise to the bracket.
+		c.prove(max(est, c.proven()))
 		return
 	}
 	if c.phase == settled {
@@ -56,6 +61,26 @@ func (c *Controller) bracket() {
 			c.want = c.cfg.Target * c.capEst
 		}
 	}
+}
+
+// proven returns the part of the capacity estimate that the host's
+// answers prove: the estimate less what the savings of a pause may explain
+// (see capSaved). It is what Capacity reports.
+func (c *Controller) proven() float64 {
+	return max(c.capEst-float64(c.capSaved), 0)
+}
+
+// prove records that of the capacity estimate, the answers prove lo (a rate
+// counted over a span that includes the pause before it) and no more, or
+// all of it when lo is as high. The estimate itself, which the rate
+// follows, is unchanged.
+func (c *Controller) prove(lo float64) {
+	d := max(c.capEst-max(lo, 0), 0)
+	s := float32(d)
+	if float64(s) < d {
+		s = math.Nextafter32(s, math.MaxFloat32) // never prove more than lo
+	}
+	c.capSaved = s
 }
 
 // latencyHigh reports whether the latency is past share × the tolerance
@@ -117,7 +142,7 @@ func (c *Controller) latencyCheck(t int64) {
 	if c.refine {
 		okRate = max(okRate, min(c.meter.okRateOver(t, 4), c.rate))
 	}
-	c.capEst, c.capLow, c.capErr = okRate, false, 1.5
+	c.capEst, c.capLow, c.capErr, c.capSaved = okRate, false, 1.5, 0
 	c.want = c.cfg.Target * okRate * (1 - drainShare)
 	c.decrease(t, t, true)
 }

@@ -288,7 +288,14 @@ type Controller struct {
 	markOn    bool // mark holds a throttle a bracket may start from
 
 	meter rateMeter
-	lat   latencies
+	// capSaved is how much of capEst only the savings of a Retry-After
+	// pause show, unproven: what a window after a pause was served counts
+	// the burst the host refilled during it. capEst, which the rate follows,
+	// keeps it (the rate's behaviour is tuned to it); Capacity reports
+	// capEst less it. A float32 here fills what was padding: a Controller
+	// per host, a million hosts (issue 12).
+	capSaved float32
+	lat      latencies
 }
 
 var (
@@ -329,10 +336,17 @@ func (c *Controller) Rate() float64 {
 // Capacity returns the host's capacity as learned so far, in requests per
 // second, and whether it was measured under congestion (rather than only
 // seen served, a lower bound). It returns 0, false before any estimate.
+//
+// It is what the host's answers prove. The rate may follow an estimate
+// above it for a while: after a Retry-After pause the host serves its
+// burst, refilled during the pause, and the rate settles against what it
+// was served as before, but the capacity counts the pause's time with it
+// (issue 33: a host of 5 req/s with a burst of 5 was reported at 8).
 func (c *Controller) Capacity() (rate float64, measured bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.capEst, c.capEst > 0 && !c.capLow
+	p := c.proven()
+	return p, p > 0 && !c.capLow
 }
 
 // CapacityError returns how far off the capacity estimate may be, in

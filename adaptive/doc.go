@@ -100,7 +100,12 @@
 //
 // Retry-After. A throttle's advertised wait delays the reaction window: the
 // caller pauses the host, and only requests sent after the pause judge the
-// decrease. Hosts that answer with waits are probed less often.
+// decrease. The host's bucket refilled while the client waited, so what it
+// serves first after the pause is its burst, earned during the pause: the
+// rate settles against what the window served, as after any decrease, but
+// the capacity a Controller reports counts the pause's time with the
+// window's, and so claims no more than the answers prove (issue 33).
+// Hosts that answer with waits are probed less often.
 //
 // Failures. Other 5xx answers and network errors slow the rate (by
 // Config.Backoff) only when most answers in a window are failures; a circuit
@@ -203,7 +208,7 @@
 //
 // # Snapshots
 //
-// A Controller's state marshals to 530 bytes (MarshalBinary, AppendBinary)
+// A Controller's state marshals to 534 bytes (MarshalBinary, AppendBinary)
 // and restores into another (UnmarshalBinary), so that a fleet of processes
 // can keep replicas of one host's controller: each hears the same Observe
 // and SetMax calls, and a process that joins late restores a snapshot and

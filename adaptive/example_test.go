@@ -75,5 +75,5 @@ func ExampleController_MarshalBinary() {
 	// Output:
 	// throttle: original 18.85 req/s, replica 18.85 req/s
 	// ok: original 18.85 req/s, replica 18.85 req/s
-	// 530 bytes
+	// 534 bytes
 }

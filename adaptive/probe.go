@@ -59,7 +59,7 @@ func (c *Controller) probeKnee(t int64) {
 	// half second they read 88-89 (issue 16).
 	ok = max(ok, min(c.meter.okRateOver(t, 4), c.rate))
 	if ok > c.capEst && !c.capLow {
-		c.capEst = ok
+		c.capEst, c.capSaved = ok, 0
 	}
 	c.probeFailed()
 	c.settle(t)

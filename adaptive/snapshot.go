@@ -15,10 +15,10 @@ import (
 // SetMax calls, and a process that joins late restores a snapshot and hears
 // the rest. It is a version byte, then every field under the Controller's
 // mutex in the order they are declared, fixed-width and little-endian:
-// int64, float64 (IEEE 754 bits) and int as 8 bytes, int32 as 4, latCode as
-// 2, phase as 1, and the bools as the bits of one uint16 (see fields). No
-// reflection: the field list is fields, which both directions share, and
-// TestSnapshotCoversEveryField fails on a field it leaves out.
+// int64, float64 (IEEE 754 bits) and int as 8 bytes, int32 and float32 as
+// 4, latCode as 2, phase as 1, and the bools as the bits of one uint16 (see
+// fields). No reflection: the field list is fields, which both directions
+// share, and TestSnapshotCoversEveryField fails on a field it leaves out.
 //
 // Config and the origin are not in it: they come from New, on the side that
 // restores. Every other instant is nanoseconds since the origin, so a
@@ -27,10 +27,10 @@ import (
 
 // snapshotVersion is a snapshot's first byte. A change to the layout takes
 // a new one: a snapshot is only restored by the layout that wrote it.
-const snapshotVersion = 1
+const snapshotVersion = 2
 
 // snapshotSize is the length of a snapshot of version snapshotVersion.
-const snapshotSize = 530
+const snapshotSize = 534
 
 // maxAge bounds the clock a restored snapshot may carry: past about 200
 // years the latency baseline's slot numbers overflow (see latencies), and
@@ -55,7 +55,7 @@ func (c *Controller) MarshalBinary() ([]byte, error) {
 
 // AppendBinary appends a snapshot of the Controller's state to b, as
 // MarshalBinary returns it, and returns the extended slice; with room for
-// it in b (530 bytes), it does not allocate. The error is always nil.
+// it in b (534 bytes), it does not allocate. The error is always nil.
 //
 // The snapshot holds everything the Controller has learned and decided,
 // but not its Config nor the instant it was made at: those come from New on
@@ -183,6 +183,7 @@ func (c *Controller) fields(s *codec) {
 	for i := range c.meter.ok {
 		s.u16(&c.meter.ok[i])
 	}
+	s.f32(&c.capSaved)
 
 	l := &c.lat
 	s.lats(l.ring[:])
@@ -242,7 +243,7 @@ func (c *Controller) check() error {
 			return bad("%s %g, want a finite number", f.name, f.v)
 		}
 	}
-	for _, f := range [...]field{{"probe base", c.probeBase}, {"saved", c.saved}} {
+	for _, f := range [...]field{{"probe base", c.probeBase}, {"saved", c.saved}, {"capacity saved", float64(c.capSaved)}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 1) {
 			return bad("%s %g, want a finite number, 0 or more", f.name, f.v)
 		}
@@ -330,6 +331,14 @@ func (s *codec) f64(v *float64) {
 		return
 	}
 	s.u64(math.Float64bits(*v))
+}
+
+func (s *codec) f32(v *float32) {
+	if s.dec {
+		*v = math.Float32frombits(binary.LittleEndian.Uint32(s.next(4)))
+		return
+	}
+	s.b = binary.LittleEndian.AppendUint32(s.b, math.Float32bits(*v))
 }
 
 func (s *codec) i32(v *int32) {

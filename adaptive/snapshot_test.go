@@ -349,8 +349,9 @@ func TestUnmarshalBinaryRefuses(t *testing.T) {
 		{"short", bytesOf(old[:12]), Config{}, fmt.Sprintf("adaptive: snapshot: 12 bytes, want %d (cut short)", snapshotSize)},
 		{"one byte short", bytesOf(old[:len(old)-1]), Config{}, fmt.Sprintf("%d bytes, want %d (cut short)", snapshotSize-1, snapshotSize)},
 		{"trailing garbage", bytesOf(append(slices.Clone(old), 0, 0, 0)), Config{}, fmt.Sprintf("%d bytes, want %d (3 bytes past its end)", snapshotSize+3, snapshotSize)},
-		{"version 0", bytesOf(append([]byte{0}, old[1:]...)), Config{}, "adaptive: snapshot: version 0, want 1"},
-		{"version 2", bytesOf(append([]byte{2}, old[1:]...)), Config{}, "version 2, want 1"},
+		{"version 0", bytesOf(append([]byte{0}, old[1:]...)), Config{}, "adaptive: snapshot: version 0, want 2"},
+		{"version 1", bytesOf(append([]byte{1}, old[1:]...)), Config{}, "version 1, want 2"}, // before capSaved (issue 33)
+		{"version 3", bytesOf(append([]byte{3}, old[1:]...)), Config{}, "version 3, want 2"},
 		{"unknown flag", func() []byte {
 			b := slices.Clone(old)
 			b[flagsAt+1] |= 0x80

@@ -72,7 +72,7 @@ func (c *Controller) congested(t, sent int64, wait time.Duration) {
 		if tracing {
 			c.trace(t, "shallow saved=%.2f stored=%.2f", c.saved, c.stored)
 		}
-		c.capEst, c.capErr, c.capLow = (c.capEst+r)/2, 0, true
+		c.capEst, c.capErr, c.capLow, c.capSaved = (c.capEst+r)/2, 0, true, 0
 		c.want = c.cfg.Target * c.capEst
 		c.probeWait = int64(c.cfg.ProbeInterval)
 	case c.phase == probing && !c.capLow && !surprise:
@@ -93,7 +93,9 @@ func (c *Controller) congested(t, sent int64, wait time.Duration) {
 		// or was overrated), by an unknown amount.
 		c.want = c.cfg.Backoff * r
 		if c.capEst > r {
+			proven := c.proven()
 			c.capEst, c.capLow = r, false
+			c.prove(proven)
 		}
 	default:
 		// Growing past an unknown capacity: what was served lately bounds
@@ -146,7 +148,7 @@ func (c *Controller) recut(t int64) {
 	if c.capEst > c.want {
 		// Or the window's end, finding the host quiet, would settle back
 		// at the old estimate.
-		c.capEst, c.capErr, c.capLow = c.want, c.rate-c.want, false
+		c.capEst, c.capErr, c.capLow, c.capSaved = c.want, c.rate-c.want, false, 0
 		c.markOn = false // no bracket across the fall
 		c.refine = true  // a guess: one probe soon pins it down
 	}
@@ -167,6 +169,17 @@ func (c *Controller) decrease(t, at int64, byLatency bool) {
 	c.okPost, c.thrPost, c.failPost, c.nPost, c.okAfter = 0, 0, 0, 0, 0
 	c.lastThr = math.MinInt64
 	c.decreases++
+}
+
+// countFrom is where a reaction window's answers, counted as a rate, prove
+// a capacity from: the decrease, or, when the decrease paused the host (a
+// throttle's Retry-After), the start of the pause, which is settleAt
+// (nothing moves it while the window is open). The host's bucket was empty
+// when it throttled and refilled while the client waited, so the first
+// answers after the pause are its burst, earned during the pause: counted
+// over the window alone, they read as capacity (issue 33).
+func (c *Controller) countFrom() int64 {
+	return min(c.settleAt, c.cutAt)
 }
 
 // react runs an open reaction window at t: it judges the decrease at the
@@ -193,6 +206,7 @@ func (c *Controller) react(t int64) {
 			// window's end, finding the host no longer throttling, would
 			// settle back at the old one (issue 16: 40 → 10 req/s).
 			c.capEst, c.capErr, c.capLow = c.want, 1.5e9/float64(span), false
+			c.prove((float64(c.okPost) + 0.5) * 1e9 / float64(max(t-c.lat.med.ns()-c.countFrom(), straggle)))
 			c.markOn = false // no bracket across the fall
 			c.falling = c.debt > 0
 		}
@@ -252,7 +266,10 @@ func (c *Controller) endWindow(t int64) {
 			c.falling = true // measured far under the estimate a blind cut started from
 		}
 		if tol := 1.5e9 / float64(span); !bracketed && (c.capLow || m < c.capEst-tol || m > c.capEst+tol) {
-			c.capEst, c.capErr = m, tol
+			c.capEst, c.capErr, c.capSaved = m, tol, 0
+			if from == c.cutAt {
+				c.prove(float64(ok) * 1e9 / float64(max(backAt-c.countFrom(), int64(c.cfg.Window)/4)))
+			}
 			c.refine = tol > coarse*m
 		}
 		c.capLow = false
@@ -270,6 +287,7 @@ func (c *Controller) endWindow(t int64) {
 			span := max(backAt-c.cutAt, int64(c.cfg.Window)/4)
 			if lo := float64(c.okPost) * 1e9 / float64(span); lo > c.capEst {
 				c.capEst, c.capLow, c.capErr = min(lo, c.want), true, 0
+				c.prove(float64(c.okPost) * 1e9 / float64(max(backAt-c.countFrom(), int64(c.cfg.Window)/4)))
 			}
 		}
 		c.settle(t)
