@@ -610,6 +610,14 @@ func (j *Job) finish(it *item, res *Result, k *kept) {
 	}
 }
 
+// Bytes returns the body bytes kept so far by this run (Summary.Stats.Bytes
+// at its end), for metrics.
+func (j *Job) Bytes() int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stats.Bytes
+}
+
 // deferred records a URL put off until notBefore.
 func (j *Job) deferred(it *item, notBefore time.Time) {
 	j.logDeferred(it, notBefore)
