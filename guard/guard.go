@@ -81,9 +81,12 @@ type Config struct {
 	Secret []byte
 
 	// Observer receives an EventRefuse for every refusal (and dry-run
-	// refusal); Logger, if set, logs them at Debug and store failures at
-	// Warn, at most one Warn line per warnEvery (10 s), the next line
-	// saying how many were left out (suppressed=N).
+	// refusal). Logger, if set, logs each refusal at Debug; a Logger not
+	// enabled at Debug logs them at Info, at most one line per warnEvery
+	// (10 s), as nginx logs its refusals but without a line for each
+	// request of a flood. Store failures are logged at Warn, at most one
+	// line per 10 s. A line after some were left out says how many
+	// (suppressed=N).
 	Observer polite.Observer
 	Logger   *slog.Logger
 }
@@ -114,7 +117,8 @@ type Guard struct {
 	observer polite.Observer
 	logger   *slog.Logger
 	pool     sync.Pool
-	warns    LogThrottle
+	warns    LogThrottle // store failures' Warn lines
+	refusals LogThrottle // refusals' Info lines
 
 	refused, shadowed, tooCostly, storeErrors atomic.Int64
 }
@@ -479,7 +483,19 @@ func (g *Guard) setFields(h http.Header, s *scratch, v verdict) {
 // X-RateLimit fields to f; none when no level is advertised. f goes by
 // value: a store through a pointer would move its buffer, on the caller's
 // stack, to the heap.
+//
+// The X-RateLimit fields tell one level's story in the IETF fields' terms
+// (Limit is its RateLimit-Policy q, Remaining its r, Reset the Unix time of
+// its t): the tightest level's (least left, then the longest to wait), on
+// a refusal the refusing one's, so that they agree with Retry-After.
+//
+// A request costing more than a level's burst is refused before the store
+// is asked: no level's tokens are known, and none would admit it. Its
+// answer has the policies and X-RateLimit-Limit only, no RateLimit: a t=0
+// there would tell a client following the draft to retry at once, for
+// ever (issue 33, item 8).
 func (g *Guard) appendFields(f fieldValues, s *scratch, v verdict) fieldValues {
+	costly := !v.allowed && v.retry < 0
 	mask := 0
 	tight := -1
 	var tightR, tightT int64
@@ -489,12 +505,23 @@ func (g *Guard) appendFields(f fieldValues, s *scratch, v verdict) fieldValues {
 			continue
 		}
 		mask |= 1 << i
+		binding := !v.allowed && Level(i) == v.binding
+		if costly {
+			if tight < 0 || binding {
+				tight = i
+			}
+			continue
+		}
 		debt, iv := int64(s.dec.Debt[i]), int64(s.dec.Interval[i])
 		r, t := tokens(int(bk.Burst), debt, iv), nextToken(debt, iv)
-		if !v.allowed && Level(i) == v.binding && v.retry >= 0 {
+		if binding {
 			t = v.retry
 		}
-		if tight < 0 || r < tightR || r == tightR && t > tightT {
+		switch {
+		case binding:
+			tight, tightR, tightT = i, r, t
+		case tight >= 0 && !v.allowed && Level(tight) == v.binding:
+		case tight < 0 || r < tightR || r == tightR && t > tightT:
 			tight, tightR, tightT = i, r, t
 		}
 		var pk []byte
@@ -510,11 +537,16 @@ func (g *Guard) appendFields(f fieldValues, s *scratch, v verdict) fieldValues {
 	if tight < 0 {
 		return f
 	}
-	f.end(slotRateLimit)
+	if !costly {
+		f.end(slotRateLimit)
+	}
 	f.b = append(f.b, g.policies[mask]...)
 	f.end(slotPolicy)
-	f.b = strconv.AppendInt(f.b, int64(g.levels[tight].Burst), 10)
+	f.b = strconv.AppendInt(f.b, g.levels[tight].quota, 10)
 	f.end(slotXLimit)
+	if costly {
+		return f
+	}
 	f.b = strconv.AppendInt(f.b, tightR, 10)
 	f.end(slotXRemaining)
 	f.b = strconv.AppendInt(f.b, time.Now().Unix()+tightT, 10)
@@ -537,17 +569,21 @@ func (g *Guard) partitionKey(dst *[pkLen]byte, key []byte) {
 // under an Info logger costs a call to Enabled.
 func (g *Guard) event(ctx context.Context, s *scratch, v verdict, why polite.Reason, status int, err error) {
 	level := slog.LevelDebug
+	throttle := (*LogThrottle)(nil) // nil: every line
 	if err != nil {
-		level = slog.LevelWarn
+		level, throttle = slog.LevelWarn, &g.warns
 	}
 	logging := g.logger != nil && g.logger.Enabled(ctx, level)
+	if !logging && err == nil && g.logger != nil && g.logger.Enabled(ctx, slog.LevelInfo) {
+		level, throttle, logging = slog.LevelInfo, &g.refusals, true
+	}
 	if g.observer == nil && !logging {
 		return
 	}
 	now := time.Now()
 	var suppressed int64
-	if logging && level == slog.LevelWarn {
-		logging, suppressed = g.warns.Allow(now)
+	if logging && throttle != nil {
+		logging, suppressed = throttle.Allow(now)
 	}
 	if g.observer == nil && !logging {
 		return
