@@ -121,6 +121,8 @@ type Guard struct {
 	refusals LogThrottle // refusals' Info lines
 
 	refused, shadowed, tooCostly, storeErrors atomic.Int64
+
+	refusedBy [NumLevels]atomic.Int64 // refused and shadowed, by the refusing level
 }
 
 // cost is a route's cost, registered on the cost ServeMux.
@@ -244,12 +246,19 @@ type Stats struct {
 	Shadowed    int64 // would have been refused, let through by DryRun
 	TooCostly   int64 // cost above a level's burst: can never pass (also in Refused or Shadowed)
 	StoreErrors int64 // the store failed; answered 503 (let through by DryRun)
+	// RefusedBy splits Refused and Shadowed by the level that refused
+	// (the one whose wait was longest, or whose burst the cost exceeds).
+	RefusedBy [NumLevels]int64
 }
 
 // Stats returns the guard's counts.
 func (g *Guard) Stats() Stats {
-	return Stats{Refused: g.refused.Load(), Shadowed: g.shadowed.Load(),
+	s := Stats{Refused: g.refused.Load(), Shadowed: g.shadowed.Load(),
 		TooCostly: g.tooCostly.Load(), StoreErrors: g.storeErrors.Load()}
+	for i := range s.RefusedBy {
+		s.RefusedBy[i] = g.refusedBy[i].Load()
+	}
+	return s
 }
 
 // scratch is one decision's working memory, pooled so a decision does not
@@ -410,6 +419,7 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	if v.retry < 0 {
 		g.tooCostly.Add(1)
 	}
+	g.refusedBy[v.binding].Add(1)
 	if g.dryRun {
 		g.shadowed.Add(1)
 		g.event(r.Context(), s, v, polite.ReasonRate, http.StatusOK, nil)

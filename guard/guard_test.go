@@ -130,7 +130,7 @@ func TestCostAboveBurst(t *testing.T) {
 			t.Fatalf("cheap: %d %q", w.Code, w.Header().Get("RateLimit"))
 		}
 	}
-	if s := g.Stats(); s.TooCostly != 1 || s.Refused != 1 {
+	if s := g.Stats(); s.TooCostly != 1 || s.Refused != 1 || s.RefusedBy != [NumLevels]int64{1, 0, 0} {
 		t.Errorf("Stats = %+v", s)
 	}
 }
@@ -300,5 +300,21 @@ func TestLegacyFieldsAgree(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestRefusedByLevel: Stats count refusals by the level that refused, for
+// polite guard --metrics.
+func TestRefusedByLevel(t *testing.T) {
+	g := mustNew(t, Config{Identity: Limit{Rate: 0.01, Burst: 2}, Tenant: Limit{Rate: 0.01, Burst: 3},
+		Identify: func(r *http.Request) Who { return Who{Tenant: "acme"} }})
+	h := g.Handler(ok)
+	for _, addr := range []string{"192.0.2.1:1", "192.0.2.1:1", "192.0.2.1:1", "192.0.2.2:1", "192.0.2.3:1"} {
+		do(h, "GET", "/", addr)
+	}
+	// 192.0.2.1's third is its own level's; 192.0.2.3 finds the tenant's
+	// three tokens spent.
+	if s := g.Stats(); s.Refused != 2 || s.RefusedBy != [NumLevels]int64{1, 1, 0} {
+		t.Errorf("Stats = %+v, want 2 refused: 1 by identity, 1 by tenant", s)
 	}
 }

@@ -12,17 +12,24 @@ import (
 	"testing"
 )
 
+// freeAddr returns a loopback address no one listens on, for a --metrics
+// to take.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 // TestFetchMetrics: --metrics serves the Transport's metrics for
 // Prometheus while the job runs (scraped here by the job's own server
 // mid-run), a bad address is a usage error, and fetch ends by writing the
 // report and printing its path.
 func TestFetchMetrics(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	var mu sync.Mutex
 	var scraped string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
