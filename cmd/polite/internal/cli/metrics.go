@@ -23,7 +23,7 @@ import (
 )
 
 // metricsHostsHelp documents --metrics-hosts (fetch and proxy).
-const metricsHostsHelp = "hosts --metrics names in server_address, the rest being _other: half go to the first hosts seen, " +
+const metricsHostsHelp = "name at most `N` hosts in --metrics's server_address, the rest being _other: half go to the first hosts seen, " +
 	"half are kept for the first throttled, paused or blocked (each name costs a few hundred series; 0: none)"
 
 // defaultMetricsHosts is --metrics-hosts's default: enough for a job of
