@@ -2,6 +2,7 @@ package polite
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -166,6 +167,38 @@ func TestEventDone(t *testing.T) {
 		}
 		if len(prev) != 2 || prev[1] != ServerError {
 			t.Errorf("attempts' PrevOutcome = %v, want [ok server_error]", prev)
+		}
+	})
+}
+
+// TestTryPrevOutcome: a retry made through Try says why it was resent, as
+// one RoundTrip makes does (issue 33, item 6: a crawl's retries were all
+// counted as "ok").
+func TestTryPrevOutcome(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		tr := &Transport{Limits: fast(), Observer: rec, Retries: 2}
+		setup(t, tr, map[string]http.HandlerFunc{"flaky.test": func(http.ResponseWriter, *http.Request) {}})
+		for _, o := range []TryOptions{{Attempt: 1, Retries: 2}, {Attempt: 2, Retries: 2, Prev: Throttled}} {
+			req, _ := http.NewRequest("GET", "http://flaky.test/", nil)
+			resp, _, err := tr.Try(req, o)
+			if err != nil || resp == nil {
+				t.Fatalf("Try(%+v) = %v, %v", o, resp, err)
+			}
+			resp.Body.Close()
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		var got []string
+		for _, e := range rec.events {
+			if e.Kind == EventSend || e.Kind == EventAttempt {
+				got = append(got, fmt.Sprintf("%d:%d:%v", e.Kind, e.Attempt, e.PrevOutcome))
+			}
+		}
+		want := []string{fmt.Sprintf("%d:1:ok", EventSend), fmt.Sprintf("%d:1:ok", EventAttempt),
+			fmt.Sprintf("%d:2:throttled", EventSend), fmt.Sprintf("%d:2:throttled", EventAttempt)}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("events (kind:attempt:prev) = %v, want %v", got, want)
 		}
 	})
 }

@@ -124,6 +124,11 @@ type TryOptions struct {
 	// Retries is how many attempts may follow the first: a failed attempt
 	// asks the retry budget for a retry only while Attempt <= Retries.
 	Retries int
+	// Prev is, when Attempt > 1, the outcome of the attempt before this
+	// one: why the request is sent again. It goes on the attempt's Events
+	// as PrevOutcome, as RoundTrip's retries carry theirs (metrics count
+	// retries by it). Zero (OK) when the caller does not know.
+	Prev Outcome
 }
 
 // Tried is what one Try came to.
@@ -177,6 +182,9 @@ func (t *Transport) Try(req *http.Request, o TryOptions) (*http.Response, Tried,
 	opts := optsOf(ctx)
 	a := attempt{req: req, h: h, n: max(o.Attempt, 1), id: t.requestID(opts), obs: opts.obs, now: time.Now(), cost: opts.cost}
 	a.grant = a.n > 1
+	if a.grant {
+		a.prev = o.Prev
+	}
 	if adm, ok := t.tryAdmit(&a); !ok {
 		t.reg.Put(h)
 		closeBody(req)

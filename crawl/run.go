@@ -274,9 +274,12 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		j.finishErr(it, Blocked, 0, unsent(h.key, why))
 		return
 	}
-	resp, tr, err := j.tr.Try(req, polite.TryOptions{Attempt: max(attempt, 1), Retries: j.retries(h.key)})
+	resp, tr, err := j.tr.Try(req, polite.TryOptions{Attempt: max(attempt, 1), Retries: j.retries(h.key), Prev: it.prev})
 	if tr.Sent {
 		it.latency = tr.Latency
+		if tr.Outcome != polite.OK {
+			it.prev = tr.Outcome // a redirect (OK) within an attempt keeps why the attempt was made
+		}
 		if !it.hop {
 			it.attempts++
 		}
@@ -307,6 +310,10 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		// itself, as for a network error, while attempts are left.
 		it.reason = "body: " + rerr.Error()
 		if it.attempts <= j.retries(h.key) {
+			it.prev = polite.NetworkError
+			if errors.Is(rerr, context.DeadlineExceeded) {
+				it.prev = polite.Overloaded // a timeout, as the Transport reads one
+			}
 			j.countRetry("body broke off")
 			next := now.Add(j.backoff.Next(it.attempts, 0))
 			j.deferred(it, next)
@@ -603,6 +610,14 @@ func (j *Job) finish(it *item, res *Result, k *kept) {
 		}
 		j.sched.done(it)
 	}
+}
+
+// Bytes returns the body bytes kept so far by this run (Summary.Stats.Bytes
+// at its end), for metrics.
+func (j *Job) Bytes() int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stats.Bytes
 }
 
 // deferred records a URL put off until notBefore.

@@ -21,6 +21,9 @@ type item struct {
 	// its fetch outlasted the URL's timeout (this run): it waits for
 	// robots.txt again while it may be retried.
 	robotsTries int
+	// prev is why the next attempt is a retry: the last failed outcome
+	// (this run; OK when not known), for the Transport's events.
+	prev polite.Outcome
 	// cur is the URL the next request goes to when redirects are being
 	// followed ("" for url itself), hops the redirect targets so far
 	// (this run).

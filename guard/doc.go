@@ -20,9 +20,11 @@
 // A refused request gets 429 with Retry-After = ceil((cost - tokens)/rate)
 // of the level that refused it, so a client that waits exactly that long is
 // admitted; a request costing more than a level's burst can never pass and
-// is told so, with no Retry-After. Every answer carries the IETF RateLimit
-// and RateLimit-Policy fields (draft-ietf-httpapi-ratelimit-headers-10, all
-// in ratelimit.go) and the legacy X-RateLimit-Limit/Remaining/Reset; a 429
+// is told so, with no Retry-After and no RateLimit field (whose t would
+// invite a retry). Every other answer carries the IETF RateLimit and
+// RateLimit-Policy fields (draft-ietf-httpapi-ratelimit-headers-10, all in
+// ratelimit.go) and the legacy X-RateLimit-Limit/Remaining/Reset, which
+// say the same of one level (Limit is its policy's q); a 429
 // has an application/problem+json body of type quota-exceeded naming the
 // violated policy. The partition key (pk) is a keyed hash, never the
 // identity, and the global level is not advertised unless asked.

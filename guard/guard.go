@@ -81,9 +81,12 @@ type Config struct {
 	Secret []byte
 
 	// Observer receives an EventRefuse for every refusal (and dry-run
-	// refusal); Logger, if set, logs them at Debug and store failures at
-	// Warn, at most one Warn line per warnEvery (10 s), the next line
-	// saying how many were left out (suppressed=N).
+	// refusal). Logger, if set, logs each refusal at Debug; a Logger not
+	// enabled at Debug logs them at Info, at most one line per warnEvery
+	// (10 s), as nginx logs its refusals but without a line for each
+	// request of a flood. Store failures are logged at Warn, at most one
+	// line per 10 s. A line after some were left out says how many
+	// (suppressed=N).
 	Observer polite.Observer
 	Logger   *slog.Logger
 }
@@ -114,9 +117,12 @@ type Guard struct {
 	observer polite.Observer
 	logger   *slog.Logger
 	pool     sync.Pool
-	warns    LogThrottle
+	warns    LogThrottle // store failures' Warn lines
+	refusals LogThrottle // refusals' Info lines
 
 	refused, shadowed, tooCostly, storeErrors atomic.Int64
+
+	refusedBy [NumLevels]atomic.Int64 // refused and shadowed, by the refusing level
 }
 
 // cost is a route's cost, registered on the cost ServeMux.
@@ -240,12 +246,19 @@ type Stats struct {
 	Shadowed    int64 // would have been refused, let through by DryRun
 	TooCostly   int64 // cost above a level's burst: can never pass (also in Refused or Shadowed)
 	StoreErrors int64 // the store failed; answered 503 (let through by DryRun)
+	// RefusedBy splits Refused and Shadowed by the level that refused
+	// (the one whose wait was longest, or whose burst the cost exceeds).
+	RefusedBy [NumLevels]int64
 }
 
 // Stats returns the guard's counts.
 func (g *Guard) Stats() Stats {
-	return Stats{Refused: g.refused.Load(), Shadowed: g.shadowed.Load(),
+	s := Stats{Refused: g.refused.Load(), Shadowed: g.shadowed.Load(),
 		TooCostly: g.tooCostly.Load(), StoreErrors: g.storeErrors.Load()}
+	for i := range s.RefusedBy {
+		s.RefusedBy[i] = g.refusedBy[i].Load()
+	}
+	return s
 }
 
 // scratch is one decision's working memory, pooled so a decision does not
@@ -406,6 +419,7 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	if v.retry < 0 {
 		g.tooCostly.Add(1)
 	}
+	g.refusedBy[v.binding].Add(1)
 	if g.dryRun {
 		g.shadowed.Add(1)
 		g.event(r.Context(), s, v, polite.ReasonRate, http.StatusOK, nil)
@@ -479,7 +493,19 @@ func (g *Guard) setFields(h http.Header, s *scratch, v verdict) {
 // X-RateLimit fields to f; none when no level is advertised. f goes by
 // value: a store through a pointer would move its buffer, on the caller's
 // stack, to the heap.
+//
+// The X-RateLimit fields tell one level's story in the IETF fields' terms
+// (Limit is its RateLimit-Policy q, Remaining its r, Reset the Unix time of
+// its t): the tightest level's (least left, then the longest to wait), on
+// a refusal the refusing one's, so that they agree with Retry-After.
+//
+// A request costing more than a level's burst is refused before the store
+// is asked: no level's tokens are known, and none would admit it. Its
+// answer has the policies and X-RateLimit-Limit only, no RateLimit: a t=0
+// there would tell a client following the draft to retry at once, for
+// ever (issue 33, item 8).
 func (g *Guard) appendFields(f fieldValues, s *scratch, v verdict) fieldValues {
+	costly := !v.allowed && v.retry < 0
 	mask := 0
 	tight := -1
 	var tightR, tightT int64
@@ -489,12 +515,23 @@ func (g *Guard) appendFields(f fieldValues, s *scratch, v verdict) fieldValues {
 			continue
 		}
 		mask |= 1 << i
+		binding := !v.allowed && Level(i) == v.binding
+		if costly {
+			if tight < 0 || binding {
+				tight = i
+			}
+			continue
+		}
 		debt, iv := int64(s.dec.Debt[i]), int64(s.dec.Interval[i])
 		r, t := tokens(int(bk.Burst), debt, iv), nextToken(debt, iv)
-		if !v.allowed && Level(i) == v.binding && v.retry >= 0 {
+		if binding {
 			t = v.retry
 		}
-		if tight < 0 || r < tightR || r == tightR && t > tightT {
+		switch {
+		case binding:
+			tight, tightR, tightT = i, r, t
+		case tight >= 0 && !v.allowed && Level(tight) == v.binding:
+		case tight < 0 || r < tightR || r == tightR && t > tightT:
 			tight, tightR, tightT = i, r, t
 		}
 		var pk []byte
@@ -510,11 +547,16 @@ func (g *Guard) appendFields(f fieldValues, s *scratch, v verdict) fieldValues {
 	if tight < 0 {
 		return f
 	}
-	f.end(slotRateLimit)
+	if !costly {
+		f.end(slotRateLimit)
+	}
 	f.b = append(f.b, g.policies[mask]...)
 	f.end(slotPolicy)
-	f.b = strconv.AppendInt(f.b, int64(g.levels[tight].Burst), 10)
+	f.b = strconv.AppendInt(f.b, g.levels[tight].quota, 10)
 	f.end(slotXLimit)
+	if costly {
+		return f
+	}
 	f.b = strconv.AppendInt(f.b, tightR, 10)
 	f.end(slotXRemaining)
 	f.b = strconv.AppendInt(f.b, time.Now().Unix()+tightT, 10)
@@ -537,17 +579,21 @@ func (g *Guard) partitionKey(dst *[pkLen]byte, key []byte) {
 // under an Info logger costs a call to Enabled.
 func (g *Guard) event(ctx context.Context, s *scratch, v verdict, why polite.Reason, status int, err error) {
 	level := slog.LevelDebug
+	throttle := (*LogThrottle)(nil) // nil: every line
 	if err != nil {
-		level = slog.LevelWarn
+		level, throttle = slog.LevelWarn, &g.warns
 	}
 	logging := g.logger != nil && g.logger.Enabled(ctx, level)
+	if !logging && err == nil && g.logger != nil && g.logger.Enabled(ctx, slog.LevelInfo) {
+		level, throttle, logging = slog.LevelInfo, &g.refusals, true
+	}
 	if g.observer == nil && !logging {
 		return
 	}
 	now := time.Now()
 	var suppressed int64
-	if logging && level == slog.LevelWarn {
-		logging, suppressed = g.warns.Allow(now)
+	if logging && throttle != nil {
+		logging, suppressed = throttle.Allow(now)
 	}
 	if g.observer == nil && !logging {
 		return

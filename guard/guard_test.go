@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/polite-go/polite/retry"
 )
 
 var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
@@ -103,6 +105,14 @@ func TestCostAboveBurst(t *testing.T) {
 	if got := w.Header().Get("Retry-After"); got != "" {
 		t.Errorf("Retry-After = %q, want none: waiting cannot help", got)
 	}
+	// No RateLimit (issue 33, item 8: "identity";r=…;t=0 told a client
+	// following the draft to retry at once, for ever), the policy still.
+	for field, want := range map[string]string{"RateLimit": "", "X-RateLimit-Remaining": "", "X-RateLimit-Reset": "",
+		"RateLimit-Policy": `"identity";q=5;w=5`, "X-RateLimit-Limit": "5"} {
+		if got := w.Header().Get(field); got != want {
+			t.Errorf("%s = %q, want %q", field, got, want)
+		}
+	}
 	var p problem
 	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
 		t.Fatal(err)
@@ -120,7 +130,7 @@ func TestCostAboveBurst(t *testing.T) {
 			t.Fatalf("cheap: %d %q", w.Code, w.Header().Get("RateLimit"))
 		}
 	}
-	if s := g.Stats(); s.TooCostly != 1 || s.Refused != 1 {
+	if s := g.Stats(); s.TooCostly != 1 || s.Refused != 1 || s.RefusedBy != [NumLevels]int64{1, 0, 0} {
 		t.Errorf("Stats = %+v", s)
 	}
 }
@@ -222,5 +232,89 @@ func TestStoreFailure(t *testing.T) {
 	g = mustNew(t, Config{Store: failing{}, DryRun: true})
 	if w := do(g.Handler(ok), "GET", "/", "192.0.2.1:1"); w.Code != 200 {
 		t.Errorf("dry run, store down: %d", w.Code)
+	}
+}
+
+// TestCostAboveBurstTellsNoOneElse: the answer to a request that can never
+// pass says nothing of the tokens of a request answered before it (the
+// store is not asked for it: its scratch held another client's numbers).
+func TestCostAboveBurstTellsNoOneElse(t *testing.T) {
+	g := mustNew(t, Config{Identity: Limit{Rate: 1, Burst: 5}, Costs: map[string]int{"POST /bulk": 6}})
+	h := g.Handler(ok)
+	for range 3 {
+		do(h, "GET", "/", "192.0.2.1:1")
+	}
+	w := do(h, "POST", "/bulk", "192.0.2.2:1")
+	if w.Code != 429 || w.Header().Get("RateLimit") != "" || w.Header().Get("X-RateLimit-Remaining") != "" {
+		t.Errorf("too costly: %d, RateLimit %q, X-RateLimit-Remaining %q; want 429 and neither",
+			w.Code, w.Header().Get("RateLimit"), w.Header().Get("X-RateLimit-Remaining"))
+	}
+}
+
+// TestLegacyFieldsAgree: X-RateLimit-Limit is the RateLimit-Policy q (it
+// was the burst, issue 33, item 8), Remaining the RateLimit r and Reset
+// the t; on a refusal they are the refusing level's and Reset agrees with
+// Retry-After.
+func TestLegacyFieldsAgree(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		c      Config
+		n      int // requests before the one checked
+		policy string
+		limit  string
+	}{
+		{"20/s burst 5", Config{Identity: Limit{Rate: 20, Burst: 5}}, 1, `"identity";q=20;w=1`, "20"},
+		{"3/s burst 10", Config{Identity: Limit{Rate: 3, Burst: 10}}, 1, `"identity";q=12;w=4`, "12"},
+		{"refused", Config{Identity: Limit{Rate: 0.5, Burst: 2}}, 3, `"identity";q=2;w=4`, "2"},
+		{"refused by the tenant", Config{Identity: Limit{Rate: 10, Burst: 20}, Tenant: Limit{Rate: 1, Burst: 1},
+			Identify: func(*http.Request) Who { return Who{Tenant: "acme"} }}, 2, `"identity";q=20;w=2, "tenant";q=1;w=1`, "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := mustNew(t, tc.c).Handler(ok)
+				var w *httptest.ResponseRecorder
+				for range tc.n {
+					w = do(h, "GET", "/", "192.0.2.1:1")
+				}
+				hd := w.Header()
+				if got := hd.Get("RateLimit-Policy"); got != tc.policy {
+					t.Errorf("RateLimit-Policy = %q, want %q", got, tc.policy)
+				}
+				if got := hd.Get("X-RateLimit-Limit"); got != tc.limit {
+					t.Errorf("X-RateLimit-Limit = %q, want %q (the policy's q)", got, tc.limit)
+				}
+				q, ok := retry.ParseRateLimit(http.Header{"Ratelimit": hd.Values("RateLimit"), "Ratelimit-Policy": hd.Values("RateLimit-Policy")}, time.Now())
+				if !ok {
+					t.Fatalf("RateLimit %q does not parse", hd.Get("RateLimit"))
+				}
+				reset, _ := strconv.ParseInt(hd.Get("X-RateLimit-Reset"), 10, 64)
+				if hd.Get("X-RateLimit-Remaining") != strconv.Itoa(q.Remaining) || strconv.Itoa(q.Limit) != tc.limit || reset != time.Now().Add(q.Reset).Unix() {
+					t.Errorf("X-RateLimit %q/%q/%q, RateLimit %q (read %+v): two stories", hd.Get("X-RateLimit-Limit"),
+						hd.Get("X-RateLimit-Remaining"), hd.Get("X-RateLimit-Reset"), hd.Get("RateLimit"), q)
+				}
+				if w.Code == 429 {
+					ra, _ := strconv.ParseInt(hd.Get("Retry-After"), 10, 64)
+					if reset-time.Now().Unix() != ra {
+						t.Errorf("X-RateLimit-Reset in %d s, Retry-After %d s", reset-time.Now().Unix(), ra)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestRefusedByLevel: Stats count refusals by the level that refused, for
+// polite guard --metrics.
+func TestRefusedByLevel(t *testing.T) {
+	g := mustNew(t, Config{Identity: Limit{Rate: 0.01, Burst: 2}, Tenant: Limit{Rate: 0.01, Burst: 3},
+		Identify: func(r *http.Request) Who { return Who{Tenant: "acme"} }})
+	h := g.Handler(ok)
+	for _, addr := range []string{"192.0.2.1:1", "192.0.2.1:1", "192.0.2.1:1", "192.0.2.2:1", "192.0.2.3:1"} {
+		do(h, "GET", "/", addr)
+	}
+	// 192.0.2.1's third is its own level's; 192.0.2.3 finds the tenant's
+	// three tokens spent.
+	if s := g.Stats(); s.Refused != 2 || s.RefusedBy != [NumLevels]int64{1, 1, 0} {
+		t.Errorf("Stats = %+v, want 2 refused: 1 by identity, 1 by tenant", s)
 	}
 }

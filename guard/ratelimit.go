@@ -18,7 +18,9 @@ import (
 // never refused), and q is never below the burst.
 // r is the whole tokens left; t the seconds until one more arrives (on a
 // 429, for the level that refused: the Retry-After). pk (a Byte Sequence)
-// is a keyed hash of the level's key, never the identity itself.
+// is a keyed hash of the level's key, never the identity itself. A request
+// costing more than a level's burst gets RateLimit-Policy only (see
+// Guard.appendFields). The legacy X-RateLimit-Limit is the same q.
 
 // Field names, in canonical form so they are set without canonicalizing.
 const (

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -32,6 +33,8 @@ func TestRefusalAllocs(t *testing.T) {
 			Identify: func(*http.Request) Who { return Who{Tenant: "acme"} }}, "GET"},
 		{"close refused", Config{Identity: Limit{Rate: 0.01, Burst: 1}, CloseRefused: true}, "GET"},
 		{"store down", Config{Store: failing{}, Logger: slog.New(slog.DiscardHandler)}, "GET"},
+		// Logged at Info once per 10 s: the others are counted, not built.
+		{"logged", Config{Identity: Limit{Rate: 0.01, Burst: 1}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, "GET"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := mustNew(t, tc.c).Handler(ok)
@@ -97,23 +100,59 @@ func TestStoreFailureLogThrottled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var buf bytes.Buffer
 		g := mustNew(t, Config{Store: failing{}, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
-		h := g.Handler(ok)
-		const n = 5000 // 200 a second for 25 s
-		for range n {
-			if w := do(h, "GET", "/", "192.0.2.1:1"); w.Code != http.StatusServiceUnavailable {
-				t.Fatalf("status %d, want 503", w.Code)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-		if len(lines) != 3 { // at 0, 10 and 20 s
-			t.Fatalf("%d lines for %d failures in 25 s, want 3:\n%s", len(lines), n, strings.Join(lines[:min(len(lines), 5)], "\n"))
-		}
-		if strings.Contains(lines[0], "suppressed") || !strings.Contains(lines[1], "suppressed=1999") || !strings.Contains(lines[2], "suppressed=1999") {
-			t.Errorf("lines do not count the ones left out:\n%s", strings.Join(lines, "\n"))
-		}
+		lines := flood(t, g.Handler(ok), http.StatusServiceUnavailable, &buf)
 		if !strings.Contains(lines[0], "level=WARN") || !strings.Contains(lines[0], "store down") {
 			t.Errorf("first line %q: want a WARN naming the error", lines[0])
+		}
+	})
+}
+
+// flood sends h 5,000 requests, 200 a second for 25 s, each answered
+// status, and returns the lines logged to buf: three (at 0, 10 and 20 s),
+// the second and third counting the 1,999 left out before each.
+func flood(t *testing.T, h http.Handler, status int, buf *bytes.Buffer) []string {
+	t.Helper()
+	const n = 5000
+	for range n {
+		if w := do(h, "GET", "/", "192.0.2.1:1"); w.Code != status {
+			t.Fatalf("status %d, want %d", w.Code, status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines for %d answers %d in 25 s, want 3:\n%s", len(lines), n, status, strings.Join(lines[:min(len(lines), 5)], "\n"))
+	}
+	if strings.Contains(lines[0], "suppressed") || !strings.Contains(lines[1], "suppressed=1999") || !strings.Contains(lines[2], "suppressed=1999") {
+		t.Errorf("lines do not count the ones left out:\n%s", strings.Join(lines, "\n"))
+	}
+	return lines
+}
+
+// Refusals are logged at Info under a logger not at Debug, at most once
+// per warnEvery, the next line counting the ones left out (issue 33, item
+// 8: polite guard refused in silence; nginx logs each refusal); under a
+// Debug logger each one is.
+func TestRefusalsLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		g := mustNew(t, Config{Identity: Limit{Rate: 0.01, Burst: 1}, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+		h := g.Handler(ok)
+		do(h, "GET", "/", "192.0.2.1:1") // spends the burst
+		lines := flood(t, h, http.StatusTooManyRequests, &buf)
+		if !strings.Contains(lines[0], "level=INFO") || !strings.Contains(lines[0], "identity=a:192.0.2.1") || !strings.Contains(lines[0], "status=429") {
+			t.Errorf("first line %q: want an INFO line naming the identity and the status", lines[0])
+		}
+
+		buf.Reset()
+		g = mustNew(t, Config{Identity: Limit{Rate: 0.01, Burst: 1},
+			Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		h = g.Handler(ok)
+		for range 11 {
+			do(h, "GET", "/", "192.0.2.1:1")
+		}
+		if got := strings.Count(buf.String(), "level=DEBUG"); got != 10 {
+			t.Errorf("a Debug logger: %d lines for 10 refusals, want each", got)
 		}
 	})
 }

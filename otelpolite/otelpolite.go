@@ -34,11 +34,15 @@
 // attempt before the retry (polite.Outcome's name: throttled,
 // server_error, overloaded, network_error).
 //
-// server.address is bounded: the first MaxHosts hosts to be throttled,
-// paused, cut or have their breaker move are tracked by name for good
-// (sticky); every other host is "_other", which keeps the status and the
-// reason. A run over a million hosts therefore exports as many series as
-// one over a hundred.
+// server.address is bounded: MaxHosts hosts are tracked by name for good
+// (sticky). Half of the slots go to the first hosts seen, so that a job
+// of a few hosts has every one by name; the rest are kept for the first
+// hosts to be throttled, paused, cut, blocked or have their breaker move.
+// Every other host is "_other", which keeps the status and the reason. A
+// run over a million hosts therefore exports as many series as one over a
+// hundred. A host key's port, when it keeps one (not the scheme's
+// default), is server.port, as the semantic conventions have it; _other
+// has none.
 //
 // A request in flight when its host comes to be tracked was counted up in
 // http.client.active_requests under _other and is counted down under the
@@ -81,7 +85,9 @@ type Options struct {
 	// MeterProvider makes the instruments. If nil, otel.GetMeterProvider()
 	// is used (a no-op until the program sets one).
 	MeterProvider metric.MeterProvider
-	// MaxHosts is how many hosts are tracked by name. If zero,
+	// MaxHosts is how many hosts are tracked by name: the first
+	// MaxHosts/2 seen, and the first to be constrained (throttled, paused,
+	// cut, blocked, a breaker moved) for the rest. If zero,
 	// DefaultMaxHosts; if negative, none (every host is _other).
 	MaxHosts int
 	// Transport, when set, is read at each collection for
@@ -113,7 +119,8 @@ type Metrics struct {
 	reg       metric.Registration
 	transport *polite.Transport
 
-	max   int
+	max   int          // hosts tracked by name
+	quiet int          // of which hosts not constrained may take
 	hosts sync.Map     // host key → *slot, for tracked hosts
 	n     atomic.Int64 // slots taken
 	mu    sync.Mutex   // guards admitting a host (n and hosts together)
@@ -133,6 +140,7 @@ func New(o Options) (*Metrics, error) {
 	if m.max == 0 {
 		m.max = DefaultMaxHosts
 	}
+	m.quiet = m.max / 2
 	m.other = newSlot(Other)
 	meter := mp.Meter(ScopeName)
 	var errs []error
@@ -269,14 +277,18 @@ func (m *Metrics) ObserveContext(ctx context.Context, e polite.Event) {
 	}
 }
 
-// slotOf returns host's slot: its own when it is tracked, or when
-// constrained is set and a slot is free (it then takes it for good), else
-// _other's.
+// slotOf returns host's slot: its own when it is tracked, or when a slot
+// is free for it (it then takes it for good), else _other's. Any host may
+// take one of the first m.quiet slots; only a constrained one the rest.
 func (m *Metrics) slotOf(host string, constrained bool) *slot {
 	if v, ok := m.hosts.Load(host); ok {
 		return v.(*slot)
 	}
-	if !constrained || m.n.Load() >= int64(m.max) {
+	limit := int64(m.quiet)
+	if constrained {
+		limit = int64(m.max)
+	}
+	if m.n.Load() >= limit {
 		return m.other
 	}
 	m.mu.Lock()
@@ -284,7 +296,7 @@ func (m *Metrics) slotOf(host string, constrained bool) *slot {
 	if v, ok := m.hosts.Load(host); ok {
 		return v.(*slot)
 	}
-	if m.n.Load() >= int64(m.max) {
+	if m.n.Load() >= limit {
 		return m.other
 	}
 	s := newSlot(host)

@@ -3,8 +3,10 @@ package otelpolite
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +66,19 @@ func series(ms map[string]metricdata.Aggregation) int {
 	return n
 }
 
+// metrics returns Metrics on the SDK with a ManualReader, closed when
+// the test ends.
+func metrics(t testing.TB) (*Metrics, *sdkmetric.ManualReader) {
+	t.Helper()
+	mp, r := sdk(t)
+	m, err := New(Options{MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, r
+}
+
 // request sends the events of one request to host through m: a wait for
 // the rate, the send, the attempt, the request done.
 func request(m polite.Observer, host string, status int) {
@@ -105,12 +120,7 @@ func TestCardinality(t *testing.T) {
 	if testing.Short() {
 		hosts = 100_000
 	}
-	mp, r := sdk(t)
-	m, err := New(Options{MeterProvider: mp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m, r := metrics(t)
 	for i := range hosts {
 		h := fmt.Sprintf("host-%07d.example", i)
 		switch {
@@ -188,13 +198,14 @@ func TestFromTransport(t *testing.T) {
 	got := map[string]uint64{}
 	for _, p := range d.DataPoints {
 		a, _ := p.Attributes.Value("server.address")
+		port, _ := p.Attributes.Value("server.port")
 		s, _ := p.Attributes.Value("http.response.status_code")
-		got[fmt.Sprintf("%s %d", a.AsString(), s.AsInt64())] += p.Count
+		got[fmt.Sprintf("%s:%d %d", a.AsString(), port.AsInt64(), s.AsInt64())] += p.Count
 	}
-	// The first two went before the host was throttled: _other; the 429
-	// admitted it.
-	if got[Other+" 204"] != 2 || got[host+" 429"] != 1 {
-		t.Errorf("request durations by host and status = %v, want 2 × _other 204 and 1 × %s 429", got, host)
+	// The first host seen takes a slot at once (half of them go to the
+	// first seen), its port in server.port.
+	if got[host+" 204"] != 2 || got[host+" 429"] != 1 {
+		t.Errorf("request durations by host and status = %v, want 2 × %s 204 and 1 × 429", got, host)
 	}
 	act := ms["http.client.active_requests"].(metricdata.Sum[int64])
 	for _, p := range act.DataPoints {
@@ -224,7 +235,7 @@ func TestFromTransport(t *testing.T) {
 	hb := ms["polite.host.retry.budget"].(metricdata.Gauge[float64])
 	if len(hb.DataPoints) != 1 || hb.DataPoints[0].Value < 10 {
 		t.Errorf("polite.host.retry.budget = %+v, want the throttled (tracked) host's, at least 10", hb.DataPoints)
-	} else if v, _ := hb.DataPoints[0].Attributes.Value("server.address"); v.AsString() != host {
+	} else if v, _ := hb.DataPoints[0].Attributes.Value("server.address"); v.AsString() != srv.Listener.Addr().(*net.TCPAddr).IP.String() {
 		t.Errorf("polite.host.retry.budget is for %q, want %q", v.AsString(), host)
 	}
 }
@@ -233,12 +244,7 @@ func TestFromTransport(t *testing.T) {
 // attempts' (retries and waits in it), retries by why they were sent,
 // robots.txt refusals and blocks by host.
 func TestRequestInstruments(t *testing.T) {
-	mp, r := sdk(t)
-	m, err := New(Options{MeterProvider: mp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m, r := metrics(t)
 	throttle(m, "hot.example")
 	retried(m, "hot.example", polite.ServerError)
 	retried(m, "cold.example", polite.Throttled)
@@ -276,7 +282,7 @@ func TestRequestInstruments(t *testing.T) {
 		}
 	}
 	want := map[string]int64{"polite.request.retries server_error": 1, "polite.request.retries throttled": 1,
-		"polite.robots.disallowed _other": 1, "polite.host.blocks waf.example": 1}
+		"polite.robots.disallowed cold.example": 1, "polite.host.blocks waf.example": 1}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("counters = %v, want %v", got, want)
 	}
@@ -336,5 +342,87 @@ func BenchmarkRequest(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestServerPort: a host key's port is server.port, not part of
+// server.address (issue 33, item 6); a key without one has none.
+func TestServerPort(t *testing.T) {
+	m, r := metrics(t)
+	for _, h := range []string{"a.test:8080", "b.test", "[2001:db8::1]:8443", "192.0.2.1:9000"} {
+		request(m, h, 200)
+	}
+	got := map[string]bool{}
+	for _, p := range collect(t, r)["http.client.request.duration"].(metricdata.Histogram[float64]).DataPoints {
+		a, _ := p.Attributes.Value("server.address")
+		k := a.AsString()
+		if port, ok := p.Attributes.Value("server.port"); ok {
+			k += fmt.Sprintf(" port %d", port.AsInt64())
+		}
+		got[k] = true
+	}
+	want := map[string]bool{"a.test port 8080": true, "b.test": true, "2001:db8::1 port 8443": true, "192.0.2.1 port 9000": true}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("server.address and server.port = %v, want %v", got, want)
+	}
+}
+
+// TestSmallJobNamed: a job of eight hosts, half of them never
+// constrained, has every host by name under the default cap (issue 33,
+// item 6: the demo's four quiet hosts were all _other); past the cap's
+// half, quiet hosts are _other while constrained ones still take the
+// slots kept for them.
+func TestSmallJobNamed(t *testing.T) {
+	m, r := metrics(t)
+	for i := range 8 {
+		h := fmt.Sprintf("h%d.test", i)
+		if i%2 == 0 {
+			request(m, h, 200)
+		} else {
+			throttle(m, h)
+		}
+	}
+	for i := range 30 {
+		request(m, fmt.Sprintf("quiet%d.test", i), 200)
+	}
+	for i := range 30 {
+		throttle(m, fmt.Sprintf("hot%d.test", i))
+	}
+	named := map[string]bool{}
+	for _, p := range collect(t, r)["http.client.request.duration"].(metricdata.Histogram[float64]).DataPoints {
+		a, _ := p.Attributes.Value("server.address")
+		named[a.AsString()] = true
+	}
+	for i := range 8 {
+		if h := fmt.Sprintf("h%d.test", i); !named[h] {
+			t.Errorf("%s is not named", h)
+		}
+	}
+	quiet, hot := 0, 0
+	for h := range named {
+		switch {
+		case strings.HasPrefix(h, "quiet"):
+			quiet++
+		case strings.HasPrefix(h, "hot"):
+			hot++
+		}
+	}
+	// h0-h7 took 8 of the 10 slots any host may take (each was seen before
+	// it was throttled), two quiet ones the rest; the 10 kept for
+	// constrained hosts went to hot ones.
+	if quiet != DefaultMaxHosts/2-8 || hot != DefaultMaxHosts/2 || !named[Other] {
+		t.Errorf("named %d quiet and %d hot hosts (and _other: %v), want %d and %d", quiet, hot, named[Other], DefaultMaxHosts/2-8, DefaultMaxHosts/2)
+	}
+}
+
+// TestRetryReasonUnknown: a retry whose reason was not told (a Try
+// without TryOptions.Prev: PrevOutcome OK) counts as _OTHER, never "ok".
+func TestRetryReasonUnknown(t *testing.T) {
+	m, r := metrics(t)
+	retried(m, "a.test", polite.OK)
+	for _, p := range collect(t, r)["polite.request.retries"].(metricdata.Sum[int64]).DataPoints {
+		if v, _ := p.Attributes.Value("polite.retry.reason"); v.AsString() != "_OTHER" {
+			t.Errorf("retry reason %q, want _OTHER", v.AsString())
+		}
 	}
 }

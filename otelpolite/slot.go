@@ -2,6 +2,8 @@ package otelpolite
 
 import (
 	"math"
+	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -15,8 +17,9 @@ import (
 // attribute sets recorded with it, each made once: recording then costs no
 // allocation.
 type slot struct {
-	name  string
-	plain *opts // server.address alone
+	name  string               // the host key (the Transport's), or _other
+	addr  []attribute.KeyValue // server.address, and server.port when the key names one
+	plain *opts                // server.address (and server.port) alone
 
 	actives  [len(methods)]atomic.Pointer[opts]
 	attempts [len(methods)]atomic.Pointer[[600 + len(errorTypes)]atomic.Pointer[opts]]
@@ -28,7 +31,29 @@ type slot struct {
 }
 
 func newSlot(name string) *slot {
-	return &slot{name: name, plain: newOpts(attribute.NewSet(attribute.String("server.address", name)))}
+	s := &slot{name: name, addr: addrAttrs(name)}
+	s.plain = newOpts(s.set())
+	return s
+}
+
+// addrAttrs are a host key's server.address and server.port: a key keeps a
+// port that is not its scheme's default ("example.com:8080",
+// "[2001:db8::1]:8443"), which the semantic conventions put in
+// server.port; a key without one (the default port, a registrable domain)
+// has no server.port.
+func addrAttrs(key string) []attribute.KeyValue {
+	if host, port, err := net.SplitHostPort(key); err == nil {
+		if p, err := strconv.Atoi(port); err == nil && p > 0 && p < 1<<16 {
+			return []attribute.KeyValue{attribute.String("server.address", host), attribute.Int("server.port", p)}
+		}
+	}
+	return []attribute.KeyValue{attribute.String("server.address", key)}
+}
+
+// set returns the attribute set of the slot's address and kv.
+func (s *slot) set(kv ...attribute.KeyValue) attribute.Set {
+	all := make([]attribute.KeyValue, 0, len(s.addr)+len(kv))
+	return attribute.NewSet(append(append(all, s.addr...), kv...)...)
 }
 
 // methods are the methods named in http.request.method; others are _OTHER.
@@ -63,9 +88,13 @@ const numOutcomes = int(polite.Canceled) + 1
 
 // retry returns the set of polite.request.retries: the host and why the
 // request was resent (the previous attempt's outcome).
+//
+// A retry after an ok answer is one whose reason was not told (the
+// Transport never resends after one; a Try caller that does not set
+// TryOptions.Prev): it is _OTHER, not "ok".
 func (s *slot) retry(prev polite.Outcome) *opts {
 	i := numOutcomes
-	if prev >= 0 && int(prev) < numOutcomes {
+	if prev > polite.OK && int(prev) < numOutcomes {
 		i = int(prev)
 	}
 	return load(&s.retries[i], func() attribute.Set {
@@ -73,7 +102,7 @@ func (s *slot) retry(prev polite.Outcome) *opts {
 		if i < numOutcomes {
 			name = prev.String()
 		}
-		return attribute.NewSet(attribute.String("server.address", s.name), attribute.String("polite.retry.reason", name))
+		return s.set(attribute.String("polite.retry.reason", name))
 	})
 }
 
@@ -126,7 +155,7 @@ func load(p *atomic.Pointer[opts], mk func() attribute.Set) *opts {
 func (s *slot) active(method string) *opts {
 	i := methodIndex(method)
 	return load(&s.actives[i], func() attribute.Set {
-		return attribute.NewSet(attribute.String("server.address", s.name), attribute.String("http.request.method", methods[i]))
+		return s.set(attribute.String("http.request.method", methods[i]))
 	})
 }
 
@@ -152,13 +181,10 @@ func (s *slot) attempt(method string, status int, errType string) *opts {
 		}
 	}
 	return load(&tab[i], func() attribute.Set {
-		kv := []attribute.KeyValue{attribute.String("server.address", s.name), attribute.String("http.request.method", methods[mi])}
 		if i >= 600 {
-			kv = append(kv, attribute.String("error.type", errorTypes[i-600]))
-		} else {
-			kv = append(kv, attribute.Int("http.response.status_code", status))
+			return s.set(attribute.String("http.request.method", methods[mi]), attribute.String("error.type", errorTypes[i-600]))
 		}
-		return attribute.NewSet(kv...)
+		return s.set(attribute.String("http.request.method", methods[mi]), attribute.Int("http.response.status_code", status))
 	})
 }
 
@@ -171,7 +197,7 @@ func (s *slot) reason(r polite.Reason, key string) *opts {
 	}
 	i := reasonIndex(r)
 	return load(&s.reasons[kind][i], func() attribute.Set {
-		return attribute.NewSet(attribute.String("server.address", s.name), attribute.String(key, reasonName(i)))
+		return s.set(attribute.String(key, reasonName(i)))
 	})
 }
 
@@ -181,7 +207,7 @@ func (s *slot) capSet(measured bool) *opts {
 		i = 1
 	}
 	return load(&s.caps[i], func() attribute.Set {
-		return attribute.NewSet(attribute.String("server.address", s.name), attribute.Bool("polite.capacity.measured", measured))
+		return s.set(attribute.Bool("polite.capacity.measured", measured))
 	})
 }
 

@@ -50,6 +50,7 @@ func TestFetchDefaults(t *testing.T) {
 		Grace: 10 * time.Second, HostGiveUp: crawl.DefaultHostGiveUp, BlockRecheck: crawl.DefaultBlockRecheck, UserAgent: defaultUserAgent(), Key: polite.KeyHost, Bodies: crawl.BodiesWARC,
 		MaxBody: 10 << 20, WARCGzip: true, WARCMaxSize: 1 << 30, MaxURLLen: 8 << 10, Progress: "auto", Fleet: "default", Outage: "local", Lane: "normal", LeaseTTL: 30 * time.Second, JoinWait: time.Minute,
 		OutageLocalFor: 5 * time.Minute, OutageClosedFor: 10 * time.Minute,
+		MetricsHost: defaultMetricsHosts,
 	}
 	if !reflect.DeepEqual(*o, want) {
 		t.Errorf("fetch urls.txt =\n%+v, want\n%+v", *o, want)

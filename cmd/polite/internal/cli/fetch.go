@@ -71,6 +71,7 @@ type fetchOptions struct {
 	WaitAOF     time.Duration
 	JoinWait    time.Duration // how long a worker waits for a frontier that never had a URL
 	Metrics     string
+	MetricsHost int // --metrics-hosts
 	Bodies      crawl.Bodies
 	MaxBody     int64
 	WARCGzip    bool  // a gzip member per record (bodies.warc.gz)
@@ -277,7 +278,8 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&o.Outage, "outage", "local", "while Redis does not answer: local (each worker sends each host its share, the fleet within rate + burst a second, for --outage-local-for, then closed), closed (send nothing) or open (full rate per worker)")
 	f.DurationVar(&o.OutageLocalFor, "outage-local-for", 5*time.Minute, "how long --outage local lasts before it turns closed")
 	f.DurationVar(&o.OutageClosedFor, "outage-closed-for", 10*time.Minute, "once nothing has been sent for this long waiting for Redis (closed), the job stops with exit status 1, unfinished URLs pending (run again to resume)")
-	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR`'s /metrics while the job runs (\":9464\")")
+	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR`'s /metrics while the job runs (\":9464\"): requests, waits, retries, pauses and rates by host, the job's URLs by state and outcome, its queue and bytes")
+	f.IntVar(&o.MetricsHost, "metrics-hosts", defaultMetricsHosts, metricsHostsHelp)
 	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc.gz, WARC/1.1 with robots.txt fetches; index with polite cdxj DIR), files (DIR/bodies/) or none")
 	f.BoolVar(&o.WARCGzip, "warc-gzip", true, "gzip each WARC record on its own (bodies.warc.gz), as archives and replay tools expect; false writes bodies.warc (a job keeps what it was first run with)")
 	f.StringVar(&warcMax, "warc-max-size", "1GiB", "start a new WARC file (bodies-00001.warc.gz, …) once the current one passes this `SIZE`; 0 for one file")
@@ -684,8 +686,9 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		list = loop.tap(list)
 	}
 	tr := o.transport(loop)
+	jobs := &jobMetrics{}
 	if o.Metrics != "" {
-		addr, stop, err := serveMetrics(o.Metrics, tr)
+		addr, stop, err := serveMetrics(o.Metrics, tr, o.MetricsHost, jobs)
 		if err != nil {
 			return err
 		}
@@ -768,6 +771,8 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		return &exitError{code: ExitFatal, err: err}
 	}
 	defer job.Close()
+	jobs.set(job)
+	defer jobs.set(nil)
 	// A job run with another -X or --data is refused before its list is
 	// loaded, or a summary and report of it written (issue 33, item 1).
 	if err := job.CheckRequest(); err != nil {

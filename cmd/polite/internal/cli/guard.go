@@ -12,9 +12,11 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
@@ -39,7 +41,10 @@ type guardOptions struct {
 	// MaxConnsPerIP is the most connections one client address (IPv6 /64)
 	// holds open, trusted proxies not counted; zero: no cap.
 	MaxConnsPerIP int
-	Config        guard.Config // from --config and the flags; Store is set by run
+	// Metrics is the address --metrics serves Prometheus metrics on; ""
+	// for none.
+	Metrics string
+	Config  guard.Config // from --config and the flags; Store is set by run
 }
 
 // Defaults of the abuse bounds (issue 29). Go's net/http sets none; these
@@ -110,6 +115,7 @@ func newGuardCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 		"answer 504 when the upstream sends no response header this long after the request (0: wait as\nlong as the client does)")
 	f.IntVar(&o.MaxConnsPerIP, "max-conns-per-ip", guardMaxConnsPerIP,
 		"connections one client address (IPv6: its /64) may hold open; more are closed when accepted.\nTrusted proxies are not counted (0: no cap)")
+	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR`'s /metrics: requests forwarded, refused by level, too costly\nto ever pass, dry-run refusals, store errors, connections closed, and the process's")
 	f.BoolVar(&closeRefused, "close-refused", true, "answer refusals (429, 503) with Connection: close, so a client over its budget keeps\nno idle connection (--close-refused=false keeps them)")
 	return c
 }
@@ -252,9 +258,18 @@ func writeGatewayProblem(w http.ResponseWriter, status int, detail string) {
 }
 
 // guardServer returns the server of polite guard: g in front of the proxy
-// to the upstream, with o's timeouts.
-func guardServer(o *guardOptions, g *guard.Guard, log *slog.Logger) *http.Server {
-	return &http.Server{Handler: g.Handler(newProxy(o.Upstream, o.UpstreamTimeout, log)),
+// to the upstream, with o's timeouts. forwarded, if not nil, counts the
+// requests passed to the upstream.
+func guardServer(o *guardOptions, g *guard.Guard, log *slog.Logger, forwarded *atomic.Int64) *http.Server {
+	var up http.Handler = newProxy(o.Upstream, o.UpstreamTimeout, log)
+	if forwarded != nil {
+		next := up
+		up = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			forwarded.Add(1)
+			next.ServeHTTP(w, r)
+		})
+	}
+	return &http.Server{Handler: g.Handler(up),
 		ReadHeaderTimeout: guardHeaderTimeout, ReadTimeout: o.BodyTimeout, IdleTimeout: idleTimeout(o.IdleTimeout),
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }
@@ -319,7 +334,18 @@ func runGuard(ctx context.Context, e *env, o *guardOptions) error {
 		return &exitError{code: ExitFatal, err: fmt.Errorf("--listen: %v", err)}
 	}
 	ln = guardListener(o, g, ln)
-	srv := guardServer(o, g, log)
+	var forwarded *atomic.Int64
+	if o.Metrics != "" {
+		forwarded = new(atomic.Int64)
+		addr, stopMetrics, err := serveMetrics(o.Metrics, nil, 0, guardMetrics(g, ln, forwarded)...)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopMetrics()
+		fmt.Fprintf(e.stderr, "polite guard: metrics on http://%s/metrics\n", addr)
+	}
+	srv := guardServer(o, g, log, forwarded)
 	rate, burst := effective(cfg.Identity)
 	fmt.Fprintf(e.stdout, "polite guard: http://%s -> %s (identity %v/s, burst %d)\n", ln.Addr(), o.Upstream.Redacted(), rate, burst)
 	if err := serveUntil(ctx, srv, ln); err != nil {
@@ -332,6 +358,38 @@ func runGuard(ctx context.Context, e *env, o *guardOptions) error {
 	}
 	fmt.Fprintln(e.stdout)
 	return nil
+}
+
+// guardMetrics are the guard's counters for --metrics: requests forwarded
+// to the upstream, refusals by the level that refused, and the rest of
+// its Stats; with --max-conns-per-ip, the connections closed over it.
+func guardMetrics(g *guard.Guard, ln net.Listener, forwarded *atomic.Int64) []prometheus.Collector {
+	counter := func(name, help string, labels prometheus.Labels, v func(guard.Stats) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(v(g.Stats())) })
+	}
+	cs := []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "polite_guard_forwarded_total",
+			Help: "Requests passed to the upstream: within budget, of a route that costs nothing, or refused in a dry run."},
+			func() float64 { return float64(forwarded.Load()) }),
+		counter("polite_guard_too_costly_total", "Requests refused because they cost more than a level's burst: they can never pass.", nil,
+			func(s guard.Stats) int64 { return s.TooCostly }),
+		counter("polite_guard_dry_run_refusals_total", "Requests over budget let through by --dry-run.", nil,
+			func(s guard.Stats) int64 { return s.Shadowed }),
+		counter("polite_guard_store_errors_total", "Decisions the store failed (Redis down): answered 503, or let through by --dry-run.", nil,
+			func(s guard.Stats) int64 { return s.StoreErrors }),
+	}
+	for l := range guard.Level(guard.NumLevels) {
+		cs = append(cs, counter("polite_guard_refused_total",
+			"Requests over budget, by the level that refused them: answered 429 (or let through by --dry-run).",
+			prometheus.Labels{"level": l.String()}, func(s guard.Stats) int64 { return s.RefusedBy[l] }))
+	}
+	if c, ok := ln.(*addrCap); ok {
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "polite_guard_connections_closed_total",
+			Help: "Connections closed as they were accepted, over --max-conns-per-ip."},
+			func() float64 { return float64(c.refused.Load()) }))
+	}
+	return cs
 }
 
 // serveUntil serves srv on ln until ctx ends (a signal), then shuts it

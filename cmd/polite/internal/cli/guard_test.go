@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -292,5 +293,48 @@ func TestGuardIdleTimeoutZero(t *testing.T) {
 		if got := idleTimeout(tc.in); got != tc.want {
 			t.Errorf("idleTimeout(%v) = %v, want %v", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestGuardMetricsAndRefusalLog: polite guard --metrics serves its counts
+// and the process's, and its refusals are logged, rate-limited (issue 33,
+// item 8: it had no --metrics and refused in silence).
+func TestGuardMetricsAndRefusalLog(t *testing.T) {
+	maddr := freeAddr(t)
+	var stderr syncBuffer
+	addr := startGuardTo(t, &stderr, okUpstream(t), "--rate", "0.01", "--burst", "1", "--metrics", maddr)
+	var codes []int
+	for range 4 {
+		resp, err := http.Get("http://" + addr + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	if fmt.Sprint(codes) != "[200 429 429 429]" {
+		t.Fatalf("statuses %v, want one 200 and three 429", codes)
+	}
+	resp, err := http.Get("http://" + maddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	scraped := string(b)
+	for _, want := range []string{"polite_guard_forwarded_total 1\n", `polite_guard_refused_total{level="identity"} 3` + "\n",
+		`polite_guard_refused_total{level="tenant"} 0` + "\n", "polite_guard_too_costly_total 0\n", "polite_guard_dry_run_refusals_total 0\n",
+		"polite_guard_store_errors_total 0\n", "polite_guard_connections_closed_total 0\n", `service_name="polite"`, "go_goroutines ", "process_cpu_seconds_total "} {
+		if !strings.Contains(scraped, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, scraped)
+		}
+	}
+	logged := stderr.String()
+	if n := strings.Count(logged, "guard refuse"); n != 1 || !strings.Contains(logged, "level=INFO") || !strings.Contains(logged, "status=429") {
+		t.Errorf("stderr logs %d refusals of 3 within 10 s, want 1 at INFO with its status:\n%s", n, logged)
+	}
+	if !strings.Contains(logged, "metrics on http://"+maddr+"/metrics") {
+		t.Errorf("stderr does not say where the metrics are:\n%s", logged)
 	}
 }

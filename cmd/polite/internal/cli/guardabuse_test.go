@@ -24,11 +24,17 @@ import (
 // test.
 func startGuard(t *testing.T, upstream string, args ...string) string {
 	t.Helper()
+	return startGuardTo(t, io.Discard, upstream, args...)
+}
+
+// startGuardTo is startGuard with the guard's stderr going to stderr.
+func startGuardTo(t *testing.T, stderr io.Writer, upstream string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	argv := append([]string{"guard", "--listen", "127.0.0.1:0", "--upstream", upstream}, args...)
-	go func() { done <- Main(ctx, argv, strings.NewReader(""), pw, io.Discard); pw.Close() }()
+	go func() { done <- Main(ctx, argv, strings.NewReader(""), pw, stderr); pw.Close() }()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -113,6 +113,7 @@ func newProxyCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.StringVar(&o.Outage, "outage", "local", "while Redis does not answer: local, closed or open (as polite fetch)")
 	f.DurationVar(&o.OutageLocalFor, "outage-local-for", 5*time.Minute, "how long --outage local lasts before it turns closed")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR`'s /metrics")
+	f.IntVar(&o.MetricsHost, "metrics-hosts", defaultMetricsHosts, metricsHostsHelp)
 	f.StringVar(&o.Audit, "audit", "", "append polite's decisions (attempts, waits, pauses, rate changes) to `FILE` as JSON lines")
 	f.StringVar(&o.ProxyAuth, "proxy-auth", "", "`ACCOUNT:PASSWORD` every client must send (Proxy-Authorization: Basic); needed to listen beyond loopback (or set POLITE_PROXY_AUTH, which ps does not show)")
 	f.StringArrayVar(&o.Intercept, "intercept", nil, "end TLS for CONNECT hosts matching `PATTERN` (a glob such as '*.example.com'; repeatable) with polite's CA, so their requests are paced one by one")
@@ -284,7 +285,7 @@ func runProxy(ctx context.Context, e *env, o *proxyOptions) error {
 		CA:        ca,
 	}
 	if o.Metrics != "" {
-		addr, stopMetrics, err := serveMetrics(o.Metrics, tr, proxyMetrics(s)...)
+		addr, stopMetrics, err := serveMetrics(o.Metrics, tr, o.MetricsHost, proxyMetrics(s)...)
 		if err != nil {
 			return err
 		}
