@@ -29,6 +29,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/retry"
 )
 
 // Defaults for Options left zero.
@@ -314,8 +315,7 @@ func appendEvent(b []byte, e *polite.Event) []byte {
 
 // rateLimitFields are the fields a RateLimit decision reads
 // (retry.ParseRateLimit), in the order the log lists them.
-var rateLimitFields = [...]string{"Ratelimit", "Ratelimit-Policy", "Ratelimit-Limit", "Ratelimit-Remaining",
-	"Ratelimit-Reset", "X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset", "X-Ratelimit-Reset-After"}
+var rateLimitFields = retry.RateLimitFields
 
 // appendRateLimit appends the raw RateLimit fields of h as "rl": one
 // string "Name: value; Name: value", cut after maxRaw bytes.

@@ -1,13 +1,12 @@
 package guard
 
-import (
-	"encoding/base64"
-	"strconv"
-)
+import "github.com/polite-go/polite/retry"
 
-// This file is the whole of the IETF fields, draft-ietf-httpapi-ratelimit-
-// headers-10 (RFC 9651 structured-field syntax), so the next draft (which
-// may rename r and t) is a change here only.
+// The IETF fields, draft-ietf-httpapi-ratelimit-headers-10 (RFC 9651
+// structured-field syntax), are written with package retry's field set and
+// item writers, beside the parser polite's clients read them with: the next
+// draft (which may rename r and t) is a change there only, for both sides.
+// This file is what the guard puts in them:
 //
 //	RateLimit-Policy: "identity";q=20;w=2, "tenant";q=200;w=2
 //	RateLimit: "identity";r=7;t=1;pk=:wfVZ5QQzJL8X:, "tenant";r=150;t=1;pk=:…:
@@ -22,19 +21,16 @@ import (
 // costing more than a level's burst gets RateLimit-Policy only (see
 // Guard.appendFields). The legacy X-RateLimit-Limit is the same q.
 
-// Field names, in canonical form so they are set without canonicalizing.
+// Field names, in canonical form so they are set without canonicalizing:
+// package retry's field set, which its ParseRateLimit reads.
 const (
-	fieldPolicy    = "Ratelimit-Policy"
-	fieldRateLimit = "Ratelimit"
+	fieldPolicy    = retry.FieldRateLimitPolicy
+	fieldRateLimit = retry.FieldRateLimit
 )
 
 // appendPolicyItem appends one Quota Policy Item.
 func appendPolicyItem(b []byte, l *limit) []byte {
-	b = strconv.AppendQuote(b, l.Name) // names are [a-z0-9._-]: no escapes
-	b = append(b, ";q="...)
-	b = strconv.AppendInt(b, l.quota, 10)
-	b = append(b, ";w="...)
-	return strconv.AppendInt(b, l.window, 10)
+	return retry.AppendPolicyItem(b, l.Name, l.quota, l.window) // names are [a-z0-9._-]: no escapes
 }
 
 // pkLen is the bytes of the partition key hash sent: 72 bits, 12 base64
@@ -43,22 +39,13 @@ const pkLen = 9
 
 // limitPrefix is the constant start of a level's Service Limit Item,
 // made once: "identity";r=
-func limitPrefix(name string) string { return strconv.Quote(name) + ";r=" }
+func limitPrefix(name string) string { return retry.LimitItemPrefix(name) }
 
 // appendLimitItem appends one Service Limit Item after its prefix; pk is
 // nil for none.
 func appendLimitItem(b []byte, prefix string, r, t int64, pk []byte) []byte {
-	b = append(b, prefix...)
-	b = strconv.AppendInt(b, r, 10)
-	b = append(b, ";t="...)
-	b = strconv.AppendInt(b, t, 10)
-	if pk != nil {
-		b = append(b, ";pk=:"...)
-		b = base64.StdEncoding.AppendEncode(b, pk)
-		b = append(b, ':')
-	}
-	return b
+	return retry.AppendLimitItem(b, prefix, r, t, pk)
 }
 
 // appendSeparator separates list members.
-func appendSeparator(b []byte) []byte { return append(b, ", "...) }
+func appendSeparator(b []byte) []byte { return retry.AppendSeparator(b) }

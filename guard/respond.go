@@ -4,15 +4,17 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/polite-go/polite/retry"
 )
 
 // Legacy fields, as GitHub and most gateways send them: the limit, the
 // tokens left and the Unix time the next one arrives, of the tightest level
 // advertised.
 const (
-	fieldXLimit     = "X-Ratelimit-Limit"
-	fieldXRemaining = "X-Ratelimit-Remaining"
-	fieldXReset     = "X-Ratelimit-Reset"
+	fieldXLimit     = retry.FieldXRateLimitLimit
+	fieldXRemaining = retry.FieldXRateLimitRemaining
+	fieldXReset     = retry.FieldXRateLimitReset
 	fieldRetryAfter = "Retry-After"
 )
 

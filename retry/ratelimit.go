@@ -1,7 +1,9 @@
 package retry
 
 import (
+	"encoding/base64"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -41,18 +43,25 @@ func (q Quota) Rate() (perSecond float64, ok bool) {
 
 var unknownQuota = Quota{Limit: -1, Remaining: -1, Reset: -1, Window: -1}
 
-// Canonical header keys (http.CanonicalHeaderKey), used for direct map access.
+// The RateLimit field set: every field ParseRateLimit reads and the
+// guard writes, by its canonical key (http.CanonicalHeaderKey), for direct
+// map access. One set, in one package: a field the next draft renames is
+// renamed here for both sides (issue 34).
 const (
-	hRateLimit          = "Ratelimit"
-	hRateLimitPolicy    = "Ratelimit-Policy"
-	hRateLimitLimit     = "Ratelimit-Limit"
-	hRateLimitRemaining = "Ratelimit-Remaining"
-	hRateLimitReset     = "Ratelimit-Reset"
-	hXLimit             = "X-Ratelimit-Limit"
-	hXRemaining         = "X-Ratelimit-Remaining"
-	hXReset             = "X-Ratelimit-Reset"
-	hXResetAfter        = "X-Ratelimit-Reset-After"
+	FieldRateLimit            = "Ratelimit"        // draft-ietf-httpapi-ratelimit-headers-10: service limit items
+	FieldRateLimitPolicy      = "Ratelimit-Policy" // the same draft: quota policy items
+	FieldRateLimitLimit       = "Ratelimit-Limit"  // drafts up to 06
+	FieldRateLimitRemaining   = "Ratelimit-Remaining"
+	FieldRateLimitReset       = "Ratelimit-Reset"
+	FieldXRateLimitLimit      = "X-Ratelimit-Limit" // the vendor fields (GitHub and most gateways)
+	FieldXRateLimitRemaining  = "X-Ratelimit-Remaining"
+	FieldXRateLimitReset      = "X-Ratelimit-Reset"
+	FieldXRateLimitResetAfter = "X-Ratelimit-Reset-After"
 )
+
+// RateLimitFields lists the field set in the order a log lists them.
+var RateLimitFields = [...]string{FieldRateLimit, FieldRateLimitPolicy, FieldRateLimitLimit, FieldRateLimitRemaining,
+	FieldRateLimitReset, FieldXRateLimitLimit, FieldXRateLimitRemaining, FieldXRateLimitReset, FieldXRateLimitResetAfter}
 
 // Reset values at or above these are read as Unix times, not as seconds to
 // wait (see ParseRateLimit).
@@ -103,16 +112,16 @@ const (
 // ParseAfter's business.
 func ParseRateLimit(h http.Header, now time.Time) (q Quota, ok bool) {
 	date := responseDate(h)
-	rl, pol := h[hRateLimit], h[hRateLimitPolicy]
+	rl, pol := h[FieldRateLimit], h[FieldRateLimitPolicy]
 	q, ok = structured(rl, pol, date, now)
 	if !ok {
 		q, ok = dictionary(rl, date, now)
 	}
 	if !ok {
-		q, ok = triple(h[hRateLimitLimit], h[hRateLimitRemaining], h[hRateLimitReset], nil, date, now)
+		q, ok = triple(h[FieldRateLimitLimit], h[FieldRateLimitRemaining], h[FieldRateLimitReset], nil, date, now)
 	}
 	if !ok {
-		q, ok = triple(h[hXLimit], h[hXRemaining], h[hXReset], h[hXResetAfter], date, now)
+		q, ok = triple(h[FieldXRateLimitLimit], h[FieldXRateLimitRemaining], h[FieldXRateLimitReset], h[FieldXRateLimitResetAfter], date, now)
 	}
 	if !ok {
 		return policy(pol, -1)
@@ -378,3 +387,47 @@ func resetAt(sec, nsec int64, date string, now time.Time) time.Duration {
 	}
 	return nonNegative(at.Sub(dateBase(date, now)))
 }
+
+// Writing the fields: what a server (polite's guard) sends, in the
+// structured form ParseRateLimit reads first (RFC 9651 syntax):
+//
+//	RateLimit-Policy: "identity";q=20;w=2, "tenant";q=200;w=2
+//	RateLimit: "identity";r=7;t=1;pk=:wfVZ5QQzJL8X:, "tenant";r=150;t=1
+//
+// The Append functions write one list member each into b and return it;
+// AppendSeparator goes between members. They take what a server knows
+// and check nothing: a policy's name must be a valid String of
+// [a-z0-9._-] (no escapes), q and w whole numbers, w at least 1.
+
+// AppendPolicyItem appends one Quota Policy Item of RateLimit-Policy: the
+// policy's name, its quota q and its window w in seconds.
+func AppendPolicyItem(b []byte, name string, q, w int64) []byte {
+	b = strconv.AppendQuote(b, name)
+	b = append(b, ";q="...)
+	b = strconv.AppendInt(b, q, 10)
+	b = append(b, ";w="...)
+	return strconv.AppendInt(b, w, 10)
+}
+
+// LimitItemPrefix is the constant start of a policy's Service Limit Item
+// of RateLimit, `"name";r=`, for a server to make once per policy.
+func LimitItemPrefix(name string) string { return strconv.Quote(name) + ";r=" }
+
+// AppendLimitItem appends one Service Limit Item of RateLimit after its
+// prefix (LimitItemPrefix): r the whole quota units left, t the seconds
+// until more arrive, pk the partition key (a Byte Sequence; nil for none).
+func AppendLimitItem(b []byte, prefix string, r, t int64, pk []byte) []byte {
+	b = append(b, prefix...)
+	b = strconv.AppendInt(b, r, 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, t, 10)
+	if pk != nil {
+		b = append(b, ";pk=:"...)
+		b = base64.StdEncoding.AppendEncode(b, pk)
+		b = append(b, ':')
+	}
+	return b
+}
+
+// AppendSeparator separates the members of a list field.
+func AppendSeparator(b []byte) []byte { return append(b, ", "...) }

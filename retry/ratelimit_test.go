@@ -183,8 +183,8 @@ func TestParseRateLimit(t *testing.T) {
 }
 
 func TestHeaderKeysCanonical(t *testing.T) {
-	for _, k := range []string{hRateLimit, hRateLimitPolicy, hRateLimitLimit, hRateLimitRemaining,
-		hRateLimitReset, hXLimit, hXRemaining, hXReset, hXResetAfter} {
+	for _, k := range []string{FieldRateLimit, FieldRateLimitPolicy, FieldRateLimitLimit, FieldRateLimitRemaining,
+		FieldRateLimitReset, FieldXRateLimitLimit, FieldXRateLimitRemaining, FieldXRateLimitReset, FieldXRateLimitResetAfter} {
 		if c := http.CanonicalHeaderKey(k); c != k {
 			t.Errorf("CanonicalHeaderKey(%q) = %q, want %q", k, c, k)
 		}
@@ -305,5 +305,21 @@ func BenchmarkParseRateLimit(b *testing.B) {
 				ParseRateLimit(bb.h, t0)
 			}
 		})
+	}
+}
+
+// The writers and the parser share one field set: what a server writes
+// with AppendPolicyItem and AppendLimitItem reads back as written.
+func TestRateLimitRoundTrip(t *testing.T) {
+	pol := AppendPolicyItem(nil, "tenant", 200, 2)
+	pol = AppendSeparator(pol)
+	pol = AppendPolicyItem(pol, "identity", 20, 2)
+	rl := AppendLimitItem(nil, LimitItemPrefix("tenant"), 150, 1, nil)
+	rl = AppendSeparator(rl)
+	rl = AppendLimitItem(rl, LimitItemPrefix("identity"), 7, 3, []byte{1, 2, 3})
+	h := http.Header{FieldRateLimitPolicy: {string(pol)}, FieldRateLimit: {string(rl)}}
+	q, ok := ParseRateLimit(h, time.Now())
+	if !ok || q.Policy != "identity" || q.Limit != 20 || q.Window != 2*time.Second || q.Remaining != 7 || q.Reset != 3*time.Second {
+		t.Errorf("ParseRateLimit(%q, %q) = %+v, %v; want identity: 20 per 2s, 7 left, 3s to reset", pol, rl, q, ok)
 	}
 }
