@@ -242,38 +242,11 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	if it.started.IsZero() {
 		it.started = time.Now()
 	}
-	target := it.url
-	if it.cur != "" {
-		target = it.cur
-	}
-	// The Transport's decisions go to events.jsonl, under the URL's id.
-	ctx = polite.WithObserver(polite.WithRequestID(ctx, uint64(it.id)), j.events)
-	var ip *remoteAddr // nil without WARC: nothing to note
-	if j.warc != nil {
-		ctx, ip = withRemoteIP(ctx)
-	}
-	req, err := j.newRequest(ctx, it, target)
-	if err != nil { // CheckURL let it through; be safe
-		j.finishErr(it, InvalidURL, 0, "invalid URL: "+err.Error())
+	req, target, ip, attempt, ok := j.prepare(ctx, it)
+	if !ok {
 		return
 	}
-	j.addHeader(req, it)
 	h := it.host
-	if g := h.gaveUp.Load(); g != nil {
-		if !g.until.IsZero() {
-			j.persistPause(h, g.until, g.why)
-		}
-		j.finishErr(it, g.outcome, 0, g.msg)
-		return
-	}
-	attempt := it.attempts + 1
-	if it.hop {
-		attempt-- // a redirect hop is part of the attempt that met the redirect
-	}
-	if why := h.blk.closed(target); why != "" && (it.cur == "" || j.ownHop(h, req.URL)) {
-		j.finishErr(it, Blocked, 0, unsent(h.key, why))
-		return
-	}
 	resp, tr, err := j.tr.Try(req, polite.TryOptions{Attempt: max(attempt, 1), Retries: j.retries(h.key), Prev: it.prev})
 	if tr.Sent {
 		it.latency = tr.Latency
@@ -291,7 +264,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		}
 	}
 	if err != nil {
-		j.failed(ctx, it, err, tr)
+		j.failed(req.Context(), it, err, tr)
 		return
 	}
 	if resp == nil {
@@ -305,26 +278,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	body, sum, truncated, rerr := j.readBody(resp)
 	now := time.Now()
 	if rerr != nil && out == OK {
-		// The status was fine but the body broke off: no response to
-		// keep. The Transport heard a success; the job retries the URL
-		// itself, as for a network error, while attempts are left.
-		it.reason = "body: " + rerr.Error()
-		if it.attempts <= j.retries(h.key) {
-			it.prev = polite.NetworkError
-			if errors.Is(rerr, context.DeadlineExceeded) {
-				it.prev = polite.Overloaded // a timeout, as the Transport reads one
-			}
-			j.countRetry("body broke off")
-			next := now.Add(j.backoff.Next(it.attempts, 0))
-			j.deferred(it, next)
-			j.sched.retry(it, next)
-			return
-		}
-		out := NetworkError
-		if errors.Is(rerr, context.DeadlineExceeded) {
-			out = Timeout
-		}
-		j.finishErr(it, out, resp.StatusCode, fmt.Sprintf("reading the body: %v (after %s)", rerr, attemptsN(it.attempts)))
+		j.bodyBroke(it, resp.StatusCode, rerr, now)
 		return
 	}
 	if j.opts.RetryOn != nil {
@@ -336,6 +290,92 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	// A failed response's body that broke off is kept as it came, flagged
 	// (issue 17, defect 12).
 	truncated = truncated || rerr != nil
+	res := j.disposition(it, tr, out, resp, body, sum, truncated, now)
+	if j.opts.Bodies == BodiesFiles && len(body) > 0 {
+		if err := j.writeFile(res.SHA256, body); err != nil {
+			j.logError("writing a body", err)
+		} else {
+			res.File = filepath.Join(BodiesDir, res.SHA256[:2], res.SHA256)
+		}
+	}
+	var k *kept
+	if j.warc != nil {
+		k = keep(resp, body, truncated, sum, ip.get())
+	}
+	j.finish(it, res, k)
+}
+
+// prepare makes the request for it's next attempt (or redirect hop) and
+// checks it may go: not when its host was given up on or blocked there,
+// or when it is no request at all; it is then finished, and ok is false.
+// attempt is the attempt's number (a hop is part of the attempt that met
+// the redirect); ip notes the address the request reached, for the WARC
+// (nil without).
+func (j *Job) prepare(ctx context.Context, it *item) (req *http.Request, target string, ip *remoteAddr, attempt int, ok bool) {
+	target = it.url
+	if it.cur != "" {
+		target = it.cur
+	}
+	// The Transport's decisions go to events.jsonl, under the URL's id.
+	ctx = polite.WithObserver(polite.WithRequestID(ctx, uint64(it.id)), j.events)
+	if j.warc != nil {
+		ctx, ip = withRemoteIP(ctx)
+	}
+	req, err := j.newRequest(ctx, it, target)
+	if err != nil { // CheckURL let it through; be safe
+		j.finishErr(it, InvalidURL, 0, "invalid URL: "+err.Error())
+		return nil, "", nil, 0, false
+	}
+	j.addHeader(req, it)
+	h := it.host
+	if g := h.gaveUp.Load(); g != nil {
+		if !g.until.IsZero() {
+			j.persistPause(h, g.until, g.why)
+		}
+		j.finishErr(it, g.outcome, 0, g.msg)
+		return nil, "", nil, 0, false
+	}
+	attempt = it.attempts + 1
+	if it.hop {
+		attempt-- // a redirect hop is part of the attempt that met the redirect
+	}
+	if why := h.blk.closed(target); why != "" && (it.cur == "" || j.ownHop(h, req.URL)) {
+		j.finishErr(it, Blocked, 0, unsent(h.key, why))
+		return nil, "", nil, 0, false
+	}
+	return req, target, ip, attempt, true
+}
+
+// bodyBroke handles a response whose status was fine but whose body broke
+// off: no response to keep. The Transport heard a success; the job
+// retries the URL itself, as for a network error, while attempts are
+// left, and finishes it as a network error or a timeout after.
+func (j *Job) bodyBroke(it *item, status int, rerr error, now time.Time) {
+	it.reason = "body: " + rerr.Error()
+	timeout := errors.Is(rerr, context.DeadlineExceeded)
+	if it.attempts <= j.retries(it.host.key) {
+		it.prev = polite.NetworkError
+		if timeout {
+			it.prev = polite.Overloaded // a timeout, as the Transport reads one
+		}
+		j.countRetry("body broke off")
+		next := now.Add(j.backoff.Next(it.attempts, 0))
+		j.deferred(it, next)
+		j.sched.retry(it, next)
+		return
+	}
+	out := NetworkError
+	if timeout {
+		out = Timeout
+	}
+	j.finishErr(it, out, status, fmt.Sprintf("reading the body: %v (after %s)", rerr, attemptsN(it.attempts)))
+}
+
+// disposition is the result of a URL whose last attempt was answered and
+// will not be retried: its outcome out, the response and its body, and
+// the error that says why, when it did not end ok.
+func (j *Job) disposition(it *item, tr polite.Tried, out string, resp *http.Response, body []byte, sum [32]byte, truncated bool, now time.Time) *Result {
+	h := it.host
 	res := &Result{URL: it.url, Host: h.key, Outcome: out, Status: resp.StatusCode, Attempts: it.attempts,
 		Bytes: int64(len(body)), SHA256: hexSum(body, sum), Truncated: truncated, Started: it.started.UTC(), Finished: now.UTC(),
 		ContentType: resp.Header.Get("Content-Type"), LatencyMS: ms(it.latency)}
@@ -366,18 +406,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	if it.refused != "" && out == OK { // a redirect the job cannot follow (issue 29, item 10)
 		res.Outcome, res.Error, it.refused = HTTPError, it.refused, ""
 	}
-	if j.opts.Bodies == BodiesFiles && len(body) > 0 {
-		if err := j.writeFile(res.SHA256, body); err != nil {
-			j.logError("writing a body", err)
-		} else {
-			res.File = filepath.Join(BodiesDir, res.SHA256[:2], res.SHA256)
-		}
-	}
-	var k *kept
-	if j.warc != nil {
-		k = keep(resp, body, truncated, sum, ip.get())
-	}
-	j.finish(it, res, k)
+	return res
 }
 
 // budgetWait is how long a URL whose retry the budget refused waits before
