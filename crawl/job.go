@@ -246,7 +246,6 @@ type Job struct {
 	dir  string
 	opts Options
 	tr   *polite.Transport
-	cl   *http.Client
 	st   *store
 	lock *os.File
 
