@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -166,7 +167,8 @@ Outcomes (what to do about each in brackets):
 
 The job is durable: kill it at any moment and run the same command again; it
 resumes where it was, never fetching a finished URL again, and results.jsonl
-holds each URL exactly once. The first Ctrl-C (or SIGTERM) stops taking new
+holds each URL exactly once. The list may be left out then: 'polite fetch
+--out DIR' resumes the job in DIR, whose URLs are in its state.db. The first Ctrl-C (or SIGTERM) stops taking new
 work and lets requests in flight finish for up to --grace; a second one stops
 at once. Either way the state is kept.
 
@@ -216,12 +218,21 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
   cat urls.txt | polite fetch --out run1 --rate 1 --concurrency 1 -
   polite fetch --config rules.toml --bodies none urls.txt`,
 		Args: args(func(c *cobra.Command, a []string) error {
-			// Only a fleet worker may start without a list: it joins the
+			// A fleet worker may start without a list: it joins the
 			// fleet's frontier.
 			if redis, _ := c.Flags().GetString("redis"); redis != "" && len(a) == 0 {
 				if own, _ := c.Flags().GetBool("own-list"); !own {
 					return nil
 				}
+			}
+			if len(a) == 0 {
+				// So may a job's own: its URLs are in state.db (issue
+				// 33, item 13).
+				out, _ := c.Flags().GetString("out")
+				if _, err := os.Stat(filepath.Join(out, crawl.StateFile)); err == nil {
+					return nil
+				}
+				return fmt.Errorf("no URLFILE: give a list of URLs (\"-\" for standard input), or the --out DIR of a job to resume (%s has no %s)", out, crawl.StateFile)
 			}
 			return cobra.ExactArgs(1)(c, a)
 		}),
@@ -764,7 +775,18 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		if before, err = job.Len(); err != nil {
 			return &exitError{code: ExitFatal, err: err}
 		}
-		if added, err = job.Load(list); err != nil {
+		if list == nil {
+			// Resumed without its list (issue 33, item 13): the URLs
+			// are state.db's, and so are the loopback ports the list
+			// named, which the job may connect to.
+			if err := job.Origins(func(o string) { loop.line([]byte(o)) }); err != nil {
+				return &exitError{code: ExitFatal, err: err}
+			}
+			if before == 0 {
+				return usageErr("--out %s holds no URLs to resume: give a URLFILE", o.Out)
+			}
+			fmt.Fprintf(e.stderr, "polite: resuming the job in %s: its %d URLs are in %s\n", o.Out, before, crawl.StateFile)
+		} else if added, err = job.Load(list); err != nil {
 			return &exitError{code: ExitFatal, err: err}
 		}
 		if before == 0 && added == 0 && job.Skipped() == 0 {

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/polite-go/polite/crawl"
+)
+
+// polite fetch --out DIR resumes a job without its list: the URLs are in
+// state.db, and so are the loopback ports the list named, which the job
+// may connect to; polite retry says so instead of asking for the list
+// (issue 33, item 13).
+func TestResumeWithoutList(t *testing.T) {
+	var found atomic.Bool // /b: 404 until then
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/b" && !found.Load() {
+			w.WriteHeader(http.StatusNotFound)
+		}
+		io.WriteString(w, r.URL.Path)
+	}))
+	t.Cleanup(srv.Close)
+	out := t.TempDir()
+	code, _, stderr := runHostile(t, out, urls(srv.URL, "/a", "/b"), "--robots=false")
+	if code != ExitFailures {
+		t.Fatalf("first run: exit %d, want %d: %s", code, ExitFailures, stderr)
+	}
+	var stdout, errb bytes.Buffer
+	if code := Main(context.Background(), []string{"retry", "--outcome", "http_error", out}, nil, &stdout, &errb); code != 0 {
+		t.Fatalf("retry: exit %d: %s", code, errb.String())
+	}
+	if s := stdout.String(); !strings.Contains(s, "1 URLs re-queued") || strings.Contains(s, "list") && !strings.Contains(s, "no list needed") {
+		t.Errorf("retry says %q; want 1 re-queued and no call for the list", s)
+	}
+	found.Store(true)
+	stdout.Reset()
+	errb.Reset()
+	code = Main(context.Background(), []string{"fetch", "--progress", "none", "--robots=false", "--out", out}, nil, &stdout, &errb)
+	if code != ExitOK {
+		t.Fatalf("fetch --out %s (no list): exit %d, want 0: %s", out, code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "resuming the job in "+out) {
+		t.Errorf("stderr %q: want it to say the job is resumed", errb.String())
+	}
+	st, err := crawl.ReadStatus(out, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Total != 2 || st.Outcomes[crawl.OK] != 2 {
+		t.Errorf("after the resume: %d URLs, outcomes %v; want 2 ok", st.Total, st.Outcomes)
+	}
+
+	// Without a list and without a job, it is a usage error naming both.
+	for _, argv := range [][]string{
+		{"fetch", "--out", filepath.Join(t.TempDir(), "none")},
+		{"fetch", "--out", t.TempDir()},
+	} {
+		errb.Reset()
+		code := Main(context.Background(), argv, nil, &stdout, &errb)
+		if code != ExitUsage || !strings.Contains(errb.String(), "no URLFILE") {
+			t.Errorf("%q: exit %d, stderr %q; want %d and \"no URLFILE\"", argv, code, errb.String(), ExitUsage)
+		}
+	}
+}
