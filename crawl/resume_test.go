@@ -1,9 +1,16 @@
 package crawl
 
 import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/bucket"
 )
 
 // Origins names every scheme://host of a job's URLs, once each, so that a
@@ -27,5 +34,64 @@ func TestOrigins(t *testing.T) {
 	want := []string{"http://127.0.0.1:8080", "http://localhost", "https://localhost"}
 	if !slices.Equal(got, want) {
 		t.Errorf("Origins = %q, want %q", got, want)
+	}
+}
+
+// A job keeps its bodies where its first run did: a run with another
+// Options.Bodies is refused as another method is, before anything is
+// fetched (issue 33, item 10: the bodies were split between the WARC files
+// and bodies/). A job from before the mark is told by its results.
+func TestBodiesChangedRefused(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("body")) }))
+	defer srv.Close()
+	tr := func() *polite.Transport {
+		return &polite.Transport{Base: srv.Client().Transport, IgnoreRobots: true, Limits: polite.Limits{Rate: bucket.Inf, Concurrency: 4}}
+	}
+	for _, tc := range []struct {
+		name     string
+		first    Bodies
+		unmarked bool // the mark deleted: a job from before it
+	}{
+		{"warc", BodiesWARC, false},
+		{"files", BodiesFiles, false},
+		{"none", BodiesNone, false},
+		{"warc unmarked", BodiesWARC, true},
+		{"files unmarked", BodiesFiles, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			runJob(t, dir, tr(), srv.URL+"/a\n", Options{Bodies: tc.first})
+			if tc.unmarked {
+				j, err := Open(dir, Options{Bodies: BodiesNone})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := j.st.db.Exec(`DELETE FROM meta WHERE key = ?`, metaBodies); err != nil {
+					t.Fatal(err)
+				}
+				j.Close()
+			}
+			for _, b := range []Bodies{BodiesWARC, BodiesFiles, BodiesNone} {
+				j, err := Open(dir, Options{Bodies: b, Transport: tr()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := j.Load(strings.NewReader(srv.URL + "/b\n")); err != nil {
+					t.Fatal(err)
+				}
+				err = j.CheckRequest()
+				_, rerr := j.Run(context.Background(), nil)
+				j.Close()
+				var bc *BodiesChangedError
+				switch {
+				case b == tc.first && (err != nil || rerr != nil):
+					t.Errorf("Bodies %s again: CheckRequest = %v, Run = %v; want nil", b, err, rerr)
+				case b != tc.first && (!errors.As(err, &bc) || !errors.Is(rerr, ErrBodiesChanged)):
+					t.Errorf("Bodies %s: CheckRequest = %v, Run = %v; want ErrBodiesChanged", b, err, rerr)
+				case bc != nil && (bc.Job != tc.first || bc.Run != b):
+					t.Errorf("Bodies %s: the refusal says %+v; want Job %s, Run %s", b, *bc, tc.first, b)
+				}
+			}
+		})
 	}
 }

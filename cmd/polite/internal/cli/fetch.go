@@ -289,7 +289,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.DurationVar(&o.OutageLocalFor, "outage-local-for", 5*time.Minute, "how long --outage local lasts before it turns closed")
 	f.DurationVar(&o.OutageClosedFor, "outage-closed-for", 10*time.Minute, "once nothing has been sent for this long waiting for Redis (closed), the job stops with exit status 1, unfinished URLs pending (run again to resume)")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR`'s /metrics while the job runs (\":9464\")")
-	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc.gz, WARC/1.1 with robots.txt fetches; index with polite cdxj DIR), files (DIR/bodies/) or none")
+	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc.gz, WARC/1.1 with robots.txt fetches; index with polite cdxj DIR), files (DIR/bodies/) or none; a job keeps its first run's")
 	f.BoolVar(&o.WARCGzip, "warc-gzip", true, "gzip each WARC record on its own (bodies.warc.gz), as archives and replay tools expect; false writes bodies.warc (a job keeps what it was first run with)")
 	f.StringVar(&warcMax, "warc-max-size", "1GiB", "start a new WARC file (bodies-00001.warc.gz, …) once the current one passes this `SIZE`; 0 for one file")
 	f.StringVar(&maxBody, "max-body", "10MiB", "bytes of a body kept; the rest is not downloaded and the result says truncated")
@@ -759,11 +759,17 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		return &exitError{code: ExitFatal, err: err}
 	}
 	defer job.Close()
-	// A job run with another -X or --data is refused before its list is
-	// loaded, or a summary and report of it written (issue 33, item 1).
+	// A job run with another -X, --data or --bodies is refused before
+	// its list is loaded, or a summary and report of it written (issue 33, item 1).
 	if err := job.CheckRequest(); err != nil {
-		if errors.Is(err, crawl.ErrRequestChanged) {
+		var bc *crawl.BodiesChangedError
+		switch {
+		case errors.Is(err, crawl.ErrRequestChanged):
 			return usageErr("%v", err)
+		case errors.As(err, &bc):
+			// As another -X is (issue 33, item 10).
+			return usageErr("--bodies %s: the job in %s keeps its bodies as %s (--bodies %s); a run keeping them as %s would split them: resume it with --bodies %s, or use a new --out",
+				bc.Run, o.Out, bc.Job, bc.Job, bc.Run, bc.Job)
 		}
 		return &exitError{code: ExitFatal, err: err}
 	}

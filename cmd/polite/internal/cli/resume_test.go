@@ -69,3 +69,21 @@ func TestResumeWithoutList(t *testing.T) {
 		}
 	}
 }
+
+// Another --bodies on an existing job is refused as another -X is: exit 2
+// naming the flag and the job's value, nothing fetched (issue 33, item
+// 10).
+func TestBodiesChangeRefused(t *testing.T) {
+	srv, got := recordServer(t, func(r *http.Request) string { return r.URL.Path })
+	out := t.TempDir()
+	if code, _, stderr := runHostile(t, out, urls(srv.URL, "/a")); code != ExitOK {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	code, _, stderr := runHostile(t, out, urls(srv.URL, "/b"), "--bodies", "files")
+	if code != ExitUsage || !strings.Contains(stderr, "--bodies files") || !strings.Contains(stderr, "--bodies warc") {
+		t.Errorf("--bodies files on a warc job: exit %d, stderr %q; want %d naming --bodies files and the job's --bodies warc", code, stderr, ExitUsage)
+	}
+	if strings.Contains(strings.Join(got(), " "), "/b") {
+		t.Errorf("the refused run fetched /b: %q", got())
+	}
+}
