@@ -3,13 +3,17 @@ package crawl
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/polite-go/polite"
+	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/bucket"
 )
 
@@ -94,4 +98,85 @@ func TestBodiesChangedRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A job records each host's learned rate in state.db while it runs (every
+// RateCheckpoint, so a kill -9 keeps the last) and when it stops, and the
+// next run's Transport starts there through StartRate instead of cold
+// (issue 33, item 14). A job whose rates do not adapt records none.
+func TestLearnedRatesKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		var list strings.Builder
+		for i := range 1000 {
+			fmt.Fprintf(&list, "http://a.test/%d\n", i)
+		}
+		start := time.Now()
+		var mid map[string]float64
+		rc := &pageLog{after: func(int) {
+			if mid == nil && time.Since(start) > RateCheckpoint+time.Second {
+				var err error
+				if mid, err = ReadRates(dir); err != nil {
+					t.Error(err)
+				}
+			}
+		}}
+		tr := func() *polite.Transport {
+			return &polite.Transport{Base: rc, Limits: polite.Limits{Rate: 2, Concurrency: 4}, Adaptive: &adaptive.Config{Max: 20}}
+		}
+		first := tr()
+		j := loadJob(t, dir, list.String(), Options{Transport: first, Bodies: BodiesNone})
+		ctx, cancel := context.WithTimeout(context.Background(), RateCheckpoint+3*time.Second)
+		defer cancel()
+		if _, err := j.Run(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		j.Close()
+		if mid["a.test"] <= 2 {
+			t.Errorf("rates recorded %v into the run: want a.test's, above its start of 2", mid)
+		}
+		rates, err := ReadRates(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := first.State("a.test")
+		if rates["a.test"] != st.Rate {
+			t.Errorf("rates recorded at the end %v, want a.test's last, %v", rates, st.Rate)
+		}
+
+		// Resumed: a.test starts where it was, not cold as without
+		// StartRate.
+		resume := func(start func(string) float64) int {
+			tr := tr()
+			tr.StartRate = start
+			j, err := Open(dir, Options{Transport: tr, Bodies: BodiesNone})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			rc.pages()
+			if _, err := j.Run(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			return len(rc.pages())
+		}
+		cold := resume(nil)
+		warm := resume(func(key string) float64 { return rates[key] })
+		if warm < 3*cold {
+			t.Errorf("resumed at %v/s: %d pages in its first 2 s, %d started cold; want 3 times as many", rates["a.test"], warm, cold)
+		}
+
+		// Rates that do not adapt are not recorded.
+		fixed := t.TempDir()
+		j = loadJob(t, fixed, "http://a.test/x\n", Options{Transport: &polite.Transport{Base: rc}, Bodies: BodiesNone})
+		if _, err := j.Run(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		j.Close()
+		if r, err := ReadRates(fixed); err != nil || len(r) != 0 {
+			t.Errorf("a job without adaptive rates recorded %v, %v; want none", r, err)
+		}
+	})
 }

@@ -119,7 +119,7 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("crawl: open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1) // one writer; WAL lets sqlite3 readers in meanwhile
-	if err := errors.Join(execAll(db, schema), migrate(db), execAll(db, indexes)); err != nil {
+	if err := errors.Join(execAll(db, schema), execAll(db, ratesSchema), migrate(db), execAll(db, indexes)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("crawl: %s: %w", path, err)
 	}

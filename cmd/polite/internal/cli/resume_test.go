@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -85,5 +86,47 @@ func TestBodiesChangeRefused(t *testing.T) {
 	}
 	if strings.Contains(strings.Join(got(), " "), "/b") {
 		t.Errorf("the refused run fetched /b: %q", got())
+	}
+}
+
+// A resumed job's Transport starts its hosts at the rates the job learned
+// (issue 33, item 14); without --adaptive, or a job, it has no StartRate.
+func TestResumeStartsAtLearnedRates(t *testing.T) {
+	srv, _ := recordServer(t, func(r *http.Request) string { return r.URL.Path })
+	out := t.TempDir()
+	var list []string
+	for i := range 20 {
+		list = append(list, "/"+strconv.Itoa(i))
+	}
+	if code, _, stderr := runHostile(t, out, urls(srv.URL, list...), "--rate", "5", "--max-rate", "50"); code != ExitOK {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	rates, err := crawl.ReadRates(out)
+	key := strings.TrimPrefix(srv.URL, "http://")
+	if err != nil || rates[key] <= 0 {
+		t.Fatalf("ReadRates = %v, %v; want %s's", rates, err, key)
+	}
+	for _, tc := range []struct {
+		argv []string
+		want float64
+	}{
+		{[]string{"fetch", "--out", out, "--max-rate", "50"}, rates[key]},
+		{[]string{"fetch", "--out", out, "--adaptive=false"}, 0},
+		{[]string{"fetch", "--out", t.TempDir(), "x"}, 0},
+	} {
+		got, code, stderr := parse(t, tc.argv...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", tc.argv, code, stderr)
+		}
+		o := got.(*fetchOptions)
+		tr := o.transport(&loopbackPorts{})
+		o.startRates(tr)
+		var start float64
+		if tr.StartRate != nil {
+			start = tr.StartRate(key)
+		}
+		if start != tc.want {
+			t.Errorf("%q: StartRate(%s) = %v, want %v", tc.argv, key, start, tc.want)
+		}
 	}
 }
