@@ -87,6 +87,10 @@ type Progress struct {
 	Hosts []HostProgress
 	// HostCount is the number of hosts in the job.
 	HostCount int
+	// Loading says Load is reading a list; Read counts the entries (URLs
+	// and lines that are not) Load has read, this one's and earlier ones'.
+	Loading bool
+	Read    int
 }
 
 // HostProgress is one host's line in a Progress.
@@ -118,7 +122,8 @@ type HostProgress struct {
 // when negative).
 func (j *Job) Progress(topHosts int) Progress {
 	j.mu.Lock()
-	p := Progress{Total: j.total, Done: j.doneBefore + j.doneNow, DoneNow: j.doneNow, Outcomes: make(map[string]int, len(j.outcomes))}
+	p := Progress{Total: j.total, Done: j.doneBefore + j.doneNow, DoneNow: j.doneNow, Outcomes: make(map[string]int, len(j.outcomes)),
+		Loading: j.loading.Load(), Read: int(j.linesRead.Load())}
 	for k, v := range j.outcomes {
 		p.Outcomes[k] = v
 	}

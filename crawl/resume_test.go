@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -180,3 +181,47 @@ func TestLearnedRatesKept(t *testing.T) {
 		}
 	})
 }
+
+// LoadContext stops when its context ends, keeping the batches it
+// committed, and Progress says how far it is meanwhile (issue 33, item 9).
+func TestLoadContextStops(t *testing.T) {
+	j, err := Open(t.TempDir(), Options{Bodies: BodiesNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const stopAt = loadBatch + 5000
+	var seen Progress
+	n := 0
+	list := readerFunc(func(p []byte) (int, error) {
+		n++
+		switch n {
+		case loadBatch / 2:
+			seen = j.Progress(0)
+		case stopAt:
+			cancel()
+		case 2 * loadBatch:
+			return 0, io.EOF
+		}
+		return copy(p, fmt.Sprintf("http://a.test/%d\n", n)), nil
+	})
+	added, err := j.LoadContext(ctx, list)
+	if !errors.Is(err, context.Canceled) || added != loadBatch {
+		t.Errorf("LoadContext = %d, %v; want %d and context.Canceled", added, err, loadBatch)
+	}
+	if got, _ := j.Len(); got != loadBatch {
+		t.Errorf("the job kept %d URLs, want the first batch's %d", got, loadBatch)
+	}
+	if !seen.Loading || seen.Read < loadBatch/2-1 {
+		t.Errorf("Progress while loading = Loading %v, Read %d; want true and about %d", seen.Loading, seen.Read, loadBatch/2)
+	}
+	if p := j.Progress(0); p.Loading || p.Read < stopAt-1 || p.Read > stopAt+1024 {
+		t.Errorf("Progress after = Loading %v, Read %d; want false and about %d", p.Loading, p.Read, stopAt)
+	}
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }

@@ -195,8 +195,8 @@ func setMeta(tx *sql.Tx, key string, v int64) error {
 
 // add inserts lines not in the job yet, in one transaction, and returns how
 // many were new.
-func (s *store) add(lines []Line) (int, error) {
-	tx, err := s.db.Begin()
+func (s *store) add(ctx context.Context, lines []Line) (int, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -224,13 +224,13 @@ func (s *store) add(lines []Line) (int, error) {
 		var r sql.Result
 		if k == addRows {
 			if full == nil {
-				if full, err = tx.Prepare(insertRows(addRows)); err != nil {
+				if full, err = tx.PrepareContext(ctx, insertRows(addRows)); err != nil {
 					return 0, err
 				}
 			}
-			r, err = full.Exec(args...)
+			r, err = full.ExecContext(ctx, args...)
 		} else {
-			r, err = tx.Exec(insertRows(k), args...)
+			r, err = tx.ExecContext(ctx, insertRows(k), args...)
 		}
 		if err != nil {
 			return 0, err

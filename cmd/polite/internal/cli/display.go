@@ -108,6 +108,43 @@ func (e estimate) String() string {
 	return s
 }
 
+// loadingLine is the progress line while the job is not fetching yet: the
+// list's loading, with the entries read so far (a million-line list took
+// 12 s of blank terminal, issue 33, item 9), then the job's state read;
+// "" once the job runs.
+func loadingLine(p crawl.Progress) string {
+	switch {
+	case p.Loading:
+		return fmt.Sprintf("loading the URL list: %s read…", plural(p.Read, "line"))
+	case p.Total == 0 && p.Done == 0:
+		return "reading the job's state…"
+	}
+	return ""
+}
+
+// plural says n things in English: "1 line", "1,200 lines".
+func plural(n int, what string) string {
+	s := commas(n) + " " + what
+	if n != 1 {
+		s += "s"
+	}
+	return s
+}
+
+// commas writes n with thousands separated: 1,200,000.
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
 // startLog writes one structured line every logEvery.
 func startLog(job *crawl.Job, w io.Writer, note noteFunc) *display {
 	var mu sync.Mutex // one line at a time
@@ -125,6 +162,12 @@ func startLog(job *crawl.Job, w io.Writer, note noteFunc) *display {
 				return
 			case now := <-t.C:
 				p := job.Progress(3)
+				if p.Loading {
+					mu.Lock()
+					lg.Info("loading", "read", p.Read)
+					mu.Unlock()
+					continue
+				}
 				r := m.add(now, int64(p.DoneNow))
 				slow, ok := job.Slowest()
 				attrs := []any{"done", p.Done, "total", p.Total}
@@ -310,8 +353,8 @@ func (m *barModel) render() string {
 		b.WriteString(s)
 		b.WriteByte('\n')
 	}
-	if p.Total == 0 && p.Done == 0 {
-		line(nil, "loading the URL list…")
+	if l := loadingLine(p); l != "" {
+		line(nil, l)
 	} else {
 		frac := 0.0
 		if p.Total > 0 {

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -171,7 +172,8 @@ resumes where it was, never fetching a finished URL again, and results.jsonl
 holds each URL exactly once. The list may be left out then: 'polite fetch
 --out DIR' resumes the job in DIR, whose URLs are in its state.db. The first Ctrl-C (or SIGTERM) stops taking new
 work and lets requests in flight finish for up to --grace; a second one stops
-at once. Either way the state is kept.
+at once; while the list loads, it stops the loading (what was loaded stays).
+Either way the state is kept.
 
 With --redis, workers share each host's budget through Redis (--fleet names
 them). When Redis stops answering each worker says so and goes on as
@@ -300,7 +302,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.VarP(dataFlag{&o.Body}, "data", "d", "request `BODY` of every URL, exactly as given, or read from @FILE; Content-Type application/x-www-form-urlencoded unless -H names one")
 	f.BoolVar(&o.RetryPost, "retry-non-idempotent", false, "retry POST and PATCH requests too (429/503, 5xx, no response): only when the API makes a repeat harmless")
 	f.Var(retryOnFlag{&o.RetryOn}, "retry-on", "comma-separated `STATUSES` that are retried, in place of polite's own reading (429,503,408,504 and other 5xx); a status left out is not retried; 4xx and 5xx only")
-	f.DurationVar(&o.MaxTime, "max-time", 0, "stop the whole job after this long (as Ctrl-C does: resumable); 0 for no limit")
+	f.DurationVar(&o.MaxTime, "max-time", 0, "stop the whole job after this long, counted from its start, the list's loading included (as Ctrl-C does: resumable); 0 for no limit")
 	f.IntVar(&o.MaxURLs, "max-urls", 0, "take only the first N URLs of the list (a sample run); 0 for all")
 	f.StringVar(&o.Progress, "progress", "auto", "live display: bar (on a terminal), log (a line every 5 s), none, or auto (bar on a terminal, else log)")
 	f.SortFlags = false
@@ -791,42 +793,6 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	if rc := tr.RobotsCache; rc != nil {
 		rc.Record = job.KeepRobots // robots.txt fetches go to the WARC files too
 	}
-	before, added := 0, 0
-	if !o.frontier() {
-		if before, err = job.Len(); err != nil {
-			return &exitError{code: ExitFatal, err: err}
-		}
-		if list == nil {
-			// Resumed without its list (issue 33, item 13): the URLs
-			// are state.db's, and so are the loopback ports the list
-			// named, which the job may connect to.
-			if err := job.Origins(func(o string) { loop.line([]byte(o)) }); err != nil {
-				return &exitError{code: ExitFatal, err: err}
-			}
-			if before == 0 {
-				return usageErr("--out %s holds no URLs to resume: give a URLFILE", o.Out)
-			}
-			fmt.Fprintf(e.stderr, "polite: resuming the job in %s: its %d URLs are in %s\n", o.Out, before, crawl.StateFile)
-		} else if added, err = job.Load(list); err != nil {
-			return &exitError{code: ExitFatal, err: err}
-		}
-		if before == 0 && added == 0 && job.Skipped() == 0 {
-			// Nothing to do is no success to report (issue 33, item 12).
-			return usageErr("URLFILE %s: no URLs in it (one per line, or JSON lines with \"url\")", listName(o.List))
-		}
-	}
-	if n := job.Skipped(); n > 0 {
-		fmt.Fprintf(e.stderr, "polite: --max-urls %d: took the first %d URLs of the list, skipped %d\n", o.MaxURLs, o.MaxURLs, n)
-	}
-	if before > 0 && added > 0 {
-		// A different list on an existing --out is merged into the job;
-		// never silently (issue 18, item 3).
-		fmt.Fprintf(e.stderr, "polite: %s already holds a job of %d URLs; this list adds %d new ones, fetched along with the job's unfinished ones (use a new --out for a separate job)\n",
-			o.Out, before, added)
-	}
-	if o.onReady != nil {
-		o.onReady()
-	}
 	mode := o.Progress
 	if mode == "auto" {
 		mode = "log"
@@ -834,6 +800,8 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 			mode = "bar"
 		}
 	}
+	// --max-time counts from here, the list's loading included, and
+	// Ctrl-C stops the loading too (issue 33, item 9).
 	run := soft
 	if o.MaxTime > 0 {
 		var cancel context.CancelFunc
@@ -852,11 +820,66 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		})
 		note = fleet.note
 	}
+	// The display runs from the first second: a list of a million lines
+	// takes seconds to load, which it shows (issue 33, item 9).
 	d := startDisplay(mode, job, e.stderr, note)
 	say.Store(&d.say)
+	stopDisplay := sync.OnceFunc(func() {
+		d.stop()
+		say.Store(nil)
+	})
+	defer stopDisplay()
+	before, added := 0, 0
+	if !o.frontier() {
+		if before, err = job.Len(); err != nil {
+			return &exitError{code: ExitFatal, err: err}
+		}
+		if list == nil {
+			// Resumed without its list (issue 33, item 13): the URLs
+			// are state.db's, and so are the loopback ports the list
+			// named, which the job may connect to.
+			if err := job.Origins(func(o string) { loop.line([]byte(o)) }); err != nil {
+				return &exitError{code: ExitFatal, err: err}
+			}
+			if before == 0 {
+				return usageErr("--out %s holds no URLs to resume: give a URLFILE", o.Out)
+			}
+			notice(fmt.Sprintf("polite: resuming the job in %s: its %d URLs are in %s", o.Out, before, crawl.StateFile))
+		} else if added, err = job.LoadContext(run, list); err != nil {
+			if run.Err() == nil {
+				return &exitError{code: ExitFatal, err: err}
+			}
+			stopDisplay()
+			why := "interrupted"
+			var gone *redisGoneError
+			switch cause := context.Cause(run); {
+			case cause == errMaxTime:
+				why = fmt.Sprintf("stopped by --max-time %v", o.MaxTime)
+			case errors.As(cause, &gone):
+				why = gone.Error() + ": stopped"
+			}
+			return &exitError{code: ExitFatal, err: fmt.Errorf("%s while loading %s, after %d new URLs (kept in %s); run the same command again to go on",
+				why, listName(o.List), added, crawl.StateFile)}
+		}
+		if before == 0 && added == 0 && job.Skipped() == 0 {
+			// Nothing to do is no success to report (issue 33, item 12).
+			return usageErr("URLFILE %s: no URLs in it (one per line, or JSON lines with \"url\")", listName(o.List))
+		}
+	}
+	if n := job.Skipped(); n > 0 {
+		notice(fmt.Sprintf("polite: --max-urls %d: took the first %d URLs of the list, skipped %d", o.MaxURLs, o.MaxURLs, n))
+	}
+	if before > 0 && added > 0 {
+		// A different list on an existing --out is merged into the job;
+		// never silently (issue 18, item 3).
+		notice(fmt.Sprintf("polite: %s already holds a job of %d URLs; this list adds %d new ones, fetched along with the job's unfinished ones (use a new --out for a separate job)",
+			o.Out, before, added))
+	}
+	if o.onReady != nil {
+		o.onReady()
+	}
 	sum, err := job.Run(run, hard)
-	d.stop()
-	say.Store(nil)
+	stopDisplay()
 	n := o.summaryN
 	if n == 0 {
 		n = 20
