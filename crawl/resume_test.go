@@ -16,6 +16,7 @@ import (
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/adaptive"
 	"github.com/polite-go/polite/bucket"
+	"github.com/polite-go/polite/testbed"
 )
 
 // Origins names every scheme://host of a job's URLs, once each, so that a
@@ -225,3 +226,39 @@ func TestLoadContextStops(t *testing.T) {
 type readerFunc func([]byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// While a soft-blocked host waits for its re-check, Slowest counts the
+// wait and says what it is, instead of its URLs left at its rate, which
+// read "<1s" all along and then jumped (issue 33, item 15).
+func TestSlowestCountsBlockRecheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := testbed.NewServer(testbed.HostConfig{Name: "waf.test", SoftBlock: testbed.SoftBlock{After: 2}})
+		srv.StartInMemory()
+		defer srv.Close()
+		var list strings.Builder
+		for i := range 10 {
+			fmt.Fprintf(&list, "http://waf.test/p/%d\n", i)
+		}
+		tr := &polite.Transport{Base: srv.Transport(), Limits: polite.Limits{Rate: 10, Concurrency: 1}, IgnoreRobots: true}
+		const recheck = 30 * time.Second
+		j := loadJob(t, t.TempDir(), list.String(), Options{Transport: tr, Workers: 1, Bodies: BodiesNone, BlockRecheck: recheck})
+		defer j.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		var got Slowest
+		var ok bool
+		time.AfterFunc(10*time.Second, func() {
+			got, ok = j.Slowest()
+			cancel()
+		})
+		if _, err := j.Run(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		// The challenge came within the first second: its re-check is
+		// due some 20 s after the look, and the 7 URLs left at 10/s
+		// follow.
+		if !ok || got.HeldBy != "block re-check" || got.Held < 19*time.Second || got.Held > recheck ||
+			got.ETA < got.Held || got.ETA > got.Held+time.Second {
+			t.Errorf("Slowest at 10 s = %+v, %v; want about 20 s held by the block re-check, then 0.7 s", got, ok)
+		}
+	})
+}

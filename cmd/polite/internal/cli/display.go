@@ -102,8 +102,18 @@ func (e estimate) String() string {
 	if e.eta > 0 && e.eta < time.Second {
 		s = "<1s"
 	}
-	if e.slowest != nil {
-		s += fmt.Sprintf(" (slowest: %s, %d left at %s/s)", term.Quote(e.slowest.Host), e.slowest.Left, fmtRate(e.slowest.Rate))
+	if sl := e.slowest; sl != nil {
+		s += fmt.Sprintf(" (slowest: %s, %d left at %s/s", term.Quote(sl.Host), sl.Left, fmtRate(sl.Rate))
+		if sl.Held > 0 {
+			// A figure that waits on a timer says so (issue 33, item
+			// 15): after a block re-check it may grow again.
+			in := sl.Held.Round(time.Second).String()
+			if sl.Held < time.Second {
+				in = "<1s"
+			}
+			s += fmt.Sprintf(", after its %s in %s", sl.HeldBy, in)
+		}
+		s += ")"
 	}
 	return s
 }
