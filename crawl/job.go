@@ -288,6 +288,7 @@ type Job struct {
 
 	loading   atomic.Bool  // Load is reading a list
 	linesRead atomic.Int64 // entries of lists Load has read
+	dropped   atomic.Int64 // of which the job had already
 }
 
 // Stats are a Run's closing figures, over the URLs it finished and the
@@ -473,6 +474,9 @@ func (j *Job) LoadContext(ctx context.Context, r io.Reader) (int, error) {
 			return err
 		}
 		n, err := j.st.add(ctx, batch)
+		if err == nil {
+			j.dropped.Add(int64(len(batch) - n))
+		}
 		added += n
 		batch = batch[:0]
 		return err
@@ -487,6 +491,11 @@ func (j *Job) LoadContext(ctx context.Context, r io.Reader) (int, error) {
 			return nil
 		}
 		taken++
+		if l.Problem != "" {
+			// Its results.jsonl line says where it is (issue 33,
+			// item 12).
+			l.Problem = fmt.Sprintf("line %d: %s", l.Number, l.Problem)
+		}
 		batch = append(batch, l)
 		if len(batch) == loadBatch {
 			return flush()

@@ -88,9 +88,14 @@ type Progress struct {
 	// HostCount is the number of hosts in the job.
 	HostCount int
 	// Loading says Load is reading a list; Read counts the entries (URLs
-	// and lines that are not) Load has read, this one's and earlier ones'.
+	// and lines that are not) Load has read, this one's and earlier ones',
+	// and Dropped those of them the job had already (a line repeated in
+	// the list, the same URL written another way, or a URL an earlier
+	// list added), which Load did not add again; MaxURLs's skipped ones
+	// are neither (see Skipped).
 	Loading bool
 	Read    int
+	Dropped int
 }
 
 // HostProgress is one host's line in a Progress.
@@ -123,7 +128,7 @@ type HostProgress struct {
 func (j *Job) Progress(topHosts int) Progress {
 	j.mu.Lock()
 	p := Progress{Total: j.total, Done: j.doneBefore + j.doneNow, DoneNow: j.doneNow, Outcomes: make(map[string]int, len(j.outcomes)),
-		Loading: j.loading.Load(), Read: int(j.linesRead.Load())}
+		Loading: j.loading.Load(), Read: int(j.linesRead.Load()), Dropped: int(j.dropped.Load())}
 	for k, v := range j.outcomes {
 		p.Outcomes[k] = v
 	}

@@ -272,3 +272,65 @@ func TestSlowestCountsBlockRecheck(t *testing.T) {
 		}
 	})
 }
+
+// A line is its URL alone: text after it makes the line invalid, never a
+// URL fetched with the text in its path; an invalid line's result names
+// its line; lines repeating a URL are counted as dropped (issue 33, item
+// 12).
+func TestListLineContract(t *testing.T) {
+	list := "# comment\n\nhttp://a.test/x  trailing words\nhttp://a.test/y\tz\nhttp://a.test/ok\nnot a url\nHTTP://a.test/ok#top\nhttp://a.test/ok\n{\"url\": \"http://a.test/j\"}\n"
+	var got []Line
+	if err := ReadLines(strings.NewReader(list), 0, func(l Line) error { got = append(got, l); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		number  int
+		text    string
+		problem string
+	}{
+		{3, "http://a.test/x  trailing words", "text after the URL"},
+		{4, "http://a.test/y\tz", "text after the URL"},
+		{5, "http://a.test/ok", ""},
+		{6, "not a url", "no scheme"},
+		{7, "http://a.test/ok", ""},
+		{8, "http://a.test/ok", ""},
+		{9, "http://a.test/j", ""},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ReadLines = %d lines %+v, want %d", len(got), got, len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Number != w.number || g.Text != w.text || (w.problem == "") != (g.Problem == "") || !strings.Contains(g.Problem, w.problem) {
+			t.Errorf("line %d = %+v, want number %d, text %q, problem %q", i, g, w.number, w.text, w.problem)
+		}
+	}
+
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.URL.Path) }))
+	defer srv.Close()
+	dir := t.TempDir()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	j := loadJob(t, dir, strings.ReplaceAll(strings.ReplaceAll(list, "http://a.test", srv.URL), "HTTP://a.test", "HTTP://"+host), Options{Bodies: BodiesNone})
+	if p := j.Progress(0); p.Read != 7 || p.Dropped != 2 {
+		t.Errorf("Progress after Load: read %d, dropped %d; want 7 and 2", p.Read, p.Dropped)
+	}
+	j.Close()
+	tr := &polite.Transport{Base: srv.Client().Transport, IgnoreRobots: true, Limits: polite.Limits{Rate: bucket.Inf, Concurrency: 4}}
+	runJob(t, dir, tr, "", Options{Bodies: BodiesNone})
+	st, err := ReadStatus(dir, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []string
+	for _, r := range st.Dead {
+		errs = append(errs, r.Error)
+	}
+	for _, w := range []string{"invalid URL: line 3: text after the URL", "invalid URL: line 4: text after the URL", "invalid URL: line 6: no scheme"} {
+		if !strings.Contains(strings.Join(errs, "\n"), w) {
+			t.Errorf("invalid_url errors %q: want one saying %q", errs, w)
+		}
+	}
+	if st.Total != 5 || st.Outcomes[OK] != 2 {
+		t.Errorf("the job has %d URLs, %v; want 5, 2 of them ok", st.Total, st.Outcomes)
+	}
+}

@@ -563,6 +563,9 @@ func writeSummary(w io.Writer, p crawl.Progress, sum crawl.Summary, dir string, 
 		fmt.Fprintf(w, ": %d finished in %s (%s/s)", sum.DoneNow, sum.Elapsed.Round(100*time.Millisecond), perSecond(float64(sum.DoneNow)/sum.Elapsed.Seconds()))
 	}
 	fmt.Fprintln(w)
+	if p.Dropped > 0 {
+		fmt.Fprintf(w, "  (%s of the list repeated a URL it had named: dropped, each fetched once)\n", plural(p.Dropped, "line"))
+	}
 	for _, o := range crawl.Outcomes {
 		if c := sum.Outcomes[o]; c > 0 {
 			fmt.Fprintf(w, "  %-18s %d\n", o, c)

@@ -114,11 +114,14 @@ const fetchLong = `Fetch every URL of URLFILE politely and record what became of
 
 URLFILE has one URL per line ("-" reads standard input). Blank lines and lines
 starting with # are skipped. A line that is not an http or https URL with a
-host, or is longer than --max-url-len, is recorded as invalid_url and never
-requested. A line starting with { is a JSON object naming the URL and its
-lane, {"url": "https://example.com/a", "lane": "interactive"} (interactive,
-normal or bulk; other keys ignored), and a host's lanes share its budget
-6:3:1, so interactive URLs go first and bulk ones never starve.
+host, has text after its URL (a space in a URL is written %20), or is longer
+than --max-url-len, is recorded as invalid_url, its error naming the line's
+number, and never requested. A URL the list repeats is fetched once (fetch
+says how many lines it dropped). A line starting with { is a JSON object
+naming the URL and its lane, {"url": "https://example.com/a", "lane":
+"interactive"} (interactive, normal or bulk; other keys ignored), and a
+host's lanes share its budget 6:3:1, so interactive URLs go first and bulk
+ones never starve.
 
 Every host gets its own budget: --rate requests per second (with --burst),
 at most --concurrency requests in flight, and --workers in flight over all
@@ -869,6 +872,10 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	if n := job.Skipped(); n > 0 {
 		notice(fmt.Sprintf("polite: --max-urls %d: took the first %d URLs of the list, skipped %d", o.MaxURLs, o.MaxURLs, n))
 	}
+	if p := job.Progress(0); before == 0 && p.Dropped > 0 {
+		// Never silently (issue 33, item 12).
+		notice(fmt.Sprintf("polite: %s of the list repeated a URL (or bad line) it had named: dropped, each is fetched once", plural(p.Dropped, "line")))
+	}
 	if before > 0 && added > 0 {
 		// A different list on an existing --out is merged into the job;
 		// never silently (issue 18, item 3).
@@ -884,7 +891,11 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	if n == 0 {
 		n = 20
 	}
-	writeSummary(e.stdout, job.Progress(-1), sum, o.Out, n)
+	p := job.Progress(-1)
+	if before > 0 {
+		p.Dropped = 0 // the URLs of a list read again: not the list's repeats
+	}
+	writeSummary(e.stdout, p, sum, o.Out, n)
 	job.Close() // events.jsonl written out, for the report
 	path, unread, rerr := writeReport(o.Out)
 	switch {

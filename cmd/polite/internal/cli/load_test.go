@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -91,5 +92,36 @@ func TestBarViewLoading(t *testing.T) {
 		if out := m.render(); !strings.Contains(out, tc.want) {
 			t.Errorf("render(%+v) =\n%s\nwant %q", tc.p, out, tc.want)
 		}
+	}
+}
+
+// Junk after a URL is not fetched as part of it, an invalid line's result
+// names its line, and repeated lines are said on stderr and in the
+// summary (issue 33, item 12).
+func TestListLinesSaid(t *testing.T) {
+	srv, got := recordServer(t, func(r *http.Request) string { return r.URL.RawPath + r.URL.Path })
+	out := t.TempDir()
+	list := srv.URL + "/a\n" + srv.URL + "/x  trailing words\n" + srv.URL + "/a\n\n" + srv.URL + "/a\nftp://nope/\n"
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"fetch", "--progress", "none", "--out", out, "-"}, strings.NewReader(list), &stdout, &stderr)
+	if code != ExitFailures {
+		t.Fatalf("exit %d, want %d: %s", code, ExitFailures, stderr.String())
+	}
+	if strings.Join(got(), " ") != "/a" {
+		t.Errorf("the server was asked for %q, want /a alone", got())
+	}
+	st, err := crawl.ReadStatus(out, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []string
+	for _, r := range st.Dead {
+		errs = append(errs, r.Error)
+	}
+	if e := strings.Join(errs, "\n"); !strings.Contains(e, "line 2: text after the URL") || !strings.Contains(e, "line 6: scheme") {
+		t.Errorf("invalid_url errors %q: want lines 2 and 6 named", errs)
+	}
+	if !strings.Contains(stderr.String(), "2 lines of the list repeated") || !strings.Contains(stdout.String(), "2 lines of the list repeated") {
+		t.Errorf("stderr %q, stdout %q: want both to say 2 repeated lines were dropped", stderr.String(), stdout.String())
 	}
 }
