@@ -469,6 +469,11 @@ func (j *Job) LoadContext(ctx context.Context, r io.Reader) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("crawl: reading state: %w", err)
 	}
+	// Marked until the list is read to its end: a job resumed without
+	// its list can tell it holds part of it (LoadStopped).
+	if err := j.st.commit(nil, nil, map[string]int64{metaLoading: 1}); err != nil {
+		return 0, fmt.Errorf("crawl: %w", err)
+	}
 	flush := func() error {
 		if err := j.st.cacheFor(had + int64(added+len(batch))); err != nil {
 			return err
@@ -512,7 +517,21 @@ func (j *Job) LoadContext(ctx context.Context, r io.Reader) (int, error) {
 	if err != nil {
 		return added, fmt.Errorf("crawl: reading the URL list: %w", err)
 	}
+	if err := j.st.commit(nil, nil, map[string]int64{metaLoading: 0}); err != nil {
+		return added, fmt.Errorf("crawl: %w", err)
+	}
 	return added, nil
+}
+
+// LoadStopped reports whether the last Load into the job (this run's or
+// an earlier one's) stopped before the end of its list: the job then holds
+// only part of it, and loading the list again adds the rest.
+func (j *Job) LoadStopped() (bool, error) {
+	v, err := j.st.meta(metaLoading)
+	if err != nil {
+		return false, fmt.Errorf("crawl: reading state: %w", err)
+	}
+	return v == 1, nil
 }
 
 // loadBatch is how many lines Load adds in one transaction: the more, the

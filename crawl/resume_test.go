@@ -231,6 +231,17 @@ func TestLoadContextStops(t *testing.T) {
 	if p := j.Progress(0); p.Loading || p.Read < stopAt-1 || p.Read > stopAt+1024 {
 		t.Errorf("Progress after = Loading %v, Read %d; want false and about %d", p.Loading, p.Read, stopAt)
 	}
+	// The job knows it holds part of its list, until a Load reads one to
+	// its end.
+	if stopped, err := j.LoadStopped(); !stopped || err != nil {
+		t.Errorf("LoadStopped after a stopped Load = %v, %v; want true", stopped, err)
+	}
+	if _, err := j.Load(strings.NewReader("http://a.test/last\n")); err != nil {
+		t.Fatal(err)
+	}
+	if stopped, err := j.LoadStopped(); stopped || err != nil {
+		t.Errorf("LoadStopped after a whole Load = %v, %v; want false", stopped, err)
+	}
 }
 
 type readerFunc func([]byte) (int, error)

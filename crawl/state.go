@@ -94,6 +94,7 @@ const (
 	metaWARCGzip   = "warc_gzip"   // 1: the job's WARC files are gzipped, 2: not; 0: a job from before either
 	metaSeq        = "seq"         // the last seq given out
 	metaFleet      = "fleet"       // a fleet worker's frontier (Options.FrontierID)
+	metaLoading    = "loading"     // 1 while a Load has not read its list to the end
 )
 
 // store is the job's SQLite database. All writes go through one connection

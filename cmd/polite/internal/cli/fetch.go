@@ -848,6 +848,11 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 				return usageErr("--out %s holds no URLs to resume: give a URLFILE", o.Out)
 			}
 			notice(fmt.Sprintf("polite: resuming the job in %s: its %d URLs are in %s", o.Out, before, crawl.StateFile))
+			if stopped, err := job.LoadStopped(); err != nil {
+				return &exitError{code: ExitFatal, err: err}
+			} else if stopped {
+				notice("polite: the job's list was not loaded to its end (its loading was stopped): these are the URLs loaded; give the list again to add the rest")
+			}
 		} else if added, err = job.LoadContext(run, list); err != nil {
 			if run.Err() == nil {
 				return &exitError{code: ExitFatal, err: err}

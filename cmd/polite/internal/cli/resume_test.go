@@ -130,3 +130,29 @@ func TestResumeStartsAtLearnedRates(t *testing.T) {
 		}
 	}
 }
+
+// A job whose list's loading was stopped (Ctrl-C, --max-time) and is
+// resumed without the list says it holds only part of it (issue 33, items
+// 9 and 13).
+func TestResumeAfterStoppedLoadSaysSo(t *testing.T) {
+	srv, _ := recordServer(t, func(r *http.Request) string { return r.URL.Path })
+	out := t.TempDir()
+	j, err := crawl.Open(out, crawl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Load(strings.NewReader(urls(srv.URL, "/a", "/b"))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := j.LoadContext(ctx, strings.NewReader(urls(srv.URL, "/c"))); err == nil {
+		t.Fatal("LoadContext with its context ended = nil error")
+	}
+	j.Close()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"fetch", "--progress", "none", "--out", out}, nil, &stdout, &stderr)
+	if code != ExitOK || !strings.Contains(stderr.String(), "not loaded to its end") {
+		t.Errorf("fetch --out (no list): exit %d, stderr %q; want 0 and a word on the list loaded in part", code, stderr.String())
+	}
+}
