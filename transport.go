@@ -150,6 +150,17 @@ type Transport struct {
 	// report of it.
 	NewRater func(key string, l Limits) adaptive.Rater
 
+	// StartRate, when set, returns the rate (requests per second) a host
+	// whose rate is adaptive (Adaptive or NewRater) starts at, in place of
+	// its Limits.Rate: the rate an earlier run learned for it, say, so
+	// that a resumed crawl does not start every host cold again (issue
+	// 33, item 14). It is asked with the host's key when the host is first
+	// used (again after an eviction); 0 (or less, or bucket.Inf) leaves
+	// Limits.Rate. The rate is kept under the host's Limits.MaxRate and
+	// the controller's Max and Min; a NewRater gets it as its Limits.Rate.
+	// Only the local store uses it.
+	StartRate func(key string) float64
+
 	// Store keeps every host's admission state (pause, block, breaker,
 	// tokens, retry budget, ceilings, adaptive rate). If nil, the local
 	// store keeps it in memory, configured by the fields above; a Store of
@@ -254,14 +265,28 @@ func (t *Transport) LocalOptions() LocalOptions {
 }
 
 // rater returns the Rater factory of the Transport's settings: NewRater,
-// else polite's controller when Adaptive is set, else nil.
+// else polite's controller when Adaptive is set, else nil; given a host's
+// StartRate in place of its Limits.Rate.
 func (t *Transport) rater() func(key string, l Limits) adaptive.Rater {
-	if t.NewRater != nil || t.Adaptive == nil {
-		return t.NewRater
+	f := t.NewRater
+	if f == nil && t.Adaptive != nil {
+		cfg := *t.Adaptive
+		f = func(key string, l Limits) adaptive.Rater {
+			return adaptive.New(HostAdaptive(cfg, l), time.Now())
+		}
 	}
-	cfg := *t.Adaptive
+	if f == nil || t.StartRate == nil {
+		return f
+	}
+	start := t.StartRate
 	return func(key string, l Limits) adaptive.Rater {
-		return adaptive.New(HostAdaptive(cfg, l), time.Now())
+		if r := start(key); r > 0 && r < bucket.Inf {
+			l.Rate = r
+			if l.MaxRate > 0 {
+				l.Rate = min(r, l.MaxRate)
+			}
+		}
+		return f(key, l)
 	}
 }
 

@@ -305,6 +305,19 @@ func (b *blockState) firstOr() string {
 	return b.first
 }
 
+// recheckAt is when the host's URLs, held by a soft block, are next
+// asked (its probe), after recheck from the latest challenge; the zero
+// time when none waits for one: no challenge pending, a probe out, or a
+// wall.
+func (b *blockState) recheckAt(recheck time.Duration) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.since.IsZero() || b.probing || b.wall != "" {
+		return time.Time{}
+	}
+	return b.since.Add(recheck)
+}
+
 // probeOut reports whether a probe of h is out, for ready.
 func (h *host) probeOut() bool {
 	h.blk.mu.Lock()

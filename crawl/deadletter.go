@@ -267,3 +267,23 @@ func (j *Job) Len() (int, error) {
 	}
 	return n, nil
 }
+
+// Origins calls fn with each distinct scheme://host of the job's URLs
+// (host as its key, lines that are not URLs left out), in no particular
+// order. A job resumed without its list learns from it what the list
+// named: polite fetch allows the loopback ports a list names (issue 33,
+// item 13). It reads every URL of the job once.
+func (j *Job) Origins(fn func(origin string)) error {
+	err := each(j.st.db, `SELECT DISTINCT lower(substr(url, 1, instr(url, ':') - 1)), host FROM urls WHERE host != ''`, func(rows *sql.Rows) error {
+		var scheme, host string
+		if err := rows.Scan(&scheme, &host); err != nil {
+			return err
+		}
+		fn(scheme + "://" + host)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("crawl: reading state: %w", err)
+	}
+	return nil
+}

@@ -44,6 +44,9 @@ type Line struct {
 	// reader's default (LaneNormal for ReadLines); LaneNormal for a bad
 	// line.
 	Lane Lane
+	// Number is the line's number in the list, from 1 (blank and comment
+	// lines count).
+	Number int
 }
 
 // CheckURL reports what is wrong with s as a URL to fetch, or "" when
@@ -87,7 +90,10 @@ func CheckURL(s string, maxLen int) (host, problem string) {
 
 // ReadLines reads a URL list, one URL per line, and calls fn for each entry.
 // Blank lines and lines starting with '#' are skipped; surrounding space is
-// trimmed. A line longer than maxLen (0 means DefaultMaxURLLen) is never held
+// trimmed. A line is its URL alone: space within it (text after the URL)
+// makes it a bad line, never fetched as a URL with that text in its path
+// (issue 33, item 12); a URL with a space in it is written with %20, and a
+// list that says more of a URL says it in a JSON line (below). A line longer than maxLen (0 means DefaultMaxURLLen) is never held
 // whole in memory: its first 256 bytes are kept for the record. fn's error
 // stops the reading and is returned.
 //
@@ -112,7 +118,7 @@ func ReadLinesLane(r io.Reader, maxLen int, lane Lane, fn func(Line) error) erro
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
-	for {
+	for number := 1; ; number++ {
 		buf = buf[:0]
 		n := 0 // the line's full length, leading space left out
 		limit := maxLen
@@ -145,7 +151,7 @@ func ReadLinesLane(r io.Reader, maxLen int, lane Lane, fn func(Line) error) erro
 		if err == nil && n > 0 {
 			n-- // the '\n'
 		}
-		if e := handleLine(buf, n, maxLen, lane, fn); e != nil {
+		if e := handleLine(buf, n, maxLen, lane, func(l Line) error { l.Number = number; return fn(l) }); e != nil {
 			return e
 		}
 		if err == io.EOF {
@@ -209,6 +215,11 @@ func handleLine(buf []byte, n, maxLen int, lane Lane, fn func(Line) error) error
 		return fn(jsonLine(text, maxLen, lane))
 	}
 	s := string(text)
+	if i := bytes.IndexFunc(text, unicode.IsSpace); i >= 0 {
+		if _, p := CheckURL(s[:i], maxLen); p == "" {
+			return fn(Line{Text: badLine(s, false), Problem: "text after the URL: a line holds one URL alone (a space in a URL is written %20; a JSON line may say more)"})
+		}
+	}
 	host, problem := CheckURL(s, maxLen)
 	if problem != "" {
 		return fn(Line{Text: badLine(s, false), Problem: problem})

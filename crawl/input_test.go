@@ -109,7 +109,7 @@ func TestReadLinesJSON(t *testing.T) {
 			}
 			g := got[0]
 			if tc.problem == "" {
-				if want := (Line{Text: tc.text, Host: tc.host, Lane: tc.lane}); g != want {
+				if want := (Line{Text: tc.text, Host: tc.host, Lane: tc.lane, Number: 1}); g != want {
 					t.Errorf("ReadLinesLane(%q) = %+v, want %+v", tc.in, g, want)
 				}
 				return

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -284,6 +285,10 @@ type Job struct {
 	loaded     bool // Run has loaded the pending URLs (see hosts)
 	stats      Stats
 	skipped    int // lines Load skipped (MaxURLs)
+
+	loading   atomic.Bool  // Load is reading a list
+	linesRead atomic.Int64 // entries of lists Load has read
+	dropped   atomic.Int64 // of which the job had already
 }
 
 // Stats are a Run's closing figures, over the URLs it finished and the
@@ -443,31 +448,59 @@ func (j *Job) Dir() string { return j.dir }
 // yet, and returns how many were new. It may be called more than once, before
 // Run; a rerun reading the same list adds nothing.
 func (j *Job) Load(r io.Reader) (int, error) {
+	return j.LoadContext(context.Background(), r)
+}
+
+// LoadContext is Load, stopped when ctx ends (issue 33, item 9: Ctrl-C
+// waited for a million lines to load): it returns what it added until
+// then, kept in the job (it commits every 100,000 lines; a rerun reading
+// the list goes on), with an error wrapping ctx's cause. A read from r
+// that blocks is not interrupted. Meanwhile Progress says how far it is
+// (Loading, Read).
+func (j *Job) LoadContext(ctx context.Context, r io.Reader) (int, error) {
 	if j.opts.Lane >= numLanes {
 		return 0, fmt.Errorf("crawl: Options.Lane: unknown lane %d", j.opts.Lane)
 	}
+	j.loading.Store(true)
+	defer j.loading.Store(false)
 	var batch []Line
 	added := 0
 	had, err := j.st.maxID()
 	if err != nil {
 		return 0, fmt.Errorf("crawl: reading state: %w", err)
 	}
+	// Marked until the list is read to its end: a job resumed without
+	// its list can tell it holds part of it (LoadStopped).
+	if err := j.st.commit(nil, nil, map[string]int64{metaLoading: 1}); err != nil {
+		return 0, fmt.Errorf("crawl: %w", err)
+	}
 	flush := func() error {
 		if err := j.st.cacheFor(had + int64(added+len(batch))); err != nil {
 			return err
 		}
-		n, err := j.st.add(batch)
+		n, err := j.st.add(ctx, batch)
+		if err == nil {
+			j.dropped.Add(int64(len(batch) - n))
+		}
 		added += n
 		batch = batch[:0]
 		return err
 	}
 	taken := 0
 	err = ReadLinesLane(r, j.opts.MaxURLLen, j.opts.Lane, func(l Line) error {
+		if j.linesRead.Add(1)%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if j.opts.MaxURLs > 0 && taken >= j.opts.MaxURLs {
 			j.skipped++
 			return nil
 		}
 		taken++
+		if l.Problem != "" {
+			// Its results.jsonl line says where it is (issue 33,
+			// item 12).
+			l.Problem = fmt.Sprintf("line %d: %s", l.Number, l.Problem)
+		}
 		batch = append(batch, l)
 		if len(batch) == loadBatch {
 			return flush()
@@ -477,10 +510,28 @@ func (j *Job) Load(r io.Reader) (int, error) {
 	if err == nil {
 		err = flush()
 	}
+	if ctx.Err() != nil {
+		// A statement the context interrupted says so its own way.
+		return added, fmt.Errorf("crawl: reading the URL list: stopped after %d new URLs: %w", added, context.Cause(ctx))
+	}
 	if err != nil {
 		return added, fmt.Errorf("crawl: reading the URL list: %w", err)
 	}
+	if err := j.st.commit(nil, nil, map[string]int64{metaLoading: 0}); err != nil {
+		return added, fmt.Errorf("crawl: %w", err)
+	}
 	return added, nil
+}
+
+// LoadStopped reports whether the last Load into the job (this run's or
+// an earlier one's) stopped before the end of its list: the job then holds
+// only part of it, and loading the list again adds the rest.
+func (j *Job) LoadStopped() (bool, error) {
+	v, err := j.st.meta(metaLoading)
+	if err != nil {
+		return false, fmt.Errorf("crawl: reading state: %w", err)
+	}
+	return v == 1, nil
 }
 
 // loadBatch is how many lines Load adds in one transaction: the more, the

@@ -87,6 +87,15 @@ type Progress struct {
 	Hosts []HostProgress
 	// HostCount is the number of hosts in the job.
 	HostCount int
+	// Loading says Load is reading a list; Read counts the entries (URLs
+	// and lines that are not) Load has read, this one's and earlier ones',
+	// and Dropped those of them the job had already (a line repeated in
+	// the list, the same URL written another way, or a URL an earlier
+	// list added), which Load did not add again; MaxURLs's skipped ones
+	// are neither (see Skipped).
+	Loading bool
+	Read    int
+	Dropped int
 }
 
 // HostProgress is one host's line in a Progress.
@@ -118,7 +127,8 @@ type HostProgress struct {
 // when negative).
 func (j *Job) Progress(topHosts int) Progress {
 	j.mu.Lock()
-	p := Progress{Total: j.total, Done: j.doneBefore + j.doneNow, DoneNow: j.doneNow, Outcomes: make(map[string]int, len(j.outcomes))}
+	p := Progress{Total: j.total, Done: j.doneBefore + j.doneNow, DoneNow: j.doneNow, Outcomes: make(map[string]int, len(j.outcomes)),
+		Loading: j.loading.Load(), Read: int(j.linesRead.Load()), Dropped: int(j.dropped.Load())}
 	for k, v := range j.outcomes {
 		p.Outcomes[k] = v
 	}
@@ -232,13 +242,20 @@ type Slowest struct {
 	Left int     // URLs not finished (of every host under the budget)
 	Rate float64 // the rate its budget holds it to, requests per second
 	ETA  time.Duration
+	// Held is how much of ETA the host waits on a timer before it is sent
+	// anything (0: none), and HeldBy what the timer is: "pause", "breaker"
+	// or "block re-check" (a soft-blocked host's wait for its probe, which
+	// may block again: the ETA holds if the probe is answered).
+	Held   time.Duration
+	HeldBy string
 }
 
 // Slowest returns the host expected to finish last at the rate each is held
-// to (Left ÷ Rate, plus what is left of its pause or open breaker), and
-// false when no host with URLs left has a finite rate: the job's own
-// throughput is then the better estimate. It reads every host in memory:
-// call it every second or so, not per URL.
+// to (Left ÷ Rate, plus what is left of its pause, open breaker or soft
+// block's re-check wait), and false when no host with URLs left has a
+// finite rate or a wait: the job's own throughput is then the better
+// estimate. It reads every host in memory: call it every second or so, not
+// per URL.
 func (j *Job) Slowest() (Slowest, bool) {
 	j.mu.Lock()
 	loaded := j.loaded
@@ -246,31 +263,52 @@ func (j *Job) Slowest() (Slowest, bool) {
 	if !loaded {
 		return Slowest{}, false
 	}
+	now := time.Now()
 	left := map[string]int{}
+	recheck := map[string]time.Time{} // by budget, its hosts' latest re-check
 	j.sched.mu.Lock()
 	for _, h := range j.sched.hosts {
 		if n := h.loaded + h.unloaded(); n > 0 && h.gaveUp.Load() == nil {
-			left[j.budgetOf(h)] += n
+			k := j.budgetOf(h)
+			left[k] += n
+			if at := h.blk.recheckAt(j.recheck()); at.After(recheck[k]) {
+				recheck[k] = at
+			}
 		}
 	}
 	j.sched.mu.Unlock()
-	now := time.Now()
 	var worst Slowest
 	for key, n := range left {
 		st, ok := j.tr.State(key)
-		if !ok || st.Rate <= 0 || st.Rate >= bucket.Inf {
+		if !ok {
 			continue
 		}
-		eta := time.Duration(float64(n) / st.Rate * float64(time.Second))
-		held := st.PausedUntil
+		held, by := st.PausedUntil, "pause"
 		if st.BreakerUntil.After(held) {
-			held = st.BreakerUntil
+			held, by = st.BreakerUntil, "breaker"
 		}
+		// A blocked host waits for its re-check whatever its rate: its
+		// figure was n ÷ rate, "<1s" all the while (issue 33, item 15).
+		if at := recheck[key]; at.After(held) {
+			held, by = at, "block re-check"
+		}
+		var wait time.Duration
 		if held.After(now) {
-			eta += held.Sub(now)
+			wait = held.Sub(now)
+		}
+		finite := st.Rate > 0 && st.Rate < bucket.Inf
+		if !finite && wait == 0 {
+			continue
+		}
+		eta := wait
+		if finite {
+			eta += time.Duration(float64(n) / st.Rate * float64(time.Second))
 		}
 		if eta > worst.ETA || eta == worst.ETA && key < worst.Host {
 			worst = Slowest{Host: key, Left: n, Rate: st.Rate, ETA: eta}
+			if wait > 0 {
+				worst.Held, worst.HeldBy = wait, by
+			}
 		}
 	}
 	return worst, worst.Host != ""

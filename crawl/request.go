@@ -77,10 +77,19 @@ func (e requestChanged) Error() string        { return string(e) }
 func (e requestChanged) Is(target error) bool { return target == ErrRequestChanged }
 
 // CheckRequest refuses to run a job with a method or body other than the
-// one it was first run with: its results would mix two jobs. The first run
-// records them. Run checks it too; a caller checks it first to refuse
-// before loading a list into the job or saying anything of it.
+// one it was first run with (ErrRequestChanged): its results would mix two
+// jobs; or keeping its bodies elsewhere (Options.Bodies; a
+// *BodiesChangedError, matching ErrBodiesChanged). The first run records
+// them. Run checks it too; a caller checks it first to refuse before
+// loading a list into the job or saying anything of it.
 func (j *Job) CheckRequest() error {
+	if err := j.checkRequest(); err != nil {
+		return err
+	}
+	return j.checkBodies()
+}
+
+func (j *Job) checkRequest() error {
 	want := requestMark(j.method(), j.opts.Body)
 	var v int64
 	err := j.st.db.QueryRow(`SELECT value FROM meta WHERE key = ?`, metaRequest).Scan(&v)

@@ -76,6 +76,16 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	}
 
 	go j.sched.clock()
+	// The hosts' learned rates, for the next run (see rates.go); a fleet's
+	// are in its store already.
+	ratesDone := make(chan struct{})
+	ratesCtx, stopRates := context.WithCancel(context.Background())
+	defer stopRates()
+	if j.adaptive() && j.tr.Store == nil && j.fl == nil {
+		go j.checkpointRates(ratesCtx, ratesDone)
+	} else {
+		close(ratesDone)
+	}
 	feedErr := make(chan error, 1)
 	ackDone := make(chan struct{})
 	if j.fl != nil {
@@ -124,6 +134,8 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	}
 	j.sched.Stop() // ends the clock and the feeder
 	err = <-feedErr
+	stopRates()
+	<-ratesDone
 	j.openRobots(false)
 	close(j.commits)
 	err = errors.Join(err, <-commitErr)

@@ -94,6 +94,7 @@ const (
 	metaWARCGzip   = "warc_gzip"   // 1: the job's WARC files are gzipped, 2: not; 0: a job from before either
 	metaSeq        = "seq"         // the last seq given out
 	metaFleet      = "fleet"       // a fleet worker's frontier (Options.FrontierID)
+	metaLoading    = "loading"     // 1 while a Load has not read its list to the end
 )
 
 // store is the job's SQLite database. All writes go through one connection
@@ -119,7 +120,7 @@ func openStore(path string) (*store, error) {
 		return nil, fmt.Errorf("crawl: open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1) // one writer; WAL lets sqlite3 readers in meanwhile
-	if err := errors.Join(execAll(db, schema), migrate(db), execAll(db, indexes)); err != nil {
+	if err := errors.Join(execAll(db, schema), execAll(db, ratesSchema), migrate(db), execAll(db, indexes)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("crawl: %s: %w", path, err)
 	}
@@ -195,8 +196,8 @@ func setMeta(tx *sql.Tx, key string, v int64) error {
 
 // add inserts lines not in the job yet, in one transaction, and returns how
 // many were new.
-func (s *store) add(lines []Line) (int, error) {
-	tx, err := s.db.Begin()
+func (s *store) add(ctx context.Context, lines []Line) (int, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -224,13 +225,13 @@ func (s *store) add(lines []Line) (int, error) {
 		var r sql.Result
 		if k == addRows {
 			if full == nil {
-				if full, err = tx.Prepare(insertRows(addRows)); err != nil {
+				if full, err = tx.PrepareContext(ctx, insertRows(addRows)); err != nil {
 					return 0, err
 				}
 			}
-			r, err = full.Exec(args...)
+			r, err = full.ExecContext(ctx, args...)
 		} else {
-			r, err = tx.Exec(insertRows(k), args...)
+			r, err = tx.ExecContext(ctx, insertRows(k), args...)
 		}
 		if err != nil {
 			return 0, err

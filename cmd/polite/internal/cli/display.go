@@ -102,8 +102,55 @@ func (e estimate) String() string {
 	if e.eta > 0 && e.eta < time.Second {
 		s = "<1s"
 	}
-	if e.slowest != nil {
-		s += fmt.Sprintf(" (slowest: %s, %d left at %s/s)", term.Quote(e.slowest.Host), e.slowest.Left, fmtRate(e.slowest.Rate))
+	if sl := e.slowest; sl != nil {
+		s += fmt.Sprintf(" (slowest: %s, %d left at %s/s", term.Quote(sl.Host), sl.Left, fmtRate(sl.Rate))
+		if sl.Held > 0 {
+			// A figure that waits on a timer says so (issue 33, item
+			// 15): after a block re-check it may grow again.
+			in := sl.Held.Round(time.Second).String()
+			if sl.Held < time.Second {
+				in = "<1s"
+			}
+			s += fmt.Sprintf(", after its %s in %s", sl.HeldBy, in)
+		}
+		s += ")"
+	}
+	return s
+}
+
+// loadingLine is the progress line while the job is not fetching yet: the
+// list's loading, with the entries read so far (a million-line list took
+// 12 s of blank terminal, issue 33, item 9), then the job's state read;
+// "" once the job runs.
+func loadingLine(p crawl.Progress) string {
+	switch {
+	case p.Loading:
+		return fmt.Sprintf("loading the URL list: %s read…", plural(p.Read, "line"))
+	case p.Total == 0 && p.Done == 0:
+		return "reading the job's state…"
+	}
+	return ""
+}
+
+// plural says n things in English: "1 line", "1,200 lines".
+func plural(n int, what string) string {
+	s := commas(n) + " " + what
+	if n != 1 {
+		s += "s"
+	}
+	return s
+}
+
+// commas writes n with thousands separated: 1,200,000.
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
 	}
 	return s
 }
@@ -125,6 +172,12 @@ func startLog(job *crawl.Job, w io.Writer, note noteFunc) *display {
 				return
 			case now := <-t.C:
 				p := job.Progress(3)
+				if p.Loading {
+					mu.Lock()
+					lg.Info("loading", "read", p.Read)
+					mu.Unlock()
+					continue
+				}
 				r := m.add(now, int64(p.DoneNow))
 				slow, ok := job.Slowest()
 				attrs := []any{"done", p.Done, "total", p.Total}
@@ -310,8 +363,8 @@ func (m *barModel) render() string {
 		b.WriteString(s)
 		b.WriteByte('\n')
 	}
-	if p.Total == 0 && p.Done == 0 {
-		line(nil, "loading the URL list…")
+	if l := loadingLine(p); l != "" {
+		line(nil, l)
 	} else {
 		frac := 0.0
 		if p.Total > 0 {
@@ -510,6 +563,9 @@ func writeSummary(w io.Writer, p crawl.Progress, sum crawl.Summary, dir string, 
 		fmt.Fprintf(w, ": %d finished in %s (%s/s)", sum.DoneNow, sum.Elapsed.Round(100*time.Millisecond), perSecond(float64(sum.DoneNow)/sum.Elapsed.Seconds()))
 	}
 	fmt.Fprintln(w)
+	if p.Dropped > 0 {
+		fmt.Fprintf(w, "  (%s of the list repeated a URL it had named: dropped, each fetched once)\n", plural(p.Dropped, "line"))
+	}
 	for _, o := range crawl.Outcomes {
 		if c := sum.Outcomes[o]; c > 0 {
 			fmt.Fprintf(w, "  %-18s %d\n", o, c)

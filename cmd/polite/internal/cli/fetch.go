@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -113,11 +115,14 @@ const fetchLong = `Fetch every URL of URLFILE politely and record what became of
 
 URLFILE has one URL per line ("-" reads standard input). Blank lines and lines
 starting with # are skipped. A line that is not an http or https URL with a
-host, or is longer than --max-url-len, is recorded as invalid_url and never
-requested. A line starting with { is a JSON object naming the URL and its
-lane, {"url": "https://example.com/a", "lane": "interactive"} (interactive,
-normal or bulk; other keys ignored), and a host's lanes share its budget
-6:3:1, so interactive URLs go first and bulk ones never starve.
+host, has text after its URL (a space in a URL is written %20), or is longer
+than --max-url-len, is recorded as invalid_url, its error naming the line's
+number, and never requested. A URL the list repeats is fetched once (fetch
+says how many lines it dropped). A line starting with { is a JSON object
+naming the URL and its lane, {"url": "https://example.com/a", "lane":
+"interactive"} (interactive, normal or bulk; other keys ignored), and a
+host's lanes share its budget 6:3:1, so interactive URLs go first and bulk
+ones never starve.
 
 Every host gets its own budget: --rate requests per second (with --burst),
 at most --concurrency requests in flight, and --workers in flight over all
@@ -127,8 +132,9 @@ answers with a soft block (WAF challenge, captcha) is stopped and asked
 again after --block-recheck with one URL from a path not challenged; a host
 that challenges two paths in a row has its URLs recorded as blocked, never
 sent, and a path challenged twice (and never answered) is left alone. With
---adaptive each host's rate starts at --rate and tunes itself to what the host bears, up to --max-rate. robots.txt is obeyed
-unless --robots=false.
+--adaptive each host's rate starts at --rate and tunes itself to what the
+host bears, up to --max-rate; a resumed job's hosts start at the rates they
+had learned (kept in state.db). robots.txt is obeyed unless --robots=false.
 
 Output, in --out:
   results.jsonl   one JSON object per URL once finished: url, host, outcome
@@ -167,9 +173,11 @@ Outcomes (what to do about each in brackets):
 
 The job is durable: kill it at any moment and run the same command again; it
 resumes where it was, never fetching a finished URL again, and results.jsonl
-holds each URL exactly once. The first Ctrl-C (or SIGTERM) stops taking new
+holds each URL exactly once. The list may be left out then: 'polite fetch
+--out DIR' resumes the job in DIR, whose URLs are in its state.db. The first Ctrl-C (or SIGTERM) stops taking new
 work and lets requests in flight finish for up to --grace; a second one stops
-at once. Either way the state is kept.
+at once; while the list loads, it stops the loading (what was loaded stays).
+Either way the state is kept.
 
 With --redis, workers share each host's budget through Redis (--fleet names
 them). When Redis stops answering each worker says so and goes on as
@@ -217,12 +225,21 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
   cat urls.txt | polite fetch --out run1 --rate 1 --concurrency 1 -
   polite fetch --config rules.toml --bodies none urls.txt`,
 		Args: args(func(c *cobra.Command, a []string) error {
-			// Only a fleet worker may start without a list: it joins the
+			// A fleet worker may start without a list: it joins the
 			// fleet's frontier.
 			if redis, _ := c.Flags().GetString("redis"); redis != "" && len(a) == 0 {
 				if own, _ := c.Flags().GetBool("own-list"); !own {
 					return nil
 				}
+			}
+			if len(a) == 0 {
+				// So may a job's own: its URLs are in state.db (issue
+				// 33, item 13).
+				out, _ := c.Flags().GetString("out")
+				if _, err := os.Stat(filepath.Join(out, crawl.StateFile)); err == nil {
+					return nil
+				}
+				return fmt.Errorf("no URLFILE: give a list of URLs (\"-\" for standard input), or the --out DIR of a job to resume (%s has no %s)", out, crawl.StateFile)
 			}
 			return cobra.ExactArgs(1)(c, a)
 		}),
@@ -280,7 +297,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.DurationVar(&o.OutageClosedFor, "outage-closed-for", 10*time.Minute, "once nothing has been sent for this long waiting for Redis (closed), the job stops with exit status 1, unfinished URLs pending (run again to resume)")
 	f.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics on `ADDR`'s /metrics while the job runs (\":9464\"): requests, waits, retries, pauses and rates by host, the job's URLs by state and outcome, its queue and bytes")
 	f.IntVar(&o.MetricsHost, "metrics-hosts", defaultMetricsHosts, metricsHostsHelp)
-	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc.gz, WARC/1.1 with robots.txt fetches; index with polite cdxj DIR), files (DIR/bodies/) or none")
+	f.StringVar(&bodies, "bodies", string(crawl.BodiesWARC), "where bodies go: warc (DIR/bodies.warc.gz, WARC/1.1 with robots.txt fetches; index with polite cdxj DIR), files (DIR/bodies/) or none; a job keeps its first run's")
 	f.BoolVar(&o.WARCGzip, "warc-gzip", true, "gzip each WARC record on its own (bodies.warc.gz), as archives and replay tools expect; false writes bodies.warc (a job keeps what it was first run with)")
 	f.StringVar(&warcMax, "warc-max-size", "1GiB", "start a new WARC file (bodies-00001.warc.gz, …) once the current one passes this `SIZE`; 0 for one file")
 	f.StringVar(&maxBody, "max-body", "10MiB", "bytes of a body kept; the rest is not downloaded and the result says truncated")
@@ -290,7 +307,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.VarP(dataFlag{&o.Body}, "data", "d", "request `BODY` of every URL, exactly as given, or read from @FILE; Content-Type application/x-www-form-urlencoded unless -H names one")
 	f.BoolVar(&o.RetryPost, "retry-non-idempotent", false, "retry POST and PATCH requests too (429/503, 5xx, no response): only when the API makes a repeat harmless")
 	f.Var(retryOnFlag{&o.RetryOn}, "retry-on", "comma-separated `STATUSES` that are retried, in place of polite's own reading (429,503,408,504 and other 5xx); a status left out is not retried; 4xx and 5xx only")
-	f.DurationVar(&o.MaxTime, "max-time", 0, "stop the whole job after this long (as Ctrl-C does: resumable); 0 for no limit")
+	f.DurationVar(&o.MaxTime, "max-time", 0, "stop the whole job after this long, counted from its start, the list's loading included (as Ctrl-C does: resumable); 0 for no limit")
 	f.IntVar(&o.MaxURLs, "max-urls", 0, "take only the first N URLs of the list (a sample run); 0 for all")
 	f.StringVar(&o.Progress, "progress", "auto", "live display: bar (on a terminal), log (a line every 5 s), none, or auto (bar on a terminal, else log)")
 	f.SortFlags = false
@@ -574,6 +591,19 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 	return tr
 }
 
+// startRates starts the hosts of a job resumed in --out at the rates they
+// had learned (issue 33, item 14: a resumed job ran at 267 URLs/s for its
+// first seconds against 1,900 before), when their rates adapt; a fleet's
+// are in Redis. An unreadable state.db is crawl.Open's to report.
+func (o *fetchOptions) startRates(tr *polite.Transport) {
+	if o.Redis != "" || tr.Adaptive == nil && tr.NewRater == nil {
+		return
+	}
+	if rates, err := crawl.ReadRates(o.Out); err == nil && len(rates) > 0 {
+		tr.StartRate = func(key string) float64 { return rates[key] }
+	}
+}
+
 var errMaxTime = errors.New("--max-time reached")
 
 // ratesLine is the closing line on the rates: what a host started at and
@@ -601,7 +631,7 @@ func (o *fetchOptions) ratesLine() string {
 // warnIdleRules warns of each --config rule no host of the job picks.
 // With --key ip a host's key is its address, known only once resolved:
 // no check then.
-func (o *fetchOptions) warnIdleRules(e *env, job *crawl.Job) {
+func (o *fetchOptions) warnIdleRules(job *crawl.Job, notice func(string)) {
 	if o.Rules == nil || o.Key == polite.KeyIP {
 		return
 	}
@@ -611,10 +641,10 @@ func (o *fetchOptions) warnIdleRules(e *env, job *crawl.Job) {
 	}
 	warns, err := o.Rules.idle(job.EachHost, keyOf)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "polite: checking the --config rules against the job's hosts: %v\n", err)
+		notice(fmt.Sprintf("polite: checking the --config rules against the job's hosts: %v", err))
 	}
 	for _, w := range warns {
-		fmt.Fprintf(e.stderr, "polite: warning: %s\n", w)
+		notice("polite: warning: " + w)
 	}
 }
 
@@ -687,6 +717,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	}
 	tr := o.transport(loop)
 	jobs := &jobMetrics{}
+	o.startRates(tr)
 	if o.Metrics != "" {
 		addr, stop, err := serveMetrics(o.Metrics, tr, o.MetricsHost, jobs)
 		if err != nil {
@@ -773,42 +804,22 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	defer job.Close()
 	jobs.set(job)
 	defer jobs.set(nil)
-	// A job run with another -X or --data is refused before its list is
-	// loaded, or a summary and report of it written (issue 33, item 1).
+	// A job run with another -X, --data or --bodies is refused before
+	// its list is loaded, or a summary and report of it written (issue 33, item 1).
 	if err := job.CheckRequest(); err != nil {
-		if errors.Is(err, crawl.ErrRequestChanged) {
+		var bc *crawl.BodiesChangedError
+		switch {
+		case errors.Is(err, crawl.ErrRequestChanged):
 			return usageErr("%v", err)
+		case errors.As(err, &bc):
+			// As another -X is (issue 33, item 10).
+			return usageErr("--bodies %s: the job in %s keeps its bodies as %s (--bodies %s); a run keeping them as %s would split them: resume it with --bodies %s, or use a new --out",
+				bc.Run, o.Out, bc.Job, bc.Job, bc.Run, bc.Job)
 		}
 		return &exitError{code: ExitFatal, err: err}
 	}
 	if rc := tr.RobotsCache; rc != nil {
 		rc.Record = job.KeepRobots // robots.txt fetches go to the WARC files too
-	}
-	before, added := 0, 0
-	if !o.frontier() {
-		if before, err = job.Len(); err != nil {
-			return &exitError{code: ExitFatal, err: err}
-		}
-		if added, err = job.Load(list); err != nil {
-			return &exitError{code: ExitFatal, err: err}
-		}
-		if before == 0 && added == 0 && job.Skipped() == 0 {
-			// Nothing to do is no success to report (issue 33, item 12).
-			return usageErr("URLFILE %s: no URLs in it (one per line, or JSON lines with \"url\")", listName(o.List))
-		}
-	}
-	o.warnIdleRules(e, job)
-	if n := job.Skipped(); n > 0 {
-		fmt.Fprintf(e.stderr, "polite: --max-urls %d: took the first %d URLs of the list, skipped %d\n", o.MaxURLs, o.MaxURLs, n)
-	}
-	if before > 0 && added > 0 {
-		// A different list on an existing --out is merged into the job;
-		// never silently (issue 18, item 3).
-		fmt.Fprintf(e.stderr, "polite: %s already holds a job of %d URLs; this list adds %d new ones, fetched along with the job's unfinished ones (use a new --out for a separate job)\n",
-			o.Out, before, added)
-	}
-	if o.onReady != nil {
-		o.onReady()
 	}
 	mode := o.Progress
 	if mode == "auto" {
@@ -817,6 +828,8 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 			mode = "bar"
 		}
 	}
+	// --max-time counts from here, the list's loading included, and
+	// Ctrl-C stops the loading too (issue 33, item 9).
 	run := soft
 	if o.MaxTime > 0 {
 		var cancel context.CancelFunc
@@ -835,16 +848,85 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		})
 		note = fleet.note
 	}
+	// The display runs from the first second: a list of a million lines
+	// takes seconds to load, which it shows (issue 33, item 9).
 	d := startDisplay(mode, job, e.stderr, note)
 	say.Store(&d.say)
+	stopDisplay := sync.OnceFunc(func() {
+		d.stop()
+		say.Store(nil)
+	})
+	defer stopDisplay()
+	before, added := 0, 0
+	if !o.frontier() {
+		if before, err = job.Len(); err != nil {
+			return &exitError{code: ExitFatal, err: err}
+		}
+		if list == nil {
+			// Resumed without its list (issue 33, item 13): the URLs
+			// are state.db's, and so are the loopback ports the list
+			// named, which the job may connect to.
+			if err := job.Origins(func(o string) { loop.line([]byte(o)) }); err != nil {
+				return &exitError{code: ExitFatal, err: err}
+			}
+			if before == 0 {
+				return usageErr("--out %s holds no URLs to resume: give a URLFILE", o.Out)
+			}
+			notice(fmt.Sprintf("polite: resuming the job in %s: its %d URLs are in %s", o.Out, before, crawl.StateFile))
+			if stopped, err := job.LoadStopped(); err != nil {
+				return &exitError{code: ExitFatal, err: err}
+			} else if stopped {
+				notice("polite: the job's list was not loaded to its end (its loading was stopped): these are the URLs loaded; give the list again to add the rest")
+			}
+		} else if added, err = job.LoadContext(run, list); err != nil {
+			if run.Err() == nil {
+				return &exitError{code: ExitFatal, err: err}
+			}
+			stopDisplay()
+			why := "interrupted"
+			var gone *redisGoneError
+			switch cause := context.Cause(run); {
+			case cause == errMaxTime:
+				why = fmt.Sprintf("stopped by --max-time %v", o.MaxTime)
+			case errors.As(cause, &gone):
+				why = gone.Error() + ": stopped"
+			}
+			return &exitError{code: ExitFatal, err: fmt.Errorf("%s while loading %s, after %d new URLs (kept in %s); run the same command again to go on",
+				why, listName(o.List), added, crawl.StateFile)}
+		}
+		if before == 0 && added == 0 && job.Skipped() == 0 {
+			// Nothing to do is no success to report (issue 33, item 12).
+			return usageErr("URLFILE %s: no URLs in it (one per line, or JSON lines with \"url\")", listName(o.List))
+		}
+	}
+	o.warnIdleRules(job, notice)
+	if n := job.Skipped(); n > 0 {
+		notice(fmt.Sprintf("polite: --max-urls %d: took the first %d URLs of the list, skipped %d", o.MaxURLs, o.MaxURLs, n))
+	}
+	if p := job.Progress(0); before == 0 && p.Dropped > 0 {
+		// Never silently (issue 33, item 12).
+		notice(fmt.Sprintf("polite: %s of the list repeated a URL (or bad line) it had named: dropped, each is fetched once", plural(p.Dropped, "line")))
+	}
+	if before > 0 && added > 0 {
+		// A different list on an existing --out is merged into the job;
+		// never silently (issue 18, item 3).
+		notice(fmt.Sprintf("polite: %s already holds a job of %d URLs; this list adds %d new ones, fetched along with the job's unfinished ones (use a new --out for a separate job)",
+			o.Out, before, added))
+	}
+	if o.onReady != nil {
+		o.onReady()
+	}
 	sum, err := job.Run(run, hard)
-	d.stop()
-	say.Store(nil)
+	stopDisplay()
 	n := o.summaryN
 	if n == 0 {
 		n = 20
 	}
-	writeSummary(e.stdout, job.Progress(-1), sum, o.Out, n)
+	p := job.Progress(-1)
+	if before > 0 {
+		p.Dropped = 0 // the URLs of a list read again: not the list's repeats
+	}
+	writeSummary(e.stdout, p, sum, o.Out, n)
 	job.Close() // events.jsonl written out, for the report
 	path, unread, rerr := writeReport(o.Out)
 	switch {
