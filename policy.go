@@ -605,7 +605,9 @@ func (s *localStore) State(h *Host, now time.Time) HostState {
 		st.Rule = s.reg.pats[h.rule]
 	}
 	if st.Tokens < 1 && st.Rate > 0 {
-		st.NextToken = now.Add(time.Duration((1 - st.Tokens) / st.Rate * float64(time.Second)))
+		if at := h.bucket.NextAt(now); at.After(now) {
+			st.NextToken = at
+		}
 	}
 	p := h.pol.Load()
 	if p == nil {

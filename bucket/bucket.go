@@ -292,6 +292,32 @@ func tokensAt(f int64, p *params, now int64) float64 {
 	return float64(p.burst) - float64(f-now)/float64(p.cost)
 }
 
+// NextAt returns the instant a take of one token would first succeed: now
+// when it would already, the zero Time when never (rate 0). It is the
+// take's own integer arithmetic, so a caller that comes back at NextAt
+// gets its token; one computed from Tokens and the rate in floating point
+// came back a few nanoseconds early, was refused, and lost a whole poll:
+// a job at 19.9/s sent at half that (issue 33).
+func (b *Bucket) NextAt(now time.Time) time.Time {
+	f, p := b.snapshot()
+	switch {
+	case p == nil || p.rate == 0:
+		return time.Time{}
+	case p.cost == 0:
+		return now
+	}
+	n := nanos(now)
+	limit := p.tau
+	if p.smooth {
+		limit = p.cost
+	}
+	wait := max(f, n) + p.cost - limit - n
+	if wait <= 0 {
+		return now
+	}
+	return fromNanos(n + wait)
+}
+
 // Allow reports whether one token is available now and takes it if so.
 func (b *Bucket) Allow() bool { return b.AllowN(time.Now(), 1) }
 

@@ -561,3 +561,35 @@ func TestCostOfMatchesMulSat(t *testing.T) {
 		}
 	}
 }
+
+// NextAt is the instant a take first succeeds, to the nanosecond, at any
+// rate and in either mode: a take at NextAt gets its token, a take a
+// nanosecond before does not (issue 33: a NextToken computed in floating
+// point came back early, and a job at 19.9/s ran at half that).
+func TestNextAtExact(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	for _, rate := range []float64{1, 3.7, 7.3, 19.9, 20, 333.3} {
+		for _, smooth := range []bool{false, true} {
+			b := New(rate, 2)
+			if smooth {
+				b = NewSmooth(rate)
+			}
+			now := t0
+			for i := range 50 {
+				at := b.NextAt(now)
+				if at.After(now) {
+					if b.AllowN(at.Add(-time.Nanosecond), 1) { // refused: nothing taken
+						t.Fatalf("rate %v smooth %v take %d: a token a nanosecond before NextAt %v", rate, smooth, i, at)
+					}
+					now = at
+				}
+				if !b.AllowN(now, 1) {
+					t.Fatalf("rate %v smooth %v take %d: no token at NextAt %v", rate, smooth, i, now)
+				}
+			}
+		}
+	}
+	if at := New(0, 1).NextAt(t0); !at.IsZero() {
+		t.Errorf("rate 0: NextAt = %v, want never (the zero Time)", at)
+	}
+}

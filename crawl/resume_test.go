@@ -148,8 +148,6 @@ func TestLearnedRatesKept(t *testing.T) {
 
 		// Resumed: a.test starts where it was, not cold as without
 		// StartRate: the rate in force when its first page is asked for.
-		// (Pages are not counted: this fake clock's pacing at a rate
-		// that is not a whole fraction of a second halves it.)
 		var onPage func()
 		rc.after = func(int) {
 			if onPage != nil {

@@ -575,7 +575,10 @@ func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 	at := func(us int64) time.Time { return now.Add(micros(us - rnow)) }
 	st.Rate, st.Tokens, st.Ceiling = rateOf(float(res, stRate)), float(res, stTokens), float(res, stCeiling)
 	if st.Tokens < 1 && st.Rate > 0 {
-		st.NextToken = now.Add(time.Duration((1 - st.Tokens) / st.Rate * float64(time.Second)))
+		// Rounded up to the script's microsecond: a scheduler that comes
+		// back at NextToken must find the token there, not a few
+		// nanoseconds short of it (and lose a poll).
+		st.NextToken = now.Add(time.Duration(math.Ceil((1-st.Tokens)/st.Rate*1e6)) * time.Microsecond)
 	}
 	if pu := integer(res, stPause); pu > rnow {
 		st.PausedUntil, st.PauseWhy = at(pu), polite.Reason(str(res, stPauseWhy))
