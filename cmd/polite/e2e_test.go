@@ -881,3 +881,66 @@ func TestIdleRuleWarned(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 0 and the one warning %q", r.code, r.stderr, want)
 	}
 }
+
+// Ctrl-C while the list loads from a standard input with nothing more
+// coming stops the loading at once, says so, and keeps the URLs read
+// (issue 33, item 9: a blocked read was not interrupted, and the notice
+// spoke of requests in flight).
+func TestInterruptWhileLoadingStdin(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	cmd := exec.Command(bin, "fetch", "--out", out, "--progress", "log", "--robots=false", "-")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	var errb lockedBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		fmt.Fprintf(stdin, "http://127.0.0.1:9/%d\n", i)
+	}
+	// The list stays open: the job waits for more lines.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(errb.String(), "loading") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("still loading 10 s after Ctrl-C; stderr:\n%s", errb.String())
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit %v, want 1", err)
+	}
+	for _, want := range []string{"stopping the list's loading", "interrupted while loading (standard input)"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr does not say %q:\n%s", want, errb.String())
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a process writes to while a test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -648,6 +648,56 @@ func (o *fetchOptions) warnIdleRules(job *crawl.Job, notice func(string)) {
 	}
 }
 
+// loadList loads the list into the job, with loading set meanwhile. A
+// read of the list that blocks (standard input with nothing coming) is
+// given up when ctx ends, so that Ctrl-C and --max-time stop the loading
+// whatever the list is.
+func loadList(job *crawl.Job, ctx context.Context, list io.Reader, loading *atomic.Bool) (int, error) {
+	loading.Store(true)
+	defer loading.Store(false)
+	return job.LoadContext(ctx, &ctxReader{ctx: ctx, r: list})
+}
+
+// ctxReader reads r in a goroutine of its own, one Read at a time, and
+// returns at once when ctx ends: the read it leaves behind ends with the
+// process (the CLI stops soon after), or returns its bytes to no one.
+type ctxReader struct {
+	ctx     context.Context
+	r       io.Reader
+	pending chan readResult // the read under way; nil when none
+	buf     []byte          // what it reads into, reused once it is done
+}
+
+type readResult struct {
+	b   []byte
+	err error
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := context.Cause(c.ctx); err != nil {
+		return 0, err
+	}
+	if c.pending == nil {
+		ch := make(chan readResult, 1)
+		c.pending = ch
+		if cap(c.buf) < len(p) {
+			c.buf = make([]byte, len(p))
+		}
+		b := c.buf[:len(p)]
+		go func() {
+			n, err := c.r.Read(b)
+			ch <- readResult{b[:n], err}
+		}()
+	}
+	select {
+	case r := <-c.pending:
+		c.pending = nil
+		return copy(p, r.b), r.err
+	case <-c.ctx.Done():
+		return 0, context.Cause(c.ctx)
+	}
+}
+
 // listName names URLFILE in a message ("-": standard input).
 func listName(l string) string {
 	if l == "-" {
@@ -691,6 +741,9 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		}
 		fmt.Fprintln(e.stderr, s)
 	}
+	// loading is set while the list loads: Ctrl-C then stops the loading,
+	// with no request in flight to let finish.
+	var loading atomic.Bool
 	sigs := make(chan os.Signal, 2)
 	if !o.noSignals {
 		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -703,7 +756,11 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 			return
 		}
 		stopSoft()
-		notice("polite: stopping: letting requests in flight finish (Ctrl-C again to stop now)")
+		if loading.Load() {
+			notice("polite: stopping the list's loading: the URLs read so far are kept")
+		} else {
+			notice("polite: stopping: letting requests in flight finish (Ctrl-C again to stop now)")
+		}
 		select {
 		case <-sigs:
 			stopHard()
@@ -878,7 +935,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 			} else if stopped {
 				notice("polite: the job's list was not loaded to its end (its loading was stopped): these are the URLs loaded; give the list again to add the rest")
 			}
-		} else if added, err = job.LoadContext(run, list); err != nil {
+		} else if added, err = loadList(job, run, list, &loading); err != nil {
 			if run.Err() == nil {
 				return &exitError{code: ExitFatal, err: err}
 			}
