@@ -648,14 +648,17 @@ func (o *fetchOptions) warnIdleRules(job *crawl.Job, notice func(string)) {
 	}
 }
 
-// loadList loads the list into the job, with loading set meanwhile. A
-// read of the list that blocks (standard input with nothing coming) is
-// given up when ctx ends, so that Ctrl-C and --max-time stop the loading
-// whatever the list is.
-func loadList(job *crawl.Job, ctx context.Context, list io.Reader, loading *atomic.Bool) (int, error) {
+// loadList loads the list into the job, with loading set meanwhile. When
+// a read may block (mayBlock: standard input with nothing coming, a named
+// pipe), it is given up when ctx ends, so that Ctrl-C and --max-time stop
+// the loading whatever the list is.
+func loadList(job *crawl.Job, ctx context.Context, list io.Reader, mayBlock bool, loading *atomic.Bool) (int, error) {
 	loading.Store(true)
 	defer loading.Store(false)
-	return job.LoadContext(ctx, &ctxReader{ctx: ctx, r: list})
+	if mayBlock {
+		list = &ctxReader{ctx: ctx, r: list}
+	}
+	return job.LoadContext(ctx, list)
 }
 
 // ctxReader reads r in a goroutine of its own, one Read at a time, and
@@ -709,19 +712,21 @@ func listName(l string) string {
 func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	defer limitMemory(o.Workers, o.MaxBody)()
 	list := o.list
+	mayBlock := false // a read of the list may wait for more (see loadList)
 	if list == nil && o.List != "" {
 		if o.List == "-" {
-			list = e.stdin
+			list, mayBlock = e.stdin, true
 		} else {
 			f, err := os.Open(o.List)
 			if err != nil {
 				return usageErr("URLFILE: %v", err)
 			}
 			defer f.Close()
-			if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			fi, err := f.Stat()
+			if err == nil && fi.IsDir() {
 				return usageErr("URLFILE %s is a directory: want a file with one URL per line", o.List)
 			}
-			list = f
+			list, mayBlock = f, err != nil || !fi.Mode().IsRegular() // a named pipe, say
 		}
 	}
 
@@ -935,7 +940,7 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 			} else if stopped {
 				notice("polite: the job's list was not loaded to its end (its loading was stopped): these are the URLs loaded; give the list again to add the rest")
 			}
-		} else if added, err = loadList(job, run, list, &loading); err != nil {
+		} else if added, err = loadList(job, run, list, mayBlock, &loading); err != nil {
 			if run.Err() == nil {
 				return &exitError{code: ExitFatal, err: err}
 			}
