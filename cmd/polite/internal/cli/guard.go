@@ -194,6 +194,18 @@ func (o *guardOptions) parse(cfg, upstream string, rate float64, burst int, rate
 // problem body; a client whose request body outlives the server's read
 // deadline gets a 408, and the upstream connection it held is closed.
 func newProxy(u *url.URL, timeout time.Duration, log *slog.Logger) *httputil.ReverseProxy {
+	return newCountingProxy(u, timeout, log, &upstreamErrors{})
+}
+
+// upstreamErrors counts the requests the upstream did not answer, by how:
+// it timed out (504), it failed (502), or the request ended before it was
+// sent (408: the client went away or was too slow with its body).
+type upstreamErrors struct {
+	timedOut, failed, unsent atomic.Int64
+}
+
+// newCountingProxy is newProxy counting into errs.
+func newCountingProxy(u *url.URL, timeout time.Duration, log *slog.Logger, errs *upstreamErrors) *httputil.ReverseProxy {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 256
 	tr.ResponseHeaderTimeout = timeout
@@ -216,13 +228,16 @@ func newProxy(u *url.URL, timeout time.Duration, log *slog.Logger) *httputil.Rev
 				// which cancels the request too. A client gone reads
 				// nothing; a slow one reads 408 rather than net/http's
 				// empty 200.
+				errs.unsent.Add(1)
 				log.Debug("polite guard: request ended before it was sent", slog.String("error", err.Error()))
 				w.Header().Set("Connection", "close")
 				writeGatewayProblem(w, http.StatusRequestTimeout, "the request was not sent within the time allowed")
 			case errors.As(err, &ne) && ne.Timeout():
+				errs.timedOut.Add(1)
 				timedOut.warn(log, "polite guard: upstream timed out", err)
 				writeGatewayProblem(w, http.StatusGatewayTimeout, "the upstream did not answer in time")
 			default:
+				errs.failed.Add(1)
 				failed.warn(log, "polite guard: upstream failed", err)
 				writeGatewayProblem(w, http.StatusBadGateway, "the upstream did not answer")
 			}
@@ -259,9 +274,12 @@ func writeGatewayProblem(w http.ResponseWriter, status int, detail string) {
 
 // guardServer returns the server of polite guard: g in front of the proxy
 // to the upstream, with o's timeouts. forwarded, if not nil, counts the
-// requests passed to the upstream.
-func guardServer(o *guardOptions, g *guard.Guard, log *slog.Logger, forwarded *atomic.Int64) *http.Server {
-	var up http.Handler = newProxy(o.Upstream, o.UpstreamTimeout, log)
+// requests passed to the upstream, and upErrs the upstream's errors.
+func guardServer(o *guardOptions, g *guard.Guard, log *slog.Logger, forwarded *atomic.Int64, upErrs *upstreamErrors) *http.Server {
+	if upErrs == nil {
+		upErrs = &upstreamErrors{}
+	}
+	var up http.Handler = newCountingProxy(o.Upstream, o.UpstreamTimeout, log, upErrs)
 	if forwarded != nil {
 		next := up
 		up = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -335,9 +353,10 @@ func runGuard(ctx context.Context, e *env, o *guardOptions) error {
 	}
 	ln = guardListener(o, g, ln)
 	var forwarded *atomic.Int64
+	upErrs := &upstreamErrors{}
 	if o.Metrics != "" {
 		forwarded = new(atomic.Int64)
-		addr, stopMetrics, err := serveMetrics(o.Metrics, nil, 0, guardMetrics(g, ln, forwarded)...)
+		addr, stopMetrics, err := serveMetrics(o.Metrics, nil, 0, guardMetrics(g, ln, forwarded, upErrs)...)
 		if err != nil {
 			ln.Close()
 			return err
@@ -345,7 +364,7 @@ func runGuard(ctx context.Context, e *env, o *guardOptions) error {
 		defer stopMetrics()
 		fmt.Fprintf(e.stderr, "polite guard: metrics on http://%s/metrics\n", addr)
 	}
-	srv := guardServer(o, g, log, forwarded)
+	srv := guardServer(o, g, log, forwarded, upErrs)
 	rate, burst := effective(cfg.Identity)
 	fmt.Fprintf(e.stdout, "polite guard: http://%s -> %s (identity %v/s, burst %d)\n", ln.Addr(), o.Upstream.Redacted(), rate, burst)
 	if err := serveUntil(ctx, srv, ln); err != nil {
@@ -362,8 +381,9 @@ func runGuard(ctx context.Context, e *env, o *guardOptions) error {
 
 // guardMetrics are the guard's counters for --metrics: requests forwarded
 // to the upstream, refusals by the level that refused, and the rest of
-// its Stats; with --max-conns-per-ip, the connections closed over it.
-func guardMetrics(g *guard.Guard, ln net.Listener, forwarded *atomic.Int64) []prometheus.Collector {
+// its Stats; the upstream's errors by kind; with --max-conns-per-ip, the
+// connections closed over it.
+func guardMetrics(g *guard.Guard, ln net.Listener, forwarded *atomic.Int64, up *upstreamErrors) []prometheus.Collector {
 	counter := func(name, help string, labels prometheus.Labels, v func(guard.Stats) int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
 			func() float64 { return float64(v(g.Stats())) })
@@ -383,6 +403,12 @@ func guardMetrics(g *guard.Guard, ln net.Listener, forwarded *atomic.Int64) []pr
 		cs = append(cs, counter("polite_guard_refused_total",
 			"Requests over budget, by the level that refused them: answered 429 (or let through by --dry-run).",
 			prometheus.Labels{"level": l.String()}, func(s guard.Stats) int64 { return s.RefusedBy[l] }))
+	}
+	for kind, n := range map[string]*atomic.Int64{"timeout": &up.timedOut, "failed": &up.failed, "unsent": &up.unsent} {
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "polite_guard_upstream_errors_total",
+			Help:        "Forwarded requests the upstream did not answer: timeout (answered 504), failed (502), unsent (the request ended before it was sent: 408).",
+			ConstLabels: prometheus.Labels{"kind": kind}},
+			func() float64 { return float64(n.Load()) }))
 	}
 	if c, ok := ln.(*addrCap); ok {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "polite_guard_connections_closed_total",

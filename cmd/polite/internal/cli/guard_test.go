@@ -338,3 +338,34 @@ func TestGuardMetricsAndRefusalLog(t *testing.T) {
 		t.Errorf("stderr does not say where the metrics are:\n%s", logged)
 	}
 }
+
+// An upstream that is down is counted in polite guard's metrics, by kind,
+// as well as logged (it answered 502 with only a log line).
+func TestGuardMetricsCountUpstreamErrors(t *testing.T) {
+	maddr := freeAddr(t)
+	var stderr syncBuffer
+	addr := startGuardTo(t, &stderr, "http://"+freeAddr(t), "--metrics", maddr)
+	for range 2 {
+		resp, err := http.Get("http://" + addr + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadGateway {
+			t.Fatalf("upstream down: %d, want 502", resp.StatusCode)
+		}
+	}
+	resp, err := http.Get("http://" + maddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`polite_guard_upstream_errors_total{kind="failed"} 2`, `polite_guard_upstream_errors_total{kind="timeout"} 0`,
+		`polite_guard_upstream_errors_total{kind="unsent"} 0`} {
+		if !strings.Contains(string(b), want+"\n") {
+			t.Errorf("/metrics lacks %q:\n%s", want, b)
+		}
+	}
+}
