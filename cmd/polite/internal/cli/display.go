@@ -34,6 +34,7 @@ type display struct {
 const (
 	barEvery     = 250 * time.Millisecond
 	logEvery     = 5 * time.Second
+	loadEvery    = time.Second // a log line's cadence while the list loads
 	slowestEvery = time.Second
 	tableRows    = 8
 )
@@ -155,17 +156,20 @@ func commas(n int) string {
 	return s
 }
 
-// startLog writes one structured line every logEvery.
+// startLog writes one structured line every logEvery, and one a second
+// while the list loads (a million-line list takes seconds: the first
+// line comes within the first second, issue 33, item 9).
 func startLog(job *crawl.Job, w io.Writer, note noteFunc) *display {
 	var mu sync.Mutex // one line at a time
 	lg := slog.New(slog.NewTextHandler(w, nil))
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(logEvery)
+		t := time.NewTicker(loadEvery)
 		defer t.Stop()
 		var m rateMeter
-		m.add(time.Now(), int64(job.Progress(0).DoneNow))
+		last := time.Now()
+		m.add(last, int64(job.Progress(0).DoneNow))
 		for {
 			select {
 			case <-done:
@@ -178,6 +182,10 @@ func startLog(job *crawl.Job, w io.Writer, note noteFunc) *display {
 					mu.Unlock()
 					continue
 				}
+				if now.Sub(last) < logEvery-loadEvery/2 {
+					continue
+				}
+				last = now
 				r := m.add(now, int64(p.DoneNow))
 				slow, ok := job.Slowest()
 				attrs := []any{"done", p.Done, "total", p.Total}
