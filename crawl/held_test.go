@@ -106,3 +106,50 @@ func TestHeldEvents(t *testing.T) {
 		t.Errorf("events.jsonl holds %v of waits for the rate; want about 500ms (10 URLs held 50 ms each)", rate)
 	}
 }
+
+// TestHeldSpellEndsWhenSendable: a host held 100 ms for its rate while
+// every worker is busy elsewhere for a second carries 100 ms, not the
+// second it then waited for a worker (that is no politeness cost).
+func TestHeldSpellEndsWhenSendable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		s := newSched(func(h *host, now time.Time) (time.Duration, polite.Reason) {
+			if h.key == "a.test" && now.Before(start.Add(100*time.Millisecond)) {
+				return start.Add(100 * time.Millisecond).Sub(now), polite.ReasonRate
+			}
+			return 0, ""
+		})
+		go s.clock()
+		defer s.Stop()
+		s.mu.Lock()
+		for key, n := range map[string]int{"a.test": 1, "b.test": 2} {
+			h := &host{key: key}
+			s.hosts[key] = h
+			for i := range n {
+				it := &item{id: int64(i + 1), host: h}
+				h.hold(it)
+				s.requeue(it, time.Time{}, false, start)
+			}
+		}
+		s.mu.Unlock()
+		// Two workers: each takes a b.test URL (a.test is held) and is
+		// busy with it for a second.
+		for range 2 {
+			if it := s.next(); it.host.key != "b.test" {
+				t.Fatalf("a worker got %s, want b.test's URL (a.test is held)", it.host.key)
+			}
+		}
+		time.Sleep(time.Second)
+		it := s.next()
+		if it.host.key != "a.test" {
+			t.Fatalf("got %s, want a.test's URL", it.host.key)
+		}
+		var held time.Duration
+		for _, sp := range it.held {
+			held += sp.d
+		}
+		if held != 100*time.Millisecond {
+			t.Errorf("a.test's URL carries %v held (%v), want 100ms: the rest it waited for a worker", held, it.held)
+		}
+	})
+}

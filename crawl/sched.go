@@ -519,13 +519,28 @@ func (s *sched) next() *item {
 // heldBack notes that h, with a URL to send, is held back at now for why.
 // Called with mu held.
 func (h *host) heldBack(now time.Time, why polite.Reason) {
-	switch {
-	case h.heldSince.IsZero():
-		h.heldSince, h.heldWhy = now, why
-	case why != h.heldWhy:
-		h.spells = append(h.spells, heldSpell{h.heldSince, now.Sub(h.heldSince), h.heldWhy})
-		h.heldSince, h.heldWhy = now, why
+	if !h.heldSince.IsZero() && why == h.heldWhy {
+		return
 	}
+	h.endHold(now)
+	h.heldSince, h.heldWhy = now, why
+}
+
+// endHold closes the hold under way at at: the host may send again (its
+// timer fired, or a request of its own ended and freed its slot). The
+// time it may then wait for a worker is not the host's doing, and is not
+// counted. Spells of one reason in a row are summed. Called with mu held.
+func (h *host) endHold(at time.Time) {
+	if h.heldSince.IsZero() {
+		return
+	}
+	d := max(at.Sub(h.heldSince), 0)
+	if n := len(h.spells); n > 0 && h.spells[n-1].why == h.heldWhy {
+		h.spells[n-1].d += d
+	} else {
+		h.spells = append(h.spells, heldSpell{h.heldSince, d, h.heldWhy})
+	}
+	h.heldSince = time.Time{}
 }
 
 // unhold forgets a hold that ended without a URL handed out (the host's
@@ -538,9 +553,9 @@ func (h *host) unhold() {
 // Called with mu held.
 func (s *sched) handOut(h *host, now time.Time) *item {
 	it := h.pop()
-	if !h.heldSince.IsZero() {
-		it.held = append(h.spells, heldSpell{h.heldSince, now.Sub(h.heldSince), h.heldWhy})
-		h.heldSince, h.spells = time.Time{}, nil
+	h.endHold(now)
+	if len(h.spells) > 0 {
+		it.held, h.spells = h.spells, nil
 	}
 	s.queued--
 	h.inflight++
@@ -617,6 +632,9 @@ func (s *sched) retry(it *item, notBefore time.Time) {
 func (s *sched) settle(h *host) {
 	h.inflight--
 	s.inflight--
+	if h.state == hostIdle && h.heldWhy == polite.ReasonSlot {
+		h.endHold(time.Now()) // its cap held it: a slot is free now
+	}
 	s.kick(h)
 }
 
@@ -682,6 +700,7 @@ func (s *sched) clock() {
 				t.h.state = hostIdle
 				t.h.wakeAt = time.Time{}
 				t.h.asleep = false
+				t.h.endHold(t.at) // sendable from its timer on, worker or not
 				s.kick(t.h)
 			}
 		}
