@@ -499,6 +499,9 @@ func (g *Guard) setFields(h http.Header, s *scratch, v verdict) {
 // its t): the tightest level's (least left, then the longest to wait), on
 // a refusal the refusing one's, so that they agree with Retry-After.
 //
+// A refusal by a level not advertised (global, by default) is told by the
+// levels that are: none left until the Retry-After.
+//
 // A request costing more than a level's burst is refused before the store
 // is asked: no level's tokens are known, and none would admit it. Its
 // answer has the policies and X-RateLimit-Limit only, no RateLimit: a t=0
@@ -506,6 +509,11 @@ func (g *Guard) setFields(h http.Header, s *scratch, v verdict) {
 // ever (issue 33, item 8).
 func (g *Guard) appendFields(f fieldValues, s *scratch, v verdict) fieldValues {
 	costly := !v.allowed && v.retry < 0
+	// Refused by a level the fields do not show (the global one, unless
+	// AdvertiseGlobal): the levels shown tell the refusal's story, nothing
+	// to send until its Retry-After, or a client reading r and t would
+	// send at once into the same refusal.
+	hidden := !v.allowed && !costly && !g.advert[v.binding]
 	mask := 0
 	tight := -1
 	var tightR, tightT int64
@@ -524,8 +532,11 @@ func (g *Guard) appendFields(f fieldValues, s *scratch, v verdict) fieldValues {
 		}
 		debt, iv := int64(s.dec.Debt[i]), int64(s.dec.Interval[i])
 		r, t := tokens(int(bk.Burst), debt, iv), nextToken(debt, iv)
-		if binding {
+		switch {
+		case binding:
 			t = v.retry
+		case hidden:
+			r, t = 0, max(t, v.retry)
 		}
 		switch {
 		case binding:

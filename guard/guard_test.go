@@ -268,6 +268,11 @@ func TestLegacyFieldsAgree(t *testing.T) {
 		{"refused", Config{Identity: Limit{Rate: 0.5, Burst: 2}}, 3, `"identity";q=2;w=4`, "2"},
 		{"refused by the tenant", Config{Identity: Limit{Rate: 10, Burst: 20}, Tenant: Limit{Rate: 1, Burst: 1},
 			Identify: func(*http.Request) Who { return Who{Tenant: "acme"} }}, 2, `"identity";q=20;w=2, "tenant";q=1;w=1`, "1"},
+		// The global level is not advertised: the identity's item tells
+		// the refusal's story, nothing left until the Retry-After (it
+		// said r=19;t=0 beside Retry-After: 2).
+		{"refused by the unadvertised global", Config{Identity: Limit{Rate: 10, Burst: 20}, Global: Limit{Rate: 0.5, Burst: 1}}, 2,
+			`"identity";q=20;w=2`, "20"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -294,6 +299,9 @@ func TestLegacyFieldsAgree(t *testing.T) {
 				}
 				if w.Code == 429 {
 					ra, _ := strconv.ParseInt(hd.Get("Retry-After"), 10, 64)
+					if q.Remaining != 0 {
+						t.Errorf("a 429 whose RateLimit %q leaves %d", hd.Get("RateLimit"), q.Remaining)
+					}
 					if reset-time.Now().Unix() != ra {
 						t.Errorf("X-RateLimit-Reset in %d s, Retry-After %d s", reset-time.Now().Unix(), ra)
 					}
