@@ -82,11 +82,43 @@ func (e requestChanged) Is(target error) bool { return target == ErrRequestChang
 // *BodiesChangedError, matching ErrBodiesChanged). The first run records
 // them. Run checks it too; a caller checks it first to refuse before
 // loading a list into the job or saying anything of it.
+//
+// It also refuses a job run without a Frontier on a fleet worker's
+// directory (ErrFleetDir): its URLs are leased from the fleet's frontier,
+// and a run of its own would fetch them outside the fleet's budgets and
+// give the frontier no result, so that other workers fetch them again.
 func (j *Job) CheckRequest() error {
+	if err := j.checkFleetDir(); err != nil {
+		return err
+	}
 	if err := j.checkRequest(); err != nil {
 		return err
 	}
 	return j.checkBodies()
+}
+
+// ErrFleetDir is CheckRequest's error for a job run without a Frontier on
+// a fleet worker's directory (the mirror of a fleet worker given a job's).
+var ErrFleetDir = errors.New("crawl: the directory is a fleet worker's (its URLs are leased from a fleet's frontier): run it with its fleet (--redis and --fleet), or use another directory")
+
+func (j *Job) checkFleetDir() error {
+	if j.opts.Frontier != nil {
+		return nil
+	}
+	id, err := j.st.meta(metaFleet)
+	if err != nil {
+		return fmt.Errorf("crawl: reading state: %w", err)
+	}
+	leased := 0
+	if id == 0 {
+		if err := j.st.db.QueryRow(`SELECT count(*) FROM leases`).Scan(&leased); err != nil {
+			return fmt.Errorf("crawl: reading state: %w", err)
+		}
+	}
+	if id != 0 || leased > 0 {
+		return ErrFleetDir
+	}
+	return nil
 }
 
 func (j *Job) checkRequest() error {

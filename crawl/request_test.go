@@ -132,3 +132,26 @@ func TestMethodAndBodyKept(t *testing.T) {
 		t.Errorf("resuming with the same method and body: %v", err)
 	}
 }
+
+// A job run without a frontier on a fleet worker's directory is refused
+// (a worker's URLs are leased: fetched alone they would go outside the
+// fleet's budgets, their results to no frontier).
+func TestFleetDirRefusedAlone(t *testing.T) {
+	dir := t.TempDir()
+	j := loadJob(t, dir, "http://a.test/1\n", Options{})
+	if err := j.CheckRequest(); err != nil {
+		t.Fatalf("a job's own directory: %v", err)
+	}
+	if _, err := j.st.db.Exec(`INSERT INTO leases(id, token, leases, expires) VALUES(1, 7, 1, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	j, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.CheckRequest(); !errors.Is(err, ErrFleetDir) {
+		t.Errorf("CheckRequest on a directory with leases = %v, want ErrFleetDir", err)
+	}
+}

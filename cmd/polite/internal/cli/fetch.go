@@ -174,7 +174,9 @@ Outcomes (what to do about each in brackets):
 The job is durable: kill it at any moment and run the same command again; it
 resumes where it was, never fetching a finished URL again, and results.jsonl
 holds each URL exactly once. The list may be left out then: 'polite fetch
---out DIR' resumes the job in DIR, whose URLs are in its state.db. The first Ctrl-C (or SIGTERM) stops taking new
+--out DIR' with the job's other flags resumes the job in DIR, whose URLs are
+in its state.db (its flags are not: --rate, --config and -H are the run's;
+another -X, --data or --bodies is refused). The first Ctrl-C (or SIGTERM) stops taking new
 work and lets requests in flight finish for up to --grace; a second one stops
 at once; while the list loads, it stops the loading (what was loaded stays).
 Either way the state is kept.
@@ -600,7 +602,17 @@ func (o *fetchOptions) startRates(tr *polite.Transport) {
 		return
 	}
 	if rates, err := crawl.ReadRates(o.Out); err == nil && len(rates) > 0 {
-		tr.StartRate = func(key string) float64 { return rates[key] }
+		// Each rate serves once: a host evicted when idle and made again
+		// later in this run starts as a new one, not at what the last
+		// run had learned (this run may have learned to go slower).
+		var mu sync.Mutex
+		tr.StartRate = func(key string) float64 {
+			mu.Lock()
+			defer mu.Unlock()
+			r := rates[key]
+			delete(rates, key)
+			return r
+		}
 	}
 }
 
@@ -632,7 +644,9 @@ func (o *fetchOptions) ratesLine() string {
 // With --key ip a host's key is its address, known only once resolved:
 // no check then.
 func (o *fetchOptions) warnIdleRules(job *crawl.Job, notice func(string)) {
-	if o.Rules == nil || o.Key == polite.KeyIP {
+	if o.Rules == nil || o.Key == polite.KeyIP || o.frontier() {
+		// A fleet worker's state.db holds only the URLs it leased, none
+		// at its start: its rules apply to the fleet's hosts.
 		return
 	}
 	keyOf := func(h string) string { return h }
@@ -873,6 +887,8 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		switch {
 		case errors.Is(err, crawl.ErrRequestChanged):
 			return usageErr("%v", err)
+		case errors.Is(err, crawl.ErrFleetDir):
+			return usageErr("--out %s: %v", o.Out, strings.TrimPrefix(err.Error(), "crawl: "))
 		case errors.As(err, &bc):
 			// As another -X is (issue 33, item 10).
 			return usageErr("--bodies %s: the job in %s keeps its bodies as %s (--bodies %s); a run keeping them as %s would split them: resume it with --bodies %s, or use a new --out",
