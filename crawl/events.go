@@ -77,12 +77,12 @@ func (j *Job) logHeld(it *item) {
 // header) had no rate in the report (issue 33, item 3).
 func (j *Job) logStartRate(it *item) {
 	h := it.host
-	if j.events == nil || j.tr == nil || h == nil || !h.rateLogged.CompareAndSwap(false, true) {
+	if j.events == nil || j.tr == nil || h == nil || h.rateLogged.Load() {
 		return
 	}
 	st, ok := j.tr.State(j.budgetOf(h))
-	if !ok {
-		return
+	if !ok || !h.rateLogged.CompareAndSwap(false, true) {
+		return // not known yet (the next URL asks again), or logged meanwhile
 	}
 	why := "rule " + st.Rule
 	switch {

@@ -509,6 +509,10 @@ func demandNoteTakesNothing(t *testing.T, newStore New) {
 func gateOrder(t *testing.T, newStore New) {
 	c := defaults()
 	c.BreakerOpen = time.Minute
+	// One token per 100 s: spent at the start, it is still missing at
+	// every step up to +100 s, so a store that checked the token before
+	// the pause or the breaker would name the token there.
+	c.Limits.Rate = 0.01
 	s, reg := newStore(t, c)
 	h := host(t, reg, "a.test")
 	t0 := time.Now()
@@ -544,10 +548,16 @@ func gateOrder(t *testing.T, newStore New) {
 	}
 	check(10*time.Second, polite.ReasonRetryAfter)
 	check(40*time.Second, polite.ReasonBreaker)
-	// The breaker lets its probe through at +63 s; once the probe is
-	// answered ok, the token is the last gate.
-	check(70*time.Second, "")
-	s.Report(h, ok(at(70*time.Second), at(70*time.Second+100*time.Millisecond)))
-	check(71*time.Second, "")
-	check(71*time.Second+500*time.Millisecond, polite.ReasonRate)
+	// The breaker would let a probe through from +63 s, but the token is
+	// not there yet (100 s after the start, or after the throttle drained
+	// the bucket); the probe goes when it is, and once it is answered ok
+	// the token is the last gate.
+	check(70*time.Second, polite.ReasonRate)
+	next := s.State(h, at(70*time.Second)).NextToken.Sub(t0)
+	if next <= 70*time.Second || next > 200*time.Second {
+		t.Fatalf("State.NextToken at +70s: +%v, want within +70s..+200s", next)
+	}
+	check(next, "")
+	s.Report(h, ok(at(next), at(next+100*time.Millisecond)))
+	check(next+time.Second, polite.ReasonRate)
 }

@@ -876,7 +876,7 @@ func TestIdleRuleWarned(t *testing.T) {
 	rules := filepath.Join(dir, "rules.toml")
 	os.WriteFile(rules, []byte("[[rule]]\nhosts = \"127.0.0.1*\"\nrate = 5\n\n[[rule]]\nhosts = \"fragil.test\"\nrate = 0.5\n"), 0o644)
 	r := polite(t, "fetch", "--progress", "none", "--robots=false", "--config", rules, "--out", filepath.Join(dir, "out"), list)
-	want := rules + `:5: rule 2 (hosts = "fragil.test") applies to no host: it does not match the job's one host`
+	want := rules + `:5: rule 2 (hosts = "fragil.test") applies to no host the list names: it does not match the job's one host`
 	if r.code != 0 || !strings.Contains(r.stderr, "polite: warning: "+want) || strings.Count(r.stderr, "warning") != 1 {
 		t.Errorf("exit %d, stderr %q; want 0 and the one warning %q", r.code, r.stderr, want)
 	}

@@ -536,8 +536,8 @@ rate = 0.5
 		t.Fatal(err)
 	}
 	want := []string{
-		path + `:5: rule 2 (hosts = "fragil.test") applies to no host: it matches none of the job's 3 hosts`,
-		path + `:9: rule 3 (hosts = "*.test") applies to no host: the hosts it matches pick rule 1 (hosts = "*.shop.test") first, as a.shop.test does`,
+		path + `:5: rule 2 (hosts = "fragil.test") applies to no host the list names: it matches none of the job's 3 hosts`,
+		path + `:9: rule 3 (hosts = "*.test") applies to no host the list names: the hosts it matches pick rule 1 (hosts = "*.shop.test") first, as a.shop.test does`,
 	}
 	if !slices.Equal(warns, want) {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warns, "\n"), strings.Join(want, "\n"))

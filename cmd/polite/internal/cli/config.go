@@ -362,7 +362,7 @@ func (c *config) idle(each func(func(string) bool) error, keyOf func(host string
 			j := c.match.RuleIndex(k)
 			why = fmt.Sprintf("the hosts it matches pick rule %d (hosts = %q) first, as %s does", j+1, c.Rules[j].Hosts, k)
 		}
-		out = append(out, fmt.Sprintf("%s:%d: rule %d (hosts = %q) applies to no host: %s", c.name, c.lines[i], i+1, c.Rules[i].Hosts, why))
+		out = append(out, fmt.Sprintf("%s:%d: rule %d (hosts = %q) applies to no host the list names: %s", c.name, c.lines[i], i+1, c.Rules[i].Hosts, why))
 	}
 	return out, nil
 }

@@ -128,6 +128,13 @@ func TestResumeStartsAtLearnedRates(t *testing.T) {
 		if start != tc.want {
 			t.Errorf("%q: StartRate(%s) = %v, want %v", tc.argv, key, start, tc.want)
 		}
+		// Once: the host made again after an eviction in this run
+		// starts anew, not at the last run's rate.
+		if tr.StartRate != nil {
+			if again := tr.StartRate(key); again != 0 {
+				t.Errorf("%q: StartRate(%s) a second time = %v, want 0 (the defaults)", tc.argv, key, again)
+			}
+		}
 	}
 }
 

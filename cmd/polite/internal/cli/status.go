@@ -246,8 +246,9 @@ func newRetryCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 		Short: "Re-queue a job's dead letters so the next fetch tries them again",
 		Long: `Put the finished URLs of the job in DIR (its --out) that ended with one of
 --outcome back in its queue, in state.db, as if never tried. Their lines leave
-results.jsonl; running 'polite fetch --out DIR' again (no list needed: the
-job's URLs are in its state.db) fetches them and records their new outcome. A pause a host named beyond
+results.jsonl; running 'polite fetch --out DIR' again with the job's flags
+(no list needed: the job's URLs are in its state.db; its flags, --rate,
+--config, -H, are not) fetches them and records their new outcome. A pause a host named beyond
 --max-retry-after still holds (see 'polite status DIR').
 
 With --redis, the same in a fleet's frontier: its committed results with one
@@ -312,7 +313,7 @@ func runRetry(e *env, o *retryOptions) error {
 	if err != nil {
 		return &exitError{code: ExitFatal, err: err}
 	}
-	fmt.Fprintf(e.stdout, "%d URLs re-queued (%s) in %s; run 'polite fetch --out %s' to fetch them again (no list needed)\n",
+	fmt.Fprintf(e.stdout, "%d URLs re-queued (%s) in %s; run 'polite fetch --out %s' with the job's flags to fetch them again (no list needed)\n",
 		n, strings.Join(o.Outcomes, ", "), o.Out, o.Out)
 	if s, err := crawl.ReadStatus(o.Out, 0); err == nil {
 		for _, h := range s.Hosts {

@@ -24,7 +24,7 @@ func (d *Data) writeDetail(b *strings.Builder) {
 		band = band || slices.ContainsFunc(h.capErrs, func(e float64) bool { return e > 0 })
 	}
 	fmt.Fprintf(b, `<p class="legend">%s rate set %s achieved (ok/s over %s) %s capacity estimate %s 429 %s 503 %s paused %s breaker open %s latency p50 %s p95</p>`,
-		swatch("#1f77b4"), swatch("#2ca02c"), fmtSpan(d.okWindow()), swatch("#ff7f0e"), swatch("#d62728"), swatch(tick503), swatch("#f3d9a6"), swatch("#c9b3e6"),
+		swatch("#1f77b4"), swatch("#2ca02c"), fmtSpan(time.Duration(d.windowBuckets())*d.Width), swatch("#ff7f0e"), swatch("#d62728"), swatch(tick503), swatch("#f3d9a6"), swatch("#c9b3e6"),
 		swatch("#555"), swatch("#aaa"))
 	note := "The capacity estimate is the dashed line: what the controller reckons the host serves."
 	if band {
