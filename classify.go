@@ -188,30 +188,35 @@ func (defaultBlocks) Detect(resp *http.Response, peek []byte) string {
 }
 
 // markerFirst[c] has bit i set when blockMarkers[i] starts with the byte
-// c, in either case; widgetMarkers has the bits of the widget markers.
-var markerFirst, widgetMarkers = func() (t [256]uint16, w uint16) {
+// c, in either case, and markerSecond[c] when its second byte is c;
+// widgetMarkers has the bits of the widget markers.
+var markerFirst, markerSecond, widgetMarkers = func() (first, second [256]uint16, w uint16) {
 	for i, m := range blockMarkers {
-		c := m.marker[0]
-		t[c] |= 1 << i
-		if 'a' <= c && c <= 'z' {
-			t[c-'a'+'A'] |= 1 << i
+		for j, t := range []*[256]uint16{&first, &second} {
+			c := m.marker[j]
+			t[c] |= 1 << i
+			if 'a' <= c && c <= 'z' {
+				t[c-'a'+'A'] |= 1 << i
+			}
 		}
 		if m.widget {
 			w |= 1 << i
 		}
 	}
-	return t, w
+	return first, second, w
 }()
 
 // findMarker returns the reason of the first of blockMarkers (those whose
 // bits are in allowed) that p holds, ignoring ASCII case, or "". It makes
-// one pass over p, checking a marker only where its first byte is: every
-// small HTML page a crawl fetches is scanned, and thirteen searches of a
-// lower-cased copy were 9 % of its CPU (issue 17, defect 3).
+// one pass over p, checking a marker only where its first two bytes are:
+// every small HTML page a crawl fetches is scanned, and thirteen searches
+// of a lower-cased copy were 9 % of its CPU (issue 17, defect 3); with the
+// first byte alone, prose (where a, c, p and r start many words) still
+// cost 5 µs a page (issue 34, part 2).
 func findMarker(p []byte, allowed uint16) string {
 	var found uint16
-	for i, c := range p {
-		for m := markerFirst[c] & allowed &^ found; m != 0; m &= m - 1 {
+	for i := 0; i+1 < len(p); i++ {
+		for m := markerFirst[p[i]] & markerSecond[p[i+1]] & allowed &^ found; m != 0; m &= m - 1 {
 			k := bits.TrailingZeros16(m)
 			if hasPrefixFold(p[i:], blockMarkers[k].marker) {
 				found |= 1 << k

@@ -103,12 +103,15 @@ func read(r io.Reader, fn func(*Record) error, skip bool) (Skipped, error) {
 			continue
 		}
 		rec = Record{}
-		if err := json.Unmarshal(line, &rec); err != nil {
-			if !skip {
-				return s, fmt.Errorf("audit: line %d: %w", n, err)
+		if !scanRecord(line, &rec) {
+			rec = Record{}
+			if err := json.Unmarshal(line, &rec); err != nil {
+				if !skip {
+					return s, fmt.Errorf("audit: line %d: %w", n, err)
+				}
+				s.skip(fmt.Errorf("audit: line %d: %w", n, err))
+				continue
 			}
-			s.skip(fmt.Errorf("audit: line %d: %w", n, err))
-			continue
 		}
 		if err := fn(&rec); err != nil {
 			return s, err

@@ -2,7 +2,6 @@ package crawl
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -123,6 +122,10 @@ func (j *Job) flush(batch []commitMsg) error {
 	var paused []hostPause
 	robots := false
 	seq := j.res.seq
+	// The batch's results lines, one after another: one allocation for
+	// most batches. A line's slice stays valid if lines grows; the array is
+	// the batch's alone (fleet acks hold on to lines), never reused.
+	lines := make([]byte, 0, 512*len(batch))
 	for _, m := range batch {
 		if m.robots != nil {
 			if j.warc != nil {
@@ -158,12 +161,14 @@ func (j *Job) flush(batch []commitMsg) error {
 			name, off := j.warc.response(target, m.res.Finished, m.kept)
 			m.res.WARCFile, m.res.WARC = name, &off
 		}
-		line, err := json.Marshal(m.res)
-		if err != nil {
+		from := len(lines)
+		var err error
+		if lines, err = m.res.appendJSON(lines); err != nil {
 			return fmt.Errorf("crawl: encoding a result: %w", err)
 		}
+		lines = append(lines, '\n')
 		seq++
-		finished = append(finished, done{id: m.it.id, seq: seq, outcome: m.res.Outcome, line: append(line, '\n')})
+		finished = append(finished, done{id: m.it.id, seq: seq, outcome: m.res.Outcome, line: lines[from:len(lines):len(lines)]})
 	}
 	marks := j.res.marks()
 	if len(finished) > 0 {

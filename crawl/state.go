@@ -493,10 +493,16 @@ func markDone(tx *sql.Tx, finished []done) error {
 // doneRows is how many finished URLs one statement of markDone records.
 const doneRows = 128
 
-// updateDone is the statement recording k finished URLs.
+// updateDone is the statement recording k finished URLs. OR FAIL: a
+// statement that may stop halfway on a constraint (urls_seq's uniqueness)
+// and must then undo its own rows makes SQLite keep a statement journal
+// of every page it changes, spilled past 64 KiB to a temporary file, a
+// pwrite a page (0.25 s of 11 s CPU for 100,000 URLs in throughput.sh;
+// issue 34, part 2). On such a failure commit rolls back the whole
+// transaction anyway, so the statement need not undo anything.
 func updateDone(k int) string {
 	var b strings.Builder
-	b.WriteString(`UPDATE urls SET state = 'done', seq = v.column2, outcome = v.column3, result = v.column4
+	b.WriteString(`UPDATE OR FAIL urls SET state = 'done', seq = v.column2, outcome = v.column3, result = v.column4
 		FROM (VALUES (?, ?, ?, ?)`)
 	for range k - 1 {
 		b.WriteString(`, (?, ?, ?, ?)`)

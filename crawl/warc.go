@@ -51,11 +51,17 @@ import (
 //
 // A warcWriter is used by the job's one committer goroutine only.
 type warcWriter struct {
-	dir     string
-	gz      *gzip.Writer // reused, one member per record; nil: uncompressed
-	maxSize int64        // rotate past this many bytes; 0: never
-	info    string       // the warcinfo record's fields
-	index   int          // the current file's number
+	dir string
+	gz  *gzip.Writer // reused, one member per record; nil: uncompressed
+	// stored writes the request records: gzip members of stored (level 0)
+	// blocks. A request head is some 200 bytes that deflate would save
+	// little of, and a member at BestSpeed cost about 7 µs of the
+	// committer's time (building its dynamic Huffman codes), one at level 0
+	// 0.2 µs (issue 34, part 2). nil when gz is.
+	stored  *gzip.Writer
+	maxSize int64  // rotate past this many bytes; 0: never
+	info    string // the warcinfo record's fields
+	index   int    // the current file's number
 	f       *os.File
 	w       *bufio.Writer
 	cw      countingWriter // w, counting the bytes that reach it
@@ -103,6 +109,7 @@ func openWARC(dir string, mark warcMark, gzipped bool, maxSize int64, info strin
 	ww := &warcWriter{dir: dir, maxSize: maxSize, info: info, index: mark.index}
 	if gzipped {
 		ww.gz, _ = gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+		ww.stored, _ = gzip.NewWriterLevel(io.Discard, gzip.NoCompression)
 	}
 	// Files past the committed one were started by a run that ended before
 	// committing anything in them: their URLs will be fetched and written
@@ -120,7 +127,7 @@ func openWARC(dir string, mark warcMark, gzipped bool, maxSize int64, info strin
 		return nil, err
 	}
 	ww.bare = mark.off == 0
-	ww.record(newUUID(), "warcinfo", "", time.Now(), "application/warc-fields", nil, []byte(info), nil, nil)
+	ww.record(ww.gz, newUUID(), "warcinfo", "", time.Now(), "application/warc-fields", nil, []byte(info), nil, nil)
 	return ww, nil
 }
 
@@ -171,7 +178,7 @@ func (ww *warcWriter) rotate() {
 		return
 	}
 	ww.bare = true
-	ww.record(newUUID(), "warcinfo", "", time.Now(), "application/warc-fields", nil, []byte(ww.info), nil, nil)
+	ww.record(ww.gz, newUUID(), "warcinfo", "", time.Now(), "application/warc-fields", nil, []byte(ww.info), nil, nil)
 }
 
 // name is the current file's name.
@@ -197,14 +204,14 @@ func (ww *warcWriter) response(target string, at time.Time, k *kept) (string, in
 	}
 	b = appendIP(b, k.ip)
 	ww.extra = b
-	ww.record(k.respID, "response", target, at, "application/http;msgtype=response", k.respHead, k.body, &k.respBlock, b)
+	ww.record(ww.gz, k.respID, "response", target, at, "application/http;msgtype=response", k.respHead, k.body, &k.respBlock, b)
 	if k.reqHead != nil {
 		b := append(ww.extra[:0], "WARC-Concurrent-To: "...)
 		b = append(b, respID[:]...)
 		b = append(b, "\r\n"...)
 		b = appendIP(b, k.ip)
 		ww.extra = b
-		ww.record(k.reqID, "request", target, at, "application/http;msgtype=request", k.reqHead, nil, &k.reqBlock, b)
+		ww.record(ww.stored, k.reqID, "request", target, at, "application/http;msgtype=request", k.reqHead, nil, &k.reqBlock, b)
 	}
 	return ww.name(), off
 }
@@ -232,9 +239,9 @@ func responseHead(resp *http.Response) []byte {
 
 // record writes one record: the header, a block of head followed by body
 // (whose sha256 is block, worked out here when nil), and the two CRLFs that
-// end a record (ISO 28500 §4); with gzip on, as a gzip member of its own.
-// extra holds more header lines.
-func (ww *warcWriter) record(id [16]byte, typ, target string, at time.Time, ctype string, head, body []byte, block *[32]byte, extra []byte) {
+// end a record (ISO 28500 §4); with gzip on (gz not nil), as a gzip member
+// of its own. extra holds more header lines.
+func (ww *warcWriter) record(gz *gzip.Writer, id [16]byte, typ, target string, at time.Time, ctype string, head, body []byte, block *[32]byte, extra []byte) {
 	if block == nil {
 		h := sha256.New()
 		h.Write(head)
@@ -273,16 +280,16 @@ func (ww *warcWriter) record(id [16]byte, typ, target string, at time.Time, ctyp
 	b = append(b, "\r\n\r\n"...)
 	ww.hdr = b
 	var w io.Writer = ww.cw
-	if ww.gz != nil {
-		ww.gz.Reset(ww.cw)
-		w = ww.gz
+	if gz != nil {
+		gz.Reset(ww.cw)
+		w = gz
 	}
 	w.Write(b)
 	w.Write(head)
 	w.Write(body)
 	io.WriteString(w, "\r\n\r\n")
-	if ww.gz != nil {
-		ww.gz.Close() // the member's end; errors surface at the flush in sync
+	if gz != nil {
+		gz.Close() // the member's end; errors surface at the flush in sync
 	}
 }
 

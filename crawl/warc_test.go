@@ -53,6 +53,26 @@ func member(t *testing.T, path string, off int64, gzipped bool) []byte {
 	return b
 }
 
+// blockType returns the type of the first deflate block (RFC 1951 §3.2.3:
+// 0 stored, 1 fixed, 2 dynamic Huffman codes) of the gzip member at off,
+// one with no optional fields (RFC 1952 §2.3: a 10-byte header).
+func blockType(t *testing.T, path string, off int64) byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var h [11]byte
+	if _, err := f.ReadAt(h[:], off); err != nil {
+		t.Fatal(err)
+	}
+	if h[0] != 0x1f || h[1] != 0x8b || h[3] != 0 {
+		t.Fatalf("member at %d: header % x", off, h[:10])
+	}
+	return h[10] >> 1 & 3
+}
+
 // checkRecord parses the record at the start of b and checks its block
 // digest; it returns its header fields and block.
 func checkRecord(t *testing.T, b []byte) (map[string]string, []byte) {
@@ -130,9 +150,17 @@ func TestWARCRecords(t *testing.T) {
 					if r.Offset != off || r.Status != 200 || r.MIME != "text/html" {
 						t.Errorf("response at %d (writer: %d), status %d, mime %q", r.Offset, off, r.Status, r.MIME)
 					}
+					if gz && blockType(t, path, r.Offset) == 0 {
+						t.Errorf("response member at %d: stored, want compressed", r.Offset)
+					}
 				case "request":
 					if !bytes.HasPrefix(block, []byte("GET /p?q=1 HTTP/1.1\r\nHost: a.test\r\n")) || fields["WARC-IP-Address"] != "127.0.0.9" {
 						t.Errorf("request record %v %q", fields, block)
+					}
+					// A request record's member is stored, not deflated
+					// (issue 34, part 2): a response's is.
+					if gz && blockType(t, path, r.Offset) != 0 {
+						t.Errorf("request member at %d: deflate block type %d, want 0 (stored)", r.Offset, blockType(t, path, r.Offset))
 					}
 				case "warcinfo":
 					if fields["WARC-Filename"] != name {

@@ -381,9 +381,12 @@ func readResults(r io.Reader, fn func(*result)) (unread int, err error) {
 			return unread, fmt.Errorf("results.jsonl: %w", err)
 		}
 		res = result{}
-		if err := json.Unmarshal(line, &res); err != nil {
-			unread++
-			continue
+		if !scanResult(line, &res) {
+			res = result{}
+			if err := json.Unmarshal(line, &res); err != nil {
+				unread++
+				continue
+			}
 		}
 		fn(&res)
 	}
