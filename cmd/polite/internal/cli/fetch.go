@@ -725,68 +725,15 @@ func listName(l string) string {
 
 func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	defer limitMemory(o.Workers, o.MaxBody)()
-	list := o.list
-	mayBlock := false // a read of the list may wait for more (see loadList)
-	if list == nil && o.List != "" {
-		if o.List == "-" {
-			list, mayBlock = e.stdin, true
-		} else {
-			f, err := os.Open(o.List)
-			if err != nil {
-				return usageErr("URLFILE: %v", err)
-			}
-			defer f.Close()
-			fi, err := f.Stat()
-			if err == nil && fi.IsDir() {
-				return usageErr("URLFILE %s is a directory: want a file with one URL per line", o.List)
-			}
-			list, mayBlock = f, err != nil || !fi.Mode().IsRegular() // a named pipe, say
-		}
+	list, mayBlock, closeList, err := o.openList(e)
+	if err != nil {
+		return err
 	}
+	defer closeList()
 
-	// The first SIGINT/SIGTERM stops taking work; the second cancels what
-	// is in flight.
-	soft, stopSoft := context.WithCancel(ctx)
-	defer stopSoft()
-	hard, stopHard := context.WithCancel(context.Background())
-	defer stopHard()
-	// Notices go through the display once it runs, so that they never
-	// break its view (issue 18, item 4).
-	var say atomic.Pointer[func(string)]
-	notice := func(s string) {
-		if f := say.Load(); f != nil {
-			(*f)(s)
-			return
-		}
-		fmt.Fprintln(e.stderr, s)
-	}
-	// loading is set while the list loads: Ctrl-C then stops the loading,
-	// with no request in flight to let finish.
-	var loading atomic.Bool
-	sigs := make(chan os.Signal, 2)
-	if !o.noSignals {
-		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(sigs)
-	}
-	go func() {
-		select {
-		case <-sigs:
-		case <-soft.Done():
-			return
-		}
-		stopSoft()
-		if loading.Load() {
-			notice("polite: stopping the list's loading: the URLs read so far are kept")
-		} else {
-			notice("polite: stopping: letting requests in flight finish (Ctrl-C again to stop now)")
-		}
-		select {
-		case <-sigs:
-			stopHard()
-		case <-hard.Done():
-		}
-	}()
-
+	sg := o.signals(ctx, e)
+	defer sg.close()
+	soft, hard, notice := sg.soft, sg.hard, sg.notice
 	loop := &loopbackPorts{}
 	if list != nil {
 		list = loop.tap(list)
@@ -814,88 +761,17 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 		defer closeRedis()
 		fleet = w
 	}
-	opts := crawl.Options{
-		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
-		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
-		WARCPlain: !o.WARCGzip, WARCMaxSize: o.WARCMaxSize,
-		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp, BlockRecheck: o.BlockRecheck,
-		Header: o.Header, MaxURLs: o.MaxURLs, RetryOn: o.RetryOn, SameHost: o.SameHost,
-		Method: o.Method, Body: o.Body,
+	opts, enqueued, err := o.crawlOptions(ctx, e, tr, fleet, list)
+	if err != nil || enqueued {
+		return err
 	}
-	opts.Lane, _ = crawl.ParseLane(o.Lane) // checked by parse
-	if o.BlockRecheck == 0 {
-		opts.BlockRecheck = -1 // crawl's zero is its default
-	}
-	if o.Retries == 0 {
-		opts.Retries = -1
-	}
-	if o.Rules != nil {
-		opts.RetriesFor = o.Rules.retriesFor
-	}
-	if o.frontier() {
-		fr, err := o.newFrontier(fleet.c)
-		if err != nil {
-			return &exitError{code: ExitFatal, err: err}
-		}
-		// Credentials (-H) go only to the hosts this worker's own list
-		// names: the frontier holds other workers' URLs too.
-		listed := map[string]bool{}
-		if hasCredentials(o.Header) {
-			opts.CredentialsFor = func(host string) bool { return listed[host] }
-			fmt.Fprintln(e.stderr, "polite: -H credentials (Authorization, Cookie) go only to the hosts this worker's own list names, not to URLs other workers put in the fleet's frontier")
-		}
-		if list != nil {
-			res, err := enqueue(ctx, fr, list, o)
-			if res.hosts != nil {
-				listed = res.hosts
-			}
-			if err != nil {
-				return &exitError{code: ExitFatal, err: fmt.Errorf("enqueuing %s into fleet %q: %w (what was enqueued stays; running again adds the rest once)", o.List, o.Fleet, err)}
-			}
-			fmt.Fprintf(e.stderr, "polite: fleet %q: %d of the list's %d URLs were new to its frontier (%d already there)\n",
-				o.Fleet, res.added, res.lines-res.invalid, res.lines-res.invalid-res.added)
-			if res.invalid > 0 {
-				fmt.Fprintf(e.stderr, "polite: %d lines of the list are not URLs to fetch and were left out, the first %s\n", res.invalid, term.Quote(res.firstInvalid))
-			}
-			if o.EnqueueOnly {
-				return nil
-			}
-		}
-		if opts.FrontierID, err = fr.ID(ctx); err != nil {
-			return &exitError{code: ExitFatal, err: err}
-		}
-		opts.Frontier = fleetFrontier{f: fr, worker: o.workerName(), since: time.Now(), joinWait: o.JoinWait, begun: new(atomic.Bool)}
-		opts.LeaseRenew = o.LeaseTTL / 3
-	}
-	if fi, err := os.Stat(o.Out); err == nil && !fi.IsDir() {
-		return usageErr("--out %s is a file: want a directory (a new one, or a job's to resume)", o.Out)
-	}
-	job, err := crawl.Open(o.Out, opts)
+	job, err := o.openJob(opts)
 	if err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			return usageErr("--out %s: %v", o.Out, err)
-		}
-		return &exitError{code: ExitFatal, err: err}
+		return err
 	}
 	defer job.Close()
 	jobs.set(job)
 	defer jobs.set(nil)
-	// A job run with another -X, --data or --bodies is refused before
-	// its list is loaded, or a summary and report of it written (issue 33, item 1).
-	if err := job.CheckRequest(); err != nil {
-		var bc *crawl.BodiesChangedError
-		switch {
-		case errors.Is(err, crawl.ErrRequestChanged):
-			return usageErr("%v", err)
-		case errors.Is(err, crawl.ErrFleetDir):
-			return usageErr("--out %s: %v", o.Out, strings.TrimPrefix(err.Error(), "crawl: "))
-		case errors.As(err, &bc):
-			// As another -X is (issue 33, item 10).
-			return usageErr("--bodies %s: the job in %s keeps its bodies as %s (--bodies %s); a run keeping them as %s would split them: resume it with --bodies %s, or use a new --out",
-				bc.Run, o.Out, bc.Job, bc.Job, bc.Run, bc.Job)
-		}
-		return &exitError{code: ExitFatal, err: err}
-	}
 	if rc := tr.RobotsCache; rc != nil {
 		rc.Record = job.KeepRobots // robots.txt fetches go to the WARC files too
 	}
@@ -929,53 +805,15 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	// The display runs from the first second: a list of a million lines
 	// takes seconds to load, which it shows (issue 33, item 9).
 	d := startDisplay(mode, job, e.stderr, note)
-	say.Store(&d.say)
+	sg.say.Store(&d.say)
 	stopDisplay := sync.OnceFunc(func() {
 		d.stop()
-		say.Store(nil)
+		sg.say.Store(nil)
 	})
 	defer stopDisplay()
-	before, added := 0, 0
-	if !o.frontier() {
-		if before, err = job.Len(); err != nil {
-			return &exitError{code: ExitFatal, err: err}
-		}
-		if list == nil {
-			// Resumed without its list (issue 33, item 13): the URLs
-			// are state.db's, and so are the loopback ports the list
-			// named, which the job may connect to.
-			if err := job.Origins(func(o string) { loop.line([]byte(o)) }); err != nil {
-				return &exitError{code: ExitFatal, err: err}
-			}
-			if before == 0 {
-				return usageErr("--out %s holds no URLs to resume: give a URLFILE", o.Out)
-			}
-			notice(fmt.Sprintf("polite: resuming the job in %s: its %d URLs are in %s", o.Out, before, crawl.StateFile))
-			if stopped, err := job.LoadStopped(); err != nil {
-				return &exitError{code: ExitFatal, err: err}
-			} else if stopped {
-				notice("polite: the job's list was not loaded to its end (its loading was stopped): these are the URLs loaded; give the list again to add the rest")
-			}
-		} else if added, err = loadList(job, run, list, mayBlock, &loading); err != nil {
-			if run.Err() == nil {
-				return &exitError{code: ExitFatal, err: err}
-			}
-			stopDisplay()
-			why := "interrupted"
-			var gone *redisGoneError
-			switch cause := context.Cause(run); {
-			case cause == errMaxTime:
-				why = fmt.Sprintf("stopped by --max-time %v", o.MaxTime)
-			case errors.As(cause, &gone):
-				why = gone.Error() + ": stopped"
-			}
-			return &exitError{code: ExitFatal, err: fmt.Errorf("%s while loading %s, after %d new URLs (kept in %s); run the same command again to go on",
-				why, listName(o.List), added, crawl.StateFile)}
-		}
-		if before == 0 && added == 0 && job.Skipped() == 0 {
-			// Nothing to do is no success to report (issue 33, item 12).
-			return usageErr("URLFILE %s: no URLs in it (one per line, or JSON lines with \"url\")", listName(o.List))
-		}
+	before, added, err := o.loadJob(job, list, mayBlock, run, loop, sg, stopDisplay)
+	if err != nil {
+		return err
 	}
 	o.warnIdleRules(job, notice)
 	if n := job.Skipped(); n > 0 {
@@ -996,12 +834,247 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	}
 	sum, err := job.Run(run, hard)
 	stopDisplay()
+	return o.finish(e, job, sum, err, before > 0, run)
+}
+
+// crawlOptions are the job's options from the flags. In fleet mode the
+// job leases from the fleet's frontier, which the list (if any) is first
+// enqueued into: enqueued says --enqueue-only's work is done.
+func (o *fetchOptions) crawlOptions(ctx context.Context, e *env, tr *polite.Transport, fleet *fleetWatch, list io.Reader) (opts crawl.Options, enqueued bool, err error) {
+	opts = crawl.Options{
+		Transport: tr, Workers: o.Workers, Retries: o.Retries, Backoff: retry.Backoff{Cap: o.MaxDelay},
+		MaxRetryAfter: o.MaxRetryAfter, Timeout: o.Timeout, Bodies: o.Bodies, MaxBody: o.MaxBody,
+		WARCPlain: !o.WARCGzip, WARCMaxSize: o.WARCMaxSize,
+		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp, BlockRecheck: o.BlockRecheck,
+		Header: o.Header, MaxURLs: o.MaxURLs, RetryOn: o.RetryOn, SameHost: o.SameHost,
+		Method: o.Method, Body: o.Body,
+	}
+	opts.Lane, _ = crawl.ParseLane(o.Lane) // checked by parse
+	if o.BlockRecheck == 0 {
+		opts.BlockRecheck = -1 // crawl's zero is its default
+	}
+	if o.Retries == 0 {
+		opts.Retries = -1
+	}
+	if o.Rules != nil {
+		opts.RetriesFor = o.Rules.retriesFor
+	}
+	if o.frontier() {
+		fr, err := o.newFrontier(fleet.c)
+		if err != nil {
+			return opts, false, &exitError{code: ExitFatal, err: err}
+		}
+		// Credentials (-H) go only to the hosts this worker's own list
+		// names: the frontier holds other workers' URLs too.
+		listed := map[string]bool{}
+		if hasCredentials(o.Header) {
+			opts.CredentialsFor = func(host string) bool { return listed[host] }
+			fmt.Fprintln(e.stderr, "polite: -H credentials (Authorization, Cookie) go only to the hosts this worker's own list names, not to URLs other workers put in the fleet's frontier")
+		}
+		if list != nil {
+			res, err := enqueue(ctx, fr, list, o)
+			if res.hosts != nil {
+				listed = res.hosts
+			}
+			if err != nil {
+				return opts, false, &exitError{code: ExitFatal, err: fmt.Errorf("enqueuing %s into fleet %q: %w (what was enqueued stays; running again adds the rest once)", o.List, o.Fleet, err)}
+			}
+			fmt.Fprintf(e.stderr, "polite: fleet %q: %d of the list's %d URLs were new to its frontier (%d already there)\n",
+				o.Fleet, res.added, res.lines-res.invalid, res.lines-res.invalid-res.added)
+			if res.invalid > 0 {
+				fmt.Fprintf(e.stderr, "polite: %d lines of the list are not URLs to fetch and were left out, the first %s\n", res.invalid, term.Quote(res.firstInvalid))
+			}
+			if o.EnqueueOnly {
+				return opts, true, nil
+			}
+		}
+		if opts.FrontierID, err = fr.ID(ctx); err != nil {
+			return opts, false, &exitError{code: ExitFatal, err: err}
+		}
+		opts.Frontier = fleetFrontier{f: fr, worker: o.workerName(), since: time.Now(), joinWait: o.JoinWait, begun: new(atomic.Bool)}
+		opts.LeaseRenew = o.LeaseTTL / 3
+	}
+	return opts, false, nil
+}
+
+// loadJob loads the list into the job (none in fleet mode: the frontier
+// has it), or, resumed without one, takes the loopback ports its URLs
+// name from state.db. before is what the job held, added what the list
+// added. A load stopped (Ctrl-C, --max-time, Redis gone) is said as such,
+// with the display stopped first.
+func (o *fetchOptions) loadJob(job *crawl.Job, list io.Reader, mayBlock bool, run context.Context, loop *loopbackPorts,
+	sg *fetchSignals, stopDisplay func()) (before, added int, err error) {
+	if o.frontier() {
+		return 0, 0, nil
+	}
+	if before, err = job.Len(); err != nil {
+		return before, added, &exitError{code: ExitFatal, err: err}
+	}
+	if list == nil {
+		// Resumed without its list (issue 33, item 13): the URLs
+		// are state.db's, and so are the loopback ports the list
+		// named, which the job may connect to.
+		if err := job.Origins(func(o string) { loop.line([]byte(o)) }); err != nil {
+			return before, added, &exitError{code: ExitFatal, err: err}
+		}
+		if before == 0 {
+			return before, added, usageErr("--out %s holds no URLs to resume: give a URLFILE", o.Out)
+		}
+		sg.notice(fmt.Sprintf("polite: resuming the job in %s: its %d URLs are in %s", o.Out, before, crawl.StateFile))
+		if stopped, err := job.LoadStopped(); err != nil {
+			return before, added, &exitError{code: ExitFatal, err: err}
+		} else if stopped {
+			sg.notice("polite: the job's list was not loaded to its end (its loading was stopped): these are the URLs loaded; give the list again to add the rest")
+		}
+	} else if added, err = loadList(job, run, list, mayBlock, &sg.loading); err != nil {
+		if run.Err() == nil {
+			return before, added, &exitError{code: ExitFatal, err: err}
+		}
+		stopDisplay()
+		why := "interrupted"
+		var gone *redisGoneError
+		switch cause := context.Cause(run); {
+		case cause == errMaxTime:
+			why = fmt.Sprintf("stopped by --max-time %v", o.MaxTime)
+		case errors.As(cause, &gone):
+			why = gone.Error() + ": stopped"
+		}
+		return before, added, &exitError{code: ExitFatal, err: fmt.Errorf("%s while loading %s, after %d new URLs (kept in %s); run the same command again to go on",
+			why, listName(o.List), added, crawl.StateFile)}
+	}
+	if before == 0 && added == 0 && job.Skipped() == 0 {
+		// Nothing to do is no success to report (issue 33, item 12).
+		return before, added, usageErr("URLFILE %s: no URLs in it (one per line, or JSON lines with \"url\")", listName(o.List))
+	}
+	return before, added, nil
+}
+
+// openList opens URLFILE (o.list when a test set it): standard input for
+// "-", none when left out (a resume). mayBlock says a read may wait for
+// more lines (standard input, a named pipe: see loadList).
+func (o *fetchOptions) openList(e *env) (list io.Reader, mayBlock bool, closeList func(), err error) {
+	closeList = func() {}
+	if o.list != nil || o.List == "" {
+		return o.list, false, closeList, nil
+	}
+	if o.List == "-" {
+		return e.stdin, true, closeList, nil
+	}
+	f, err := os.Open(o.List)
+	if err != nil {
+		return nil, false, closeList, usageErr("URLFILE: %v", err)
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.IsDir() {
+		f.Close()
+		return nil, false, closeList, usageErr("URLFILE %s is a directory: want a file with one URL per line", o.List)
+	}
+	return f, err != nil || !fi.Mode().IsRegular(), func() { f.Close() }, nil // a named pipe may block
+}
+
+// fetchSignals are a fetch's two stops and its notices. The first SIGINT
+// or SIGTERM ends soft (take no more work; while the list loads, stop the
+// loading), the second hard (cancel what is in flight). Notices go
+// through the display once it runs (say), so that they never break its
+// view (issue 18, item 4).
+type fetchSignals struct {
+	soft, hard context.Context
+	close      func()
+	say        atomic.Pointer[func(string)]
+	// loading is set while the list loads: Ctrl-C then stops the
+	// loading, with no request in flight to let finish.
+	loading atomic.Bool
+	stderr  io.Writer
+}
+
+func (sg *fetchSignals) notice(s string) {
+	if f := sg.say.Load(); f != nil {
+		(*f)(s)
+		return
+	}
+	fmt.Fprintln(sg.stderr, s)
+}
+
+func (o *fetchOptions) signals(ctx context.Context, e *env) *fetchSignals {
+	sg := &fetchSignals{stderr: e.stderr}
+	soft, stopSoft := context.WithCancel(ctx)
+	hard, stopHard := context.WithCancel(context.Background())
+	sg.soft, sg.hard = soft, hard
+	sigs := make(chan os.Signal, 2)
+	if !o.noSignals {
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	}
+	sg.close = func() {
+		signal.Stop(sigs)
+		stopHard()
+		stopSoft()
+	}
+	go func() {
+		select {
+		case <-sigs:
+		case <-soft.Done():
+			return
+		}
+		stopSoft()
+		if sg.loading.Load() {
+			sg.notice("polite: stopping the list's loading: the URLs read so far are kept")
+		} else {
+			sg.notice("polite: stopping: letting requests in flight finish (Ctrl-C again to stop now)")
+		}
+		select {
+		case <-sigs:
+			stopHard()
+		case <-hard.Done():
+		}
+	}()
+	return sg
+}
+
+// openJob opens the job in --out and refuses a run it must not be (issue
+// 33, items 1 and 10): another -X, --data or --bodies, or a fleet
+// worker's directory without its fleet, before its list is loaded or a
+// summary and report of it written.
+func (o *fetchOptions) openJob(opts crawl.Options) (*crawl.Job, error) {
+	if fi, err := os.Stat(o.Out); err == nil && !fi.IsDir() {
+		return nil, usageErr("--out %s is a file: want a directory (a new one, or a job's to resume)", o.Out)
+	}
+	job, err := crawl.Open(o.Out, opts)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, usageErr("--out %s: %v", o.Out, err)
+		}
+		return nil, &exitError{code: ExitFatal, err: err}
+	}
+	err = job.CheckRequest()
+	if err == nil {
+		return job, nil
+	}
+	job.Close()
+	var bc *crawl.BodiesChangedError
+	switch {
+	case errors.Is(err, crawl.ErrRequestChanged):
+		return nil, usageErr("%v", err)
+	case errors.Is(err, crawl.ErrFleetDir):
+		return nil, usageErr("--out %s: %v", o.Out, strings.TrimPrefix(err.Error(), "crawl: "))
+	case errors.As(err, &bc):
+		// As another -X is (issue 33, item 10).
+		return nil, usageErr("--bodies %s: the job in %s keeps its bodies as %s (--bodies %s); a run keeping them as %s would split them: resume it with --bodies %s, or use a new --out",
+			bc.Run, o.Out, bc.Job, bc.Job, bc.Run, bc.Job)
+	}
+	return nil, &exitError{code: ExitFatal, err: err}
+}
+
+// finish writes a run's summary, its report and its closing lines, and
+// returns its exit status: runErr is Run's error, resumed says the job
+// held URLs before this run, run is the context the job ran under (why it
+// stopped).
+func (o *fetchOptions) finish(e *env, job *crawl.Job, sum crawl.Summary, runErr error, resumed bool, run context.Context) error {
 	n := o.summaryN
 	if n == 0 {
 		n = 20
 	}
 	p := job.Progress(-1)
-	if before > 0 {
+	if resumed {
 		p.Dropped = 0 // the URLs of a list read again: not the list's repeats
 	}
 	writeSummary(e.stdout, p, sum, o.Out, n)
@@ -1022,8 +1095,8 @@ func runFetch(ctx context.Context, e *env, o *fetchOptions) error {
 	if o.Adaptive {
 		fmt.Fprintln(e.stdout, o.ratesLine())
 	}
-	if err != nil {
-		return &exitError{code: ExitFatal, err: err}
+	if runErr != nil {
+		return &exitError{code: ExitFatal, err: runErr}
 	}
 	var gone *redisGoneError
 	switch {
