@@ -181,6 +181,8 @@ const (
 	minQueued      = 0.25                          // requests of ours in flight at the host (served × latency) below which a latency rise is not our queue
 	drainShare     = 0.1                           // extra cut after a queue was seen, to drain it
 	serverLimit    = 0.95                          // served/sent below this: the host cannot keep up
+	standing       = 1.0                           // requests of ours waiting at the host (served × latency's rise) that make a queue ours, growing or not
+	steepCut       = 0.05                          // share of the capacity a steep knee settles under Target
 	noiseSpreads   = 0.75                          // latency noise allowance, in interquartile ranges
 	storedSlack    = 0.02                          // how far above its estimate the capacity may be, at least
 	minServed      = 4                             // answers per second worth reading a served rate from

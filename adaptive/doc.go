@@ -82,21 +82,38 @@
 // plus an allowance for the noise those answers showed (not now: a
 // growing queue widens the spread, and would hide itself), and never less
 // than 2 ms over it: scheduler and GC noise over a backend that answers in
-// microseconds is not a queue. Above Config.LatencyTolerance, while the
-// host serves fewer answers than it is sent and requests of ours wait there
-// (served × latency, Little's law, is a quarter of a request or more:
-// otherwise the latency rose for another reason, such as the client's own
-// contention, and only holds the rate), a queue is growing: the host is
-// serving at its capacity, so what it serves is measured as the capacity
-// (over the last half second when the rate was growing, for the last
-// second's count lags it), and the rate drops below it for a window to
-// drain the queue; a probe that meets rising latency ends the same way, and
-// what the host served meanwhile raises the estimate. High latency without a
-// growing queue
-// holds the rate where it is: no growth, no probes. Concurrency caps the
-// requests in flight to what the rate needs at the unloaded latency, so that
-// a queue at the host stays short even when the rate overshoots (the idea
-// behind Vector's adaptive request concurrency).
+// microseconds is not a queue. Above Config.LatencyTolerance, while
+// requests of ours wait at the host (served × latency, Little's law, is a
+// quarter of a request or more: otherwise the latency rose for another
+// reason, such as the client's own contention, and only holds the rate)
+// and the host serves fewer answers than it is sent, a queue is growing;
+// while it serves all it is sent but one of ours waits there on average
+// (served × the latency's rise over the baseline is a request or more), a
+// queue stands: the in-flight cap keeps it from growing, and a rate a
+// hair under the knee drains it no faster than noise refills it (issue
+// 34). Either way the host is serving at its capacity, so what it serves
+// is measured as the capacity (over the last half second when the rate
+// was growing, for the last second's count lags it), and the rate drops
+// below it for a window to drain the queue; a probe that meets rising
+// latency ends the same way, and what the host served meanwhile raises
+// the estimate. A median still high while the newest answers are back
+// under the limit counts a queue that has drained (the one a decrease
+// drained): no cut. Other high latency holds the rate where it is: no
+// growth, no probes. Concurrency caps the requests in flight to what the
+// rate needs at the unloaded latency, so that a queue at the host stays
+// short even when the rate overshoots (the idea behind Vector's adaptive
+// request concurrency).
+//
+// Steep knees. Behind a queue that forms at a rate of its own (nginx's
+// limit_req in delay mode, a token bucket that delays), a request waiting
+// waits 1/capacity per request ahead of it, whatever the unloaded latency:
+// at 15 req/s and 10 ms unloaded, one waiting is 7.7 × the unloaded
+// latency. There, on a host that never throttled, where 1/capacity is more
+// than twice the baseline (before a capacity is known: 1/served), the
+// rate settles at Target less 5 % of the capacity, so that a queue noise
+// leaves drains in a few requests; a cold start stops growing, and a probe
+// ends, as soon as the mean of the newest four answers is past the limit
+// (one answer that waited lifts it), not only when the least of them is.
 //
 // Retry-After. A throttle's advertised wait delays the reaction window: the
 // caller pauses the host, and only requests sent after the pause judge the
@@ -117,7 +134,8 @@
 //
 //   - starting: slow start from Config.Initial, until the first congestion
 //     signal. It is never entered again.
-//   - settled: at Target × the capacity, or at a lower bound of it, until
+//   - settled: at Target × the capacity (less at a steep knee), or at a
+//     lower bound of it, until
 //     the next probe is due.
 //   - reacting: settled with a reaction window open, right after a
 //     decrease: the rate stays at the decrease, throttles to requests sent
@@ -139,17 +157,21 @@
 // answers per second over the last second, and the latency is high when
 // the median of the newest 16, or each of the newest 4, is past the
 // baseline by more than LatencyTolerance × the baseline (plus the unloaded
-// noise; 2 ms at least), or by half as much "at the knee". Rows of one phase and event are tried top to bottom:
+// noise; 2 ms at least), or by half as much "at the knee", where on a
+// host that never throttled the mean of the newest 4 past it counts too;
+// "newest mean high" is that mean past the full tolerance. Rows of one
+// phase and event are tried top to bottom:
 //
 //	from      event, condition                          to        effect
 //	starting  OK answer                                 starting  rate += Growth, unless latency holds
 //	starting  throttle                                  reacting  Backoff × rate, and no more than
 //	                                                              Target × served (from 4/s served)
-//	any but   latency high, served under 95 % of the    reacting  capacity := served; Target × it,
-//	reacting  rate, past the first second, and                    less 10 % to drain the queue
-//	          served × latency ≥ 0.25
-//	any but   latency high, otherwise                   same      latency holds: no growth, no probe
-//	reacting
+//	any but   latency high, newest mean high, past the  reacting  capacity := served; the share of
+//	reacting  first second, served × latency ≥ 0.25,              it to settle at (Target, or less
+//	          and served under 95 % of the rate or                5 % at a steep knee), less 10 %
+//	          served × (latency - baseline) ≥ 1                   to drain the queue
+//	any but   latency high (starting at a steep knee:   same      latency holds: no growth, no probe
+//	reacting  or the newest mean high), otherwise
 //	settled   probe due: settled for the probe wait,    probing   the host's savings are reckoned
 //	          a capacity known, latency not holding
 //	settled   throttle, rate within 1.25 × a lower      reacting  the bound becomes the capacity;
@@ -178,7 +200,7 @@
 //	probing   latency high at the knee                  reacting  probe failed; capacity ≥ served
 //	                                                              (the last second's, or the newest
 //	                                                              half second's, or the probe's own);
-//	                                                              10 % under Target × capacity
+//	                                                              10 % under its share of capacity
 //	probing   throttle, a host without savings (two     reacting  capacity := midway to the rate the
 //	          probes running refused far above it)                probe met, as a lower bound
 //	probing   throttle long before the savings earlier  reacting  the capacity fell: Backoff × rate;

@@ -30,7 +30,7 @@ func (c *Controller) startProbe(t int64) {
 // advanceProbe runs a probe at t: it ends it at the latency knee, and
 // otherwise raises its rate and checks whether it found room.
 func (c *Controller) advanceProbe(t int64) {
-	if c.latencyHigh(t, 0.5) {
+	if c.latencyHigh(t, 0.5) || c.steep(t) && c.newestHigh(t, 0.5) {
 		c.probeKnee(t)
 		return
 	}

@@ -222,16 +222,51 @@ func (h *queueHost) serve(at time.Duration) time.Duration {
 	return done
 }
 
+// server is a host that never refuses: serve returns when a request that
+// arrives at is answered.
+type server interface {
+	serve(at time.Duration) time.Duration
+}
+
+// waitHost is a host that never refuses, whose queue forms at a rate of its
+// own: each request waits for a token of a bucket of rate (burst 1), as
+// nginx's limit_req delays, then takes svc. A request that waits, waits
+// 1/rate for each one ahead of it, however short svc is.
+type waitHost struct {
+	rate float64
+	svc  time.Duration
+	next time.Duration // when the next token is free
+}
+
+func (h *waitHost) serve(at time.Duration) time.Duration {
+	start := max(at, h.next)
+	h.next = start + time.Duration(float64(time.Second)/h.rate)
+	return start + h.svc
+}
+
 type queueResult struct {
 	peakRate float64 // highest rate the controller set
 	perSec   []int   // requests sent per second
 	lat      [][]time.Duration
 }
 
+// over returns the rate requests were sent at from second from to second
+// to, and the p95 latency of their answers.
+func (res queueResult) over(from, to int) (rate float64, p95 time.Duration) {
+	var lats []time.Duration
+	sent := 0
+	for s := from; s < to; s++ {
+		sent += res.perSec[s]
+		lats = append(lats, res.lat[s]...)
+	}
+	slices.Sort(lats)
+	return float64(sent) / float64(to-from), lats[len(lats)*95/100]
+}
+
 // simulateQueue sends requests evenly at the controller's rate, at most
 // its Concurrency in flight (as polite.Transport does), for d, and feeds the
 // answers back in time order.
-func simulateQueue(c simRater, h *queueHost, d time.Duration) queueResult {
+func simulateQueue(c simRater, h server, d time.Duration) queueResult {
 	type answer struct{ at, lat time.Duration }
 	var res queueResult
 	res.perSec = make([]int, int(d/time.Second)+1)
@@ -277,15 +312,7 @@ func TestSimLatencyKnee(t *testing.T) {
 			early = max(early, l)
 		}
 	}
-	sent := 0
-	var lats []time.Duration
-	for s := 30; s < 60; s++ {
-		sent += res.perSec[s]
-		lats = append(lats, res.lat[s]...)
-	}
-	slices.Sort(lats)
-	p95 := lats[len(lats)*95/100]
-	rate := float64(sent) / 30
+	rate, p95 := res.over(30, 60)
 	capacity, measured := c.Capacity()
 	t.Logf("cold start: worst latency %v; 30-60 s: %.1f req/s, p95 %v; Capacity() = %.2f, %v", early, rate, p95, capacity, measured)
 	if early >= 300*ms {
@@ -307,6 +334,25 @@ func TestSimLatencyKnee(t *testing.T) {
 	}
 	if !measured || capacity < 38 || capacity > 42 {
 		t.Errorf("Capacity() = %.2f, %v; want 40 ± 2, measured", capacity, measured)
+	}
+}
+
+// Issue 34: a host whose queue forms at 15 req/s, each request waiting for
+// a token (1/15 s for each ahead of it) and then served in 10 ms, with the
+// in-flight cap of polite.Transport. One request waiting costs 6.7 × the
+// unloaded latency; the p95 stays within 3 × it (cold start, probes and
+// all) at 80 % of the knee or more.
+func TestSimSteepKnee(t *testing.T) {
+	h := &waitHost{rate: 15, svc: 10 * ms}
+	c := New(Config{Initial: 5}, t0)
+	res := simulateQueue(c, h, 30*time.Second)
+	rate, p95 := res.over(0, 30)
+	t.Logf("0-30 s: %.1f req/s, p95 %v; %d decreases", rate, p95, c.decreases)
+	if p95 > 30*ms {
+		t.Errorf("p95 %v, want at most 30 ms (3 × unloaded)", p95)
+	}
+	if rate < 0.8*15 {
+		t.Errorf("%.1f req/s, want at least 80 %% of 15", rate)
 	}
 }
 

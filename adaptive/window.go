@@ -305,7 +305,7 @@ func (c *Controller) settle(t int64) {
 		c.want = max(c.want, c.cfg.Target*c.capEst)
 		c.probeWait = min(c.probeWait, int64(c.cfg.ProbeInterval)/4)
 	default:
-		c.want = c.cfg.Target * c.capEst
+		c.want = c.target(t) * c.capEst
 		if c.refine {
 			// Measured from a few answers only: probe soon, once, for a
 			// bracket that pins it down.

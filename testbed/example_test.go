@@ -54,16 +54,21 @@ func ExampleServer() {
 
 func ExampleScenarios() {
 	for _, s := range testbed.Scenarios() {
-		fmt.Printf("%-16s %2d host(s), %v\n", s.Name, len(s.Hosts), s.Duration)
+		fmt.Printf("%-22s %2d host(s), %v\n", s.Name, len(s.Hosts), s.Duration)
 	}
 	// Output:
-	// steady            1 host(s), 1m0s
-	// step-down         1 host(s), 45s
-	// step-up           1 host(s), 45s
-	// latency-knee      1 host(s), 1m0s
-	// shallow-knee      1 host(s), 1m0s
-	// retry-after       1 host(s), 1m0s
-	// jittery           1 host(s), 1m0s
-	// concurrency-cap   1 host(s), 1m0s
-	// mixed-20         20 host(s), 1m0s
+	// steady                  1 host(s), 1m0s
+	// step-down               1 host(s), 45s
+	// step-up                 1 host(s), 45s
+	// latency-knee            1 host(s), 1m0s
+	// shallow-knee            1 host(s), 1m0s
+	// retry-after             1 host(s), 1m0s
+	// jittery                 1 host(s), 1m0s
+	// concurrency-cap         1 host(s), 1m0s
+	// knee-wait15-10ms-c8     1 host(s), 30s
+	// knee-wait50-0.5ms-c16   1 host(s), 30s
+	// knee-wait20-20ms-c1     1 host(s), 30s
+	// knee-fifo2-200ms-c4     1 host(s), 30s
+	// knee-fifo2-50ms-b50     1 host(s), 30s
+	// mixed-20               20 host(s), 1m0s
 }

@@ -52,6 +52,11 @@ type Scenario struct {
 	// (or Servers/Latency under NoThrottle), and server-side truth in each
 	// Host's Timeline.
 	Hosts []HostConfig
+	// Concurrency is the client's cap on requests in flight per host when
+	// it is part of the shape: a knee read through one request in flight
+	// is not the knee read through sixteen. Zero leaves it to the
+	// benchmark.
+	Concurrency int
 }
 
 // Scenarios returns the politeness benchmark's standard scenarios, modelled on
@@ -66,13 +71,17 @@ type Scenario struct {
 //	retry-after     10 req/s, 429 with honest Retry-After
 //	jittery         25 req/s behind a 50–150 ms latency that is noise, not load
 //	concurrency-cap 5 servers × 100 ms, no queue: 503 beyond 5 in flight
+//	knee-…          knee shapes, no 429s unless a bucket says so (issue 34): the
+//	                knee's rate, the unloaded latency (0.5 to 200 ms), the
+//	                client's in-flight cap (1 to 16) and the queue's slope,
+//	                each named in the scenario's name (see kneeScenarios)
 //	mixed-20        20 hosts from 2 to 100 req/s at once
 //
 // Buckets hold half a second of capacity (Burst = Rate/2), a common shape for
 // a server that tolerates small bursts.
 func Scenarios() []Scenario {
 	const ms = time.Millisecond
-	return []Scenario{
+	return append(append([]Scenario{
 		{
 			Name: "steady", About: "constant capacity of 20 req/s; 429 without Retry-After",
 			Duration: 60 * time.Second,
@@ -129,10 +138,46 @@ func Scenarios() []Scenario {
 				Name: "cap.test", Servers: 5, MaxQueue: -1, Latency: 100 * ms,
 			}},
 		},
+	}, kneeScenarios()...), Scenario{
+		Name: "mixed-20", About: "20 hosts of mixed capacities (2 to 100 req/s) at once",
+		Duration: 60 * time.Second,
+		Hosts:    mixedHosts(20),
+	})
+}
+
+// kneeScenarios are the knee shapes (issue 34): one host each, whose
+// latency alone (or a bucket behind the knee) says when the client asks
+// too much. A name reads wait or fifo (the queue's slope: a request
+// waiting waits 1/rate per request ahead, as behind nginx's limit_req, or
+// the service time over the servers per request ahead), the knee's rate
+// or servers, the unloaded latency, and the client's in-flight cap.
+func kneeScenarios() []Scenario {
+	const ms = time.Millisecond
+	return []Scenario{
 		{
-			Name: "mixed-20", About: "20 hosts of mixed capacities (2 to 100 req/s) at once",
-			Duration: 60 * time.Second,
-			Hosts:    mixedHosts(20),
+			Name: "knee-wait15-10ms-c8", About: "no 429s: a queue forms at 15 req/s (67 ms per request ahead), 10 ms unloaded; 8 in flight",
+			Duration: 30 * time.Second, Concurrency: 8,
+			Hosts: []HostConfig{{Name: "wait15.test", NoThrottle: true, Rate: 15, Latency: 10 * ms, Jitter: 0.1}},
+		},
+		{
+			Name: "knee-wait50-0.5ms-c16", About: "no 429s: a queue forms at 50 req/s (20 ms per request ahead), 0.5 ms unloaded; 16 in flight",
+			Duration: 30 * time.Second, Concurrency: 16,
+			Hosts: []HostConfig{{Name: "wait50.test", NoThrottle: true, Rate: 50, Latency: 500 * time.Microsecond, Jitter: 0.1}},
+		},
+		{
+			Name: "knee-wait20-20ms-c1", About: "no 429s: a queue forms at 20 req/s, 20 ms unloaded; one request in flight",
+			Duration: 30 * time.Second, Concurrency: 1,
+			Hosts: []HostConfig{{Name: "wait20.test", NoThrottle: true, Rate: 20, Latency: 20 * ms, Jitter: 0.1}},
+		},
+		{
+			Name: "knee-fifo2-200ms-c4", About: "no 429s: 2 servers × 200 ms (10 req/s), a FIFO queue beyond; 4 in flight",
+			Duration: 30 * time.Second, Concurrency: 4,
+			Hosts: []HostConfig{{Name: "fifo2.test", NoThrottle: true, Servers: 2, Latency: 200 * ms, Jitter: 0.1}},
+		},
+		{
+			Name: "knee-fifo2-50ms-b50", About: "2 servers × 50 ms (40 req/s) with a FIFO queue, behind a 50 req/s bucket (burst 10, 429); 8 in flight",
+			Duration: 30 * time.Second, Concurrency: 8,
+			Hosts: []HostConfig{{Name: "fifo2b.test", Rate: 50, Burst: 10, Servers: 2, Latency: 50 * ms, Jitter: 0.1}},
 		},
 	}
 }

@@ -158,3 +158,28 @@ func TestParseFleets(t *testing.T) {
 		}
 	}
 }
+
+// A knee scenario's in-flight cap is part of its shape: its runs pass it
+// as --concurrency in place of LiveFlags' own, and the rest unchanged.
+func TestLiveScenarioFlags(t *testing.T) {
+	i := slices.IndexFunc(LiveScenarios(), func(s LiveScenario) bool { return s.Name == "knee-wait20-20ms-c1" })
+	if i < 0 {
+		t.Fatal("no live scenario knee-wait20-20ms-c1")
+	}
+	for _, tt := range []struct {
+		sc   LiveScenario
+		want string
+	}{
+		{LiveScenarios()[i], "1"},
+		{LiveScenario{Name: "plain"}, "8"},
+	} {
+		f := tt.sc.flags()
+		j := slices.Index(f, "--concurrency")
+		if j < 0 || f[j+1] != tt.want || len(f) != len(LiveFlags) {
+			t.Errorf("%s: flags %q, want LiveFlags with --concurrency %s", tt.sc.Name, f, tt.want)
+		}
+	}
+	if LiveFlags[slices.Index(LiveFlags, "--concurrency")+1] != "8" {
+		t.Errorf("LiveFlags changed: %q", LiveFlags)
+	}
+}

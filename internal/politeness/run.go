@@ -171,7 +171,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	return rep, nil
 }
 
-// RunOne runs policy p against a fresh set of sc's hosts for sc.Duration.
+// RunOne runs policy p against a fresh set of sc's hosts for sc.Duration,
+// with sc.Concurrency in place of Options.Concurrency when it is set.
 // Options.Scenarios, Policies, Duration and Parallel are not used.
 func RunOne(ctx context.Context, sc testbed.Scenario, p Policy, opts Options) (Result, error) {
 	if opts.Workers <= 0 {
@@ -179,6 +180,9 @@ func RunOne(ctx context.Context, sc testbed.Scenario, p Policy, opts Options) (R
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
+	}
+	if sc.Concurrency > 0 {
+		opts.Concurrency = sc.Concurrency // part of the scenario's shape
 	}
 	srv := testbed.NewServer(sc.Hosts...)
 	if opts.Realtime {
