@@ -55,20 +55,22 @@ func startProxyMetrics(t *testing.T, args ...string) (addr, metrics string) {
 	go func() { io.Copy(&rest, br); close(copied) }()
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGINT)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		// Its stderr is read to its end before Wait, which closes the
+		// pipe: a Wait first could lose the last words (a CI run read
+		// none under load).
 		select {
-		case err := <-done:
-			<-copied
-			if err != nil {
-				t.Errorf("polite proxy exited: %v\n%s", err, rest.String())
-			}
-			if !strings.Contains(rest.String(), "polite proxy: stopped;") {
-				t.Errorf("polite proxy's last words: %q", rest.String())
-			}
+		case <-copied:
 		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
 			t.Errorf("polite proxy did not stop on SIGINT")
+		}
+		err := cmd.Wait()
+		<-copied // closed by now, or by Wait's closing the pipe after a kill
+		if err != nil {
+			t.Errorf("polite proxy exited: %v\n%s", err, rest.String())
+		}
+		if !strings.Contains(rest.String(), "polite proxy: stopped;") {
+			t.Errorf("polite proxy's last words: %q", rest.String())
 		}
 	})
 	// "polite proxy: listening on http://127.0.0.1:PORT (…)"
