@@ -1,6 +1,10 @@
 package crawl
 
-import "fmt"
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+)
 
 // EachHost calls fn with each distinct host key of the job's URLs, until
 // fn returns false: what a caller checks its per-host rules against
@@ -8,19 +12,19 @@ import "fmt"
 // silently). It reads state.db, every row: a second or so for a million
 // URLs.
 func (j *Job) EachHost(fn func(host string) bool) error {
-	rows, err := j.st.db.Query(`SELECT DISTINCT host FROM urls WHERE host != ''`)
-	if err != nil {
-		return fmt.Errorf("crawl: reading hosts: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	errEnough := errors.New("enough")
+	err := each(j.st.db, `SELECT DISTINCT host FROM urls WHERE host != ''`, func(rows *sql.Rows) error {
 		var h string
 		if err := rows.Scan(&h); err != nil {
-			return fmt.Errorf("crawl: reading hosts: %w", err)
+			return err
 		}
 		if !fn(h) {
-			break
+			return errEnough
 		}
+		return nil
+	})
+	if err != nil && err != errEnough {
+		return fmt.Errorf("crawl: reading hosts: %w", err)
 	}
-	return rows.Err()
+	return nil
 }

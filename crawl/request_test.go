@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -153,5 +154,24 @@ func TestFleetDirRefusedAlone(t *testing.T) {
 	defer j.Close()
 	if err := j.CheckRequest(); !errors.Is(err, ErrFleetDir) {
 		t.Errorf("CheckRequest on a directory with leases = %v, want ErrFleetDir", err)
+	}
+}
+
+// EachHost yields each host of the job once, lines that are not URLs
+// left out, and stops when its callback says so.
+func TestEachHost(t *testing.T) {
+	j := loadJob(t, t.TempDir(), "http://a.test/1\nhttp://a.test/2\nhttp://b.test/1\nnot a url\n", Options{})
+	defer j.Close()
+	var got []string
+	if err := j.EachHost(func(h string) bool { got = append(got, h); return true }); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a.test", "b.test"}) {
+		t.Errorf("EachHost yielded %q, want a.test and b.test", got)
+	}
+	n := 0
+	if err := j.EachHost(func(string) bool { n++; return false }); err != nil || n != 1 {
+		t.Errorf("a callback that stops: %d calls, %v; want 1, nil", n, err)
 	}
 }

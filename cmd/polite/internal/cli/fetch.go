@@ -213,6 +213,7 @@ Fields left out take the flags' values.
   adaptive = false    # this rule's hosts keep their rate (or true: adapt
                       # even without --adaptive)
 
+A rule that applies to no host the list names is warned of before the run.
 examples/rules.toml in polite's repository is a commented example.
 `
 
