@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -128,21 +129,21 @@ func HTML(dst []Link, r io.Reader, base *url.URL, agent string, opts Options) ([
 		max:     opts.MaxLinks,
 		assets:  opts.Assets,
 		pageURL: base,
-		base:    base,
 		agent:   productToken(agent),
 	}
 	if p.max <= 0 {
 		p.max = DefaultMaxLinks
 	}
-	if p.base == nil {
-		p.base = &url.URL{}
+	if base == nil {
+		base = &url.URL{}
 	}
+	p.base = newBase(base)
 	z := html.NewTokenizer(r)
 	for {
 		tt := z.Next()
 		switch tt {
 		case html.ErrorToken:
-			p.page.Base = withoutFragment(p.base)
+			p.page.Base = p.base.String()
 			if err := z.Err(); err != io.EOF {
 				return p.dst, p.page, fmt.Errorf("links: reading HTML of %s: %w", p.page.Base, err)
 			}
@@ -187,23 +188,26 @@ type parser struct {
 	start  int // len(dst) when HTML was called
 	max    int
 	assets bool
-	agent  []byte
+	agent  string
 	page   Page
 
 	pageURL *url.URL // the page's own URL: the fallback base
-	base    *url.URL
+	base    baseURL
 	baseSet bool // a <base href> was seen (only the first counts)
-	// pending are the links kept before the first <base href>: per the
-	// HTML spec a base element anywhere applies to the whole document, so
-	// they are resolved again against it if one comes.
+	// pending are the links kept before the first <base href>, with their
+	// references in arena: per the HTML spec a base element anywhere
+	// applies to the whole document, so they are resolved again against
+	// it if one comes.
 	pending []pending
+	arena   []byte
 	foreign int // depth of <svg> and <math> elements
 	scratch []byte
+	out     []byte
 }
 
 type pending struct {
-	i   int // index in dst
-	ref *url.URL
+	i        int // index in dst
+	from, to int // the reference is arena[from:to]
 }
 
 // tagAtom returns the atom of the tag name at the start of b (a token's raw
@@ -229,6 +233,46 @@ func tagAtom(b []byte) atom.Atom {
 	return atom.Lookup(buf[:n])
 }
 
+// The attributes tag reads.
+const (
+	attrHref = iota
+	attrSrc
+	attrSrcset
+	attrRel
+	attrName
+	attrContent
+	attrEquiv
+	attrPoster
+	attrData
+	attrXlink
+	numAttrs
+)
+
+var attrNames = [numAttrs]string{"href", "src", "srcset", "rel", "name", "content", "http-equiv", "poster", "data", "xlink:href"}
+
+// attrs holds the values of the attributes of interest of one tag; has
+// says which are present (an empty value is present).
+type attrs struct {
+	val [numAttrs][]byte
+	has [numAttrs]bool
+}
+
+// set records the attribute k=v unless one of that name came first (the
+// tokenizer's rule for duplicates).
+func (a *attrs) set(k, v []byte) {
+	for i, name := range attrNames {
+		if len(k) == len(name) && equalFold(k, name) {
+			if !a.has[i] {
+				a.val[i], a.has[i] = v, true
+			}
+			return
+		}
+	}
+}
+
+// get returns the value of attribute i, or nil.
+func (a *attrs) get(i int) ([]byte, bool) { return a.val[i], a.has[i] }
+
 // tag handles the start tag a, whose attributes z has yet to return.
 func (p *parser) tag(z *html.Tokenizer, a atom.Atom) {
 	switch a {
@@ -242,47 +286,35 @@ func (p *parser) tag(z *html.Tokenizer, a atom.Atom) {
 	default:
 		return
 	}
-	var href, src, srcset, rel, name, content, equiv, poster, data, xlink []byte
-	for more := true; more; {
-		var k, v []byte
-		k, v, more = z.TagAttr()
-		switch string(k) {
-		case "href":
-			href = v
-		case "src":
-			src = v
-		case "srcset":
-			srcset = v
-		case "rel":
-			rel = v
-		case "name":
-			name = v
-		case "content":
-			content = v
-		case "http-equiv":
-			equiv = v
-		case "poster":
-			poster = v
-		case "data":
-			data = v
-		case "xlink:href":
-			xlink = v
+	var at attrs
+	if raw := z.Raw(); bytes.IndexByte(raw, '&') < 0 && bytes.IndexByte(raw, 0) < 0 && bytes.IndexByte(raw, '\r') < 0 {
+		// Nothing to unescape or convert: read the values in place,
+		// sparing the copies TagAttr makes of every key and value.
+		rawAttrs(raw, at.set)
+	} else {
+		for more := true; more; {
+			var k, v []byte
+			k, v, more = z.TagAttr()
+			at.set(k, v)
 		}
 	}
+	rel, _ := at.get(attrRel)
 	switch a {
 	case atom.A, atom.Area:
-		if href == nil && p.foreign > 0 {
-			href = xlink
+		href, ok := at.get(attrHref)
+		if !ok && p.foreign > 0 {
+			href, ok = at.get(attrXlink)
 		}
-		if href != nil {
+		if ok {
 			p.add(href, Anchor, relNoFollow(rel))
 		}
 	case atom.Iframe, atom.Frame:
-		if src != nil {
+		if src, ok := at.get(attrSrc); ok {
 			p.add(src, Frame, false)
 		}
 	case atom.Link:
-		if href == nil {
+		href, ok := at.get(attrHref)
+		if !ok {
 			return
 		}
 		switch k := linkKind(rel); {
@@ -292,24 +324,94 @@ func (p *parser) tag(z *html.Tokenizer, a atom.Atom) {
 			p.add(href, k, relNoFollow(rel))
 		}
 	case atom.Base:
-		if href != nil && !p.baseSet {
+		if href, ok := at.get(attrHref); ok && !p.baseSet {
 			p.setBase(href)
 		}
 	case atom.Meta:
+		name, _ := at.get(attrName)
+		content, _ := at.get(attrContent)
+		equiv, _ := at.get(attrEquiv)
 		p.meta(name, content, equiv)
 	default: // assets
-		if src != nil {
+		if src, ok := at.get(attrSrc); ok {
 			p.add(src, Asset, false)
 		}
-		if srcset != nil {
+		if srcset, ok := at.get(attrSrcset); ok {
 			p.srcset(srcset)
 		}
-		if poster != nil && a == atom.Video {
+		if poster, ok := at.get(attrPoster); ok && a == atom.Video {
 			p.add(poster, Asset, false)
 		}
-		if data != nil && a == atom.Object {
+		if data, ok := at.get(attrData); ok && a == atom.Object {
 			p.add(data, Asset, false)
 		}
+	}
+}
+
+// rawAttrs calls fn for each attribute with a non-empty name of the start
+// tag whose raw text is raw, as Tokenizer.readTag reads them (WHATWG
+// §13.2.5.32-38, down to its quirks: "<a/href=x>" has an href, "<a =x>"
+// an attribute named "=x"). Names are not lower-cased and values are not
+// unescaped: the caller makes sure there is nothing to unescape.
+func rawAttrs(raw []byte, fn func(k, v []byte)) {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' }
+	i, n := 1, len(raw)
+	for i < n && !isSpace(raw[i]) && raw[i] != '/' && raw[i] != '>' {
+		i++
+	}
+	skip := func() {
+		for i < n && isSpace(raw[i]) {
+			i++
+		}
+	}
+	skip()
+	for i < n && raw[i] != '>' {
+		// The attribute name (§13.2.5.33): an '=' first is part of it.
+		ks := i
+		for i < n {
+			c := raw[i]
+			if c == '=' && i > ks || isSpace(c) || c == '/' || c == '>' {
+				break
+			}
+			i++
+		}
+		if i == ks && raw[i] == '/' {
+			// A stray '/' between attributes is no attribute.
+			i++
+			skip()
+			continue
+		}
+		k := raw[ks:i]
+		var v []byte
+		skip()
+		if i < n && raw[i] == '=' {
+			i++
+			skip()
+			switch {
+			case i == n || raw[i] == '>':
+			case raw[i] == '"' || raw[i] == '\'':
+				q := raw[i]
+				i++
+				vs := i
+				for i < n && raw[i] != q {
+					i++
+				}
+				v = raw[vs:i]
+				if i < n {
+					i++
+				}
+			default:
+				vs := i
+				for i < n && !isSpace(raw[i]) && raw[i] != '>' {
+					i++
+				}
+				v = raw[vs:i]
+			}
+		}
+		if len(k) > 0 {
+			fn(k, v)
+		}
+		skip()
 	}
 }
 
@@ -319,32 +421,33 @@ func (p *parser) add(v []byte, k Kind, nofollow bool) {
 		p.page.Truncated = true
 		return
 	}
-	ref, ok := p.parseRef(v)
-	if ref == nil {
-		if !ok {
-			p.page.Bad++
-		}
+	ref, drop := p.clean(v)
+	if drop {
 		return
 	}
-	s, ok := resolve(p.base, ref)
-	if !ok {
+	s, st := p.base.resolve(ref, &p.out)
+	switch st {
+	case dropped:
+		return
+	case bad:
 		p.page.Bad++
 		return
 	}
 	if !p.baseSet {
-		p.pending = append(p.pending, pending{len(p.dst), ref})
+		from := len(p.arena)
+		p.arena = append(p.arena, ref...)
+		p.pending = append(p.pending, pending{len(p.dst), from, len(p.arena)})
 	}
 	p.dst = append(p.dst, Link{URL: s, Kind: k, NoFollow: nofollow})
 }
 
-// parseRef parses the URL reference in an attribute value as a browser
-// does (WHATWG URL §4.4, the parts that matter here): leading and trailing
-// C0 controls and spaces are trimmed, tabs and newlines inside removed, and
-// for http(s) and relative references a backslash before the query is a
-// slash. It returns nil, true for a reference to drop without counting it
-// (another scheme; a same-document reference, RFC 3986 §4.4) and nil, false
-// for one that does not parse.
-func (p *parser) parseRef(v []byte) (*url.URL, bool) {
+// clean returns the URL reference in an attribute value as a browser reads
+// it (WHATWG URL §4.4, the parts that matter here): leading and trailing
+// C0 controls and spaces trimmed, tabs and newlines inside removed, and in
+// http(s) and relative references a backslash before the query read as a
+// slash. It reports drop for a same-document reference (RFC 3986 §4.4:
+// empty or only a fragment), which names the page itself.
+func (p *parser) clean(v []byte) (ref []byte, drop bool) {
 	i, j := 0, len(v)
 	for i < j && v[i] <= ' ' {
 		i++
@@ -353,9 +456,6 @@ func (p *parser) parseRef(v []byte) (*url.URL, bool) {
 		j--
 	}
 	v = v[i:j]
-	if len(v) == 0 || v[0] == '#' {
-		return nil, true
-	}
 	if bytes.ContainsAny(v, "\t\n\r\\") {
 		b := p.scratch[:0]
 		inPath := !hasOtherScheme(v)
@@ -374,18 +474,8 @@ func (p *parser) parseRef(v []byte) (*url.URL, bool) {
 		}
 		p.scratch = b
 		v = b
-		if len(v) == 0 || v[0] == '#' {
-			return nil, true
-		}
 	}
-	ref, err := url.Parse(string(v))
-	if err != nil {
-		return nil, false
-	}
-	if ref.Scheme != "" && ref.Scheme != "http" && ref.Scheme != "https" {
-		return nil, true
-	}
-	return ref, true
+	return v, len(v) == 0 || v[0] == '#'
 }
 
 // hasOtherScheme reports whether v starts with a scheme other than http or
@@ -397,7 +487,7 @@ func hasOtherScheme(v []byte) bool {
 		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
 		case c == ':' && i > 0:
 			s := v[:i]
-			return !bytes.EqualFold(s, []byte("http")) && !bytes.EqualFold(s, []byte("https"))
+			return !equalFold(s, "http") && !equalFold(s, "https")
 		default:
 			return false
 		}
@@ -405,17 +495,208 @@ func hasOtherScheme(v []byte) bool {
 	return false
 }
 
-// resolve resolves ref against base and formats the result without its
-// fragment. It reports false for a result with no host or an opaque part
-// ("http:x"), which no request can fetch.
-func resolve(base, ref *url.URL) (string, bool) {
-	u := base.ResolveReference(ref)
+// status is the outcome of resolving a reference.
+type status uint8
+
+const (
+	ok      status = iota
+	dropped        // another scheme: not counted
+	bad            // does not parse or has no host: counted in Page.Bad
+)
+
+// baseURL is a base URL, with the parts the fast path of resolve needs.
+type baseURL struct {
+	u *url.URL
+	// fast is false when resolve must always take net/url's way: the
+	// base has dot segments in its path, or is no http(s) URL with host.
+	fast   bool
+	prefix string // scheme://userinfo@host
+	path   string // escaped path
+	dir    string // path up to its last '/'
+	query  string // the raw query, with '?' when there is one
+}
+
+func newBase(u *url.URL) baseURL {
+	b := baseURL{u: u}
 	if u.Host == "" || u.Opaque != "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", false
+		return b
+	}
+	b.prefix = (&url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host}).String()
+	b.path = u.EscapedPath()
+	b.dir = b.path[:strings.LastIndexByte(b.path, '/')+1]
+	if u.RawQuery != "" { // net/url drops a bare '?' of the base
+		b.query = "?" + u.RawQuery
+	}
+	b.fast = !hasDotSegment(b.path) && strings.HasPrefix(b.path, "/") || b.path == ""
+	return b
+}
+
+// String formats the base without its fragment.
+func (b *baseURL) String() string {
+	u := b.u
+	if u.Fragment == "" && u.RawFragment == "" {
+		return u.String()
+	}
+	v := *u
+	v.Fragment, v.RawFragment = "", ""
+	return v.String()
+}
+
+// resolve resolves ref against b (RFC 3986 §5.2) and formats the result
+// without its fragment, percent-encoding in the query what a browser
+// would. It takes net/url's way, which allocates half a dozen times, unless
+// ref is simple enough for fastResolve; out is its scratch buffer.
+func (b *baseURL) resolve(ref []byte, out *[]byte) (string, status) {
+	if b.fast {
+		if s, ok := b.fastResolve(ref, out); ok {
+			return s, 0
+		}
+	}
+	return b.slowResolve(ref)
+}
+
+// slowResolve is resolve by net/url.
+func (b *baseURL) slowResolve(ref []byte) (string, status) {
+	r, err := url.Parse(string(ref))
+	if err != nil {
+		return "", bad
+	}
+	if r.Scheme != "" && r.Scheme != "http" && r.Scheme != "https" {
+		return "", dropped
+	}
+	if r.Host == "" && len(ref) >= 2 && ref[0] == '/' && ref[1] == '/' {
+		// "//" or "///x": an empty authority, no host to fetch from
+		// (net/url would resolve "//" to the page itself).
+		return "", bad
+	}
+	u := b.u.ResolveReference(r)
+	if u.Host == "" || u.Opaque != "" || (u.Scheme != "http" && u.Scheme != "https") {
+		// "http:x" or "http:///x", which no request can fetch.
+		return "", bad
 	}
 	u.Fragment, u.RawFragment = "", ""
 	u.RawQuery = escapeQuery(u.RawQuery)
-	return u.String(), true
+	return u.String(), ok
+}
+
+// plain marks the bytes that fastResolve copies as they are: the printable
+// ASCII that net/url neither escapes in a path nor rejects, minus '%' in
+// paths (checked apart), '\” (escaped in queries) and the delimiters
+// '?' and '#'.
+var plain = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for _, c := range []byte("-._~!$&()*+,;=:@/[]") {
+		t[c] = true
+	}
+	return t
+}()
+
+// fastResolve resolves the common references without net/url, with one
+// allocation: relative references and absolute http(s) URLs with a plain
+// host, made of plain bytes and valid percent-escapes, with no dot
+// segments. For those it gives what slowResolve gives (FuzzResolve checks
+// this); for others it reports false.
+func (b *baseURL) fastResolve(ref []byte, out *[]byte) (string, bool) {
+	if i := bytes.IndexByte(ref, '#'); i >= 0 {
+		ref = ref[:i]
+	}
+	path, query, hasQuery := bytes.Cut(ref, []byte("?"))
+	for i := 0; i < len(path); i++ {
+		if c := path[i]; !plain[c] && (c != '%' || i+2 >= len(path) || !isHex(path[i+1]) || !isHex(path[i+2])) {
+			return "", false
+		}
+	}
+	for _, c := range query {
+		if !plain[c] && c != '%' && c != '?' {
+			return "", false
+		}
+	}
+	o := (*out)[:0]
+	switch {
+	case bytes.HasPrefix(path, []byte("http://")) || bytes.HasPrefix(path, []byte("https://")):
+		// Absolute, with a host of letters, digits, dots and hyphens
+		// and an optional port.
+		s := bytes.Index(path, []byte("://")) + 3
+		e := s
+		for e < len(path) && (isAlnum(path[e]) || path[e] == '.' || path[e] == '-') {
+			e++
+		}
+		if e == s {
+			return "", false
+		}
+		if e < len(path) && path[e] == ':' {
+			e++
+			if e == len(path) || !isDigit(path[e]) {
+				return "", false
+			}
+			for e < len(path) && isDigit(path[e]) {
+				e++
+			}
+		}
+		if e < len(path) && path[e] != '/' || hasDotSegment(path[e:]) {
+			return "", false
+		}
+		o = append(o, path...)
+	case bytes.HasPrefix(path, []byte("//")):
+		return "", false
+	default:
+		if i := bytes.IndexAny(path, ":/"); i >= 0 && path[i] == ':' {
+			return "", false // a scheme, or not a reference at all
+		}
+		o = append(o, b.prefix...)
+		switch {
+		case len(path) == 0:
+			o = append(o, b.path...)
+			if !hasQuery {
+				o = append(o, b.query...)
+			}
+		case path[0] == '/':
+			o = append(o, path...)
+		default:
+			if b.dir == "" {
+				o = append(o, '/')
+			}
+			o = append(o, b.dir...)
+			o = append(o, path...)
+		}
+		if hasDotSegment(o[len(b.prefix):]) {
+			*out = o
+			return "", false
+		}
+	}
+	if hasQuery {
+		o = append(o, '?')
+		o = append(o, query...)
+	}
+	*out = o
+	return string(o), true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func isAlnum(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// hasDotSegment reports whether a path has a "." or ".." segment.
+func hasDotSegment[S ~string | ~[]byte](path S) bool {
+	start := 0
+	for i := 0; i <= len(path); i++ {
+		if i == len(path) || path[i] == '/' {
+			if n := i - start; n == 1 && path[start] == '.' || n == 2 && path[start] == '.' && path[start+1] == '.' {
+				return true
+			}
+			start = i + 1
+		}
+	}
+	return false
 }
 
 // escapeQuery percent-encodes the bytes of a query that a browser encodes
@@ -449,36 +730,27 @@ func queryEscaped(c byte) bool {
 	return c <= ' ' || c >= 0x7f || c == '"' || c == '#' || c == '\'' || c == '<' || c == '>'
 }
 
-// withoutFragment formats u without its fragment.
-func withoutFragment(u *url.URL) string {
-	if u.Fragment == "" && u.RawFragment == "" {
-		return u.String()
-	}
-	v := *u
-	v.Fragment, v.RawFragment = "", ""
-	return v.String()
-}
-
 // setBase handles the first <base href> (HTML §4.2.3): it is resolved
 // against the page URL; one that does not parse or is not http(s) leaves
 // the page URL as the base. Links kept before it are resolved again.
 func (p *parser) setBase(href []byte) {
 	p.baseSet = true
-	pend := p.pending
-	p.pending = nil
-	ref, _ := p.parseRef(href)
-	if ref == nil || p.pageURL == nil {
+	pend, arena := p.pending, p.arena
+	p.pending, p.arena = nil, nil
+	ref, _ := p.clean(href)
+	r, err := url.Parse(string(ref))
+	if err != nil || p.pageURL == nil {
 		return
 	}
-	b := p.pageURL.ResolveReference(ref)
-	if b.Host == "" || b.Opaque != "" || (b.Scheme != "http" && b.Scheme != "https") {
+	u := p.pageURL.ResolveReference(r)
+	if u.Host == "" || u.Opaque != "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return
 	}
-	p.base = b
+	p.base = newBase(u)
 	for _, q := range pend {
 		// A reference that resolved against the page URL resolves
 		// against any http(s) base with a host.
-		if s, ok := resolve(b, q.ref); ok {
+		if s, st := p.base.resolve(arena[q.from:q.to], &p.out); st == ok {
 			p.dst[q.i].URL = s
 		}
 	}

@@ -1,6 +1,7 @@
 package links
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"golang.org/x/net/html"
 )
 
 const pageURL = "https://example.com/dir/page.html?x=1#frag"
@@ -62,8 +65,8 @@ func TestHTMLLinks(t *testing.T) {
 		{name: "whitespace trimmed", html: "<a href=\"\n\t /t \r\n\">x</a><a href=\"/a\nb\">y</a>", want: []string{"anchor https://example.com/t", "anchor https://example.com/ab"}},
 		{name: "backslashes", html: `<a href="\\evil.example\x">x</a><a href="/p\q?r\s">y</a>`, want: []string{"anchor https://evil.example/x", "anchor https://example.com/p/q?r\\s"}},
 		{name: "other schemes dropped silently", html: `<a href="javascript:void(0)">a</a><a href="mailto:a@b">b</a><a href="data:text/html,x">c</a><a href="tel:+1">d</a><a href="ftp://x/">e</a><a href=" JavaScript:x">f</a>`},
-		{name: "unparsable counted", html: `<a href="http://exa mple.com/">a</a><a href="http://[::1/">b</a><a href="http:no-host">c</a><a href="http:///x">d</a><a href="/ok">`,
-			want: []string{"anchor https://example.com/ok"}, bad: 4},
+		{name: "unparsable counted", html: `<a href="http://exa mple.com/">a</a><a href="http://[::1/">b</a><a href="http:no-host">c</a><a href="http:///x">d</a><a href="//">e</a><a href="///x">f</a><a href="/ok">`,
+			want: []string{"anchor https://example.com/ok"}, bad: 6},
 		{name: "spaces and non-ASCII escaped", html: `<a href="/a b/ツ?q=a b&r=ツ">`, want: []string{"anchor https://example.com/a%20b/%E3%83%84?q=a%20b&r=%E3%83%84"}},
 		{name: "rel nofollow", html: `<a href="/1" rel="NoFollow">x</a><a href="/2" rel="external sponsored">x</a><a href="/3" rel="UGC">x</a><a href="/4" rel="noopener">x</a><area href="/5" rel=nofollow>`,
 			want: []string{"anchor https://example.com/1 nofollow", "anchor https://example.com/2 nofollow", "anchor https://example.com/3 nofollow", "anchor https://example.com/4", "anchor https://example.com/5 nofollow"}},
@@ -259,6 +262,7 @@ func FuzzHTML(f *testing.F) {
 			t.Fatalf("HTML(%q) error %v from a strings.Reader", data, err)
 		}
 		checkLinks(t, data, got, page, opts)
+		checkRawAttrs(t, data)
 		// Streaming: the same result however r splits the bytes.
 		got2, page2, err := HTML(nil, iotest.HalfReader(strings.NewReader(string(data))), mustParse(t, pageURL), "polite", opts)
 		if err != nil || !slices.Equal(got, got2) || page != page2 {
@@ -360,4 +364,88 @@ func BenchmarkHTML(b *testing.B) {
 			b.ReportMetric(float64(n), "links/op")
 		})
 	}
+}
+
+// TestRawAttrs checks rawAttrs against the tokenizer's own reading.
+func TestRawAttrs(t *testing.T) {
+	for _, tag := range []string{
+		`<a href="/x" class=y>`, `<a/href=x>`, `<a href/x=1>`, `<a =x href='q'>`, `<A HREF = "u v" Href=w>`,
+		`<a href>`, `<a href=>`, `<a href= >`, `<a b="c>d" e=f/>`, `<a // x / y=z />`, `<img src=a.png/>`, `<a href="unclosed>`,
+	} {
+		checkRawAttrs(t, []byte(tag))
+	}
+}
+
+// checkRawAttrs compares rawAttrs with Tokenizer.TagAttr on every start tag
+// of data that rawAttrs would be used for.
+func checkRawAttrs(t *testing.T, data []byte) {
+	t.Helper()
+	z := html.NewTokenizer(bytes.NewReader(data))
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			return
+		}
+		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+			continue
+		}
+		raw := bytes.Clone(z.Raw())
+		if bytes.ContainsAny(raw, "&\x00\r") {
+			continue
+		}
+		var got, want []string
+		seen := map[string]bool{}
+		rawAttrs(raw, func(k, v []byte) {
+			k = bytes.ToLower(k)
+			if !seen[string(k)] {
+				seen[string(k)] = true
+				got = append(got, string(k)+"="+string(v))
+			}
+		})
+		for _, a := range z.Token().Attr {
+			want = append(want, a.Key+"="+a.Val)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("rawAttrs(%q) = %q, the tokenizer reads %q", raw, got, want)
+		}
+	}
+}
+
+func TestFastResolve(t *testing.T) {
+	for _, base := range []string{pageURL, "https://example.com", "http://u:p@example.com:8080/a/b/?", "https://example.com/a/./b", "https://EXAMPLE.com//x//"} {
+		for _, ref := range []string{"a", "/a", "a/b?c=d&e", "?q", "?", "", "http://h.example", "https://h.example:8080/p?q", "a:b", "./a", "a/..", "%41%zz", "a%41", "//h/x", "http://h:/x", "x?a'b", "x?a%zz", "http://h/a/../b"} {
+			checkFastResolve(t, base, ref)
+		}
+	}
+}
+
+// checkFastResolve checks that fastResolve agrees with slowResolve where
+// it answers.
+func checkFastResolve(t *testing.T, base, ref string) {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		return
+	}
+	b := newBase(u)
+	if !b.fast {
+		return
+	}
+	var out []byte
+	got, ok := b.fastResolve([]byte(ref), &out)
+	if !ok {
+		return
+	}
+	want, st := b.slowResolve([]byte(ref))
+	if st != 0 || got != want {
+		t.Fatalf("fastResolve(%q, %q) = %q, net/url gives %q (status %d)", base, ref, got, want, st)
+	}
+}
+
+func FuzzResolve(f *testing.F) {
+	for _, s := range []string{"a", "/a/b", "?q=1", "https://x.example:80/p?q", "a/../b", "%41"} {
+		f.Add(pageURL, s)
+	}
+	f.Add("https://x/a/./b/", "c")
+	f.Fuzz(checkFastResolve)
 }

@@ -28,12 +28,34 @@ func isSep(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == ','
 }
 
+// equalFold reports whether a and b are equal under ASCII case folding,
+// the HTML spec's "ASCII case-insensitive" (bytes.EqualFold would also
+// fold 'ſ' to 's' and the Kelvin sign to 'k').
+func equalFold[A, B ~string | ~[]byte](a A, b B) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
 // relNoFollow reports whether a rel attribute holds "nofollow", or
 // "sponsored" or "ugc", which Google treats as nofollow hints.
 func relNoFollow(rel []byte) bool {
 	no := false
 	fields(rel, func(t []byte) {
-		if bytes.EqualFold(t, []byte("nofollow")) || bytes.EqualFold(t, []byte("sponsored")) || bytes.EqualFold(t, []byte("ugc")) {
+		if equalFold(t, "nofollow") || equalFold(t, "sponsored") || equalFold(t, "ugc") {
 			no = true
 		}
 	})
@@ -41,11 +63,10 @@ func relNoFollow(rel []byte) bool {
 }
 
 // assetRels are the rel tokens of a <link> to a resource the page loads.
-var assetRels = [][]byte{
-	[]byte("stylesheet"), []byte("icon"), []byte("apple-touch-icon"),
-	[]byte("apple-touch-icon-precomposed"), []byte("apple-touch-startup-image"),
-	[]byte("mask-icon"), []byte("manifest"), []byte("preload"),
-	[]byte("modulepreload"), []byte("prefetch"),
+var assetRels = []string{
+	"stylesheet", "icon", "apple-touch-icon", "apple-touch-icon-precomposed",
+	"apple-touch-startup-image", "mask-icon", "manifest", "preload",
+	"modulepreload", "prefetch",
 }
 
 // linkKind returns the kind of a <link> with the rel attribute rel: Asset
@@ -56,11 +77,11 @@ func linkKind(rel []byte) Kind {
 	asset, origin, other := false, false, false
 	fields(rel, func(t []byte) {
 		switch {
-		case bytes.EqualFold(t, []byte("dns-prefetch")), bytes.EqualFold(t, []byte("preconnect")):
+		case equalFold(t, "dns-prefetch"), equalFold(t, "preconnect"):
 			origin = true
 		default:
 			for _, a := range assetRels {
-				if bytes.EqualFold(t, a) {
+				if equalFold(t, a) {
 					asset = true
 					return
 				}
@@ -79,11 +100,11 @@ func linkKind(rel []byte) Kind {
 
 // productToken returns the product token of a user agent: the part before
 // the first '/' or space.
-func productToken(agent string) []byte {
+func productToken(agent string) string {
 	if i := strings.IndexAny(agent, "/ \t"); i >= 0 {
 		agent = agent[:i]
 	}
-	return []byte(agent)
+	return agent
 }
 
 // directives reports whether a robots directive list ("noindex, nofollow",
@@ -91,11 +112,11 @@ func productToken(agent string) []byte {
 func directives(v []byte) (nofollow, noindex bool) {
 	fields(v, func(t []byte) {
 		switch {
-		case bytes.EqualFold(t, []byte("none")):
+		case equalFold(t, "none"):
 			nofollow, noindex = true, true
-		case bytes.EqualFold(t, []byte("nofollow")):
+		case equalFold(t, "nofollow"):
 			nofollow = true
-		case bytes.EqualFold(t, []byte("noindex")):
+		case equalFold(t, "noindex"):
 			noindex = true
 		}
 	})
@@ -105,16 +126,16 @@ func directives(v []byte) (nofollow, noindex bool) {
 // meta handles a <meta> element: robots directives addressed to everyone
 // or to the agent, and the first refresh.
 func (p *parser) meta(name, content, equiv []byte) {
-	name = bytes.TrimSpace(name)
-	if name != nil && (bytes.EqualFold(name, []byte("robots")) || len(p.agent) > 0 && bytes.EqualFold(name, p.agent)) {
+	name = bytes.Trim(name, " \t\n\r\f")
+	if name != nil && (equalFold(name, "robots") || len(p.agent) > 0 && equalFold(name, p.agent)) {
 		nf, ni := directives(content)
 		p.page.NoFollow = p.page.NoFollow || nf
 		p.page.NoIndex = p.page.NoIndex || ni
 	}
-	if p.page.Refresh == "" && bytes.EqualFold(bytes.TrimSpace(equiv), []byte("refresh")) {
+	if p.page.Refresh == "" && equalFold(bytes.Trim(equiv, " \t\n\r\f"), "refresh") {
 		if u := refreshURL(content); u != nil {
-			if ref, _ := p.parseRef(u); ref != nil {
-				p.page.Refresh, _ = resolve(p.base, ref)
+			if ref, drop := p.clean(u); !drop {
+				p.page.Refresh, _ = p.base.resolve(ref, &p.out)
 			}
 		}
 	}
@@ -141,7 +162,7 @@ func refreshURL(v []byte) []byte {
 	if len(v) > 0 && (v[0] == ';' || v[0] == ',') {
 		v = bytes.TrimLeft(v[1:], " \t\n\r\f")
 	}
-	if len(v) >= 3 && bytes.EqualFold(v[:3], []byte("url")) {
+	if len(v) >= 3 && equalFold(v[:3], "url") {
 		if w := bytes.TrimLeft(v[3:], " \t\n\r\f"); len(w) > 0 && w[0] == '=' {
 			v = bytes.TrimLeft(w[1:], " \t\n\r\f")
 		}
@@ -174,7 +195,7 @@ var knownValued = []string{"unavailable_after", "max-snippet", "max-image-previe
 // nofollow" in the same field rescopes what follows it. Unknown directives
 // are ignored.
 func RobotsHeader(h http.Header, agent string) (nofollow, noindex bool) {
-	tok := string(productToken(agent))
+	tok := productToken(agent)
 	for _, v := range h.Values("X-Robots-Tag") {
 		applies := true
 		for item := range strings.SplitSeq(v, ",") {
@@ -183,10 +204,10 @@ func RobotsHeader(h http.Header, agent string) (nofollow, noindex bool) {
 				name = strings.TrimSpace(name)
 				valued := false
 				for _, k := range knownValued {
-					valued = valued || strings.EqualFold(name, k)
+					valued = valued || equalFold(name, k)
 				}
 				if !valued {
-					applies = strings.EqualFold(name, tok) && tok != ""
+					applies = equalFold(name, tok) && tok != ""
 					item = rest
 				}
 			}
