@@ -570,13 +570,21 @@ func (b *baseURL) slowResolve(ref []byte) (string, status) {
 		return "", bad
 	}
 	u := b.u.ResolveReference(r)
-	if u.Host == "" || u.Opaque != "" || (u.Scheme != "http" && u.Scheme != "https") {
-		// "http:x" or "http:///x", which no request can fetch.
+	if !fetchable(u) {
 		return "", bad
 	}
 	u.Fragment, u.RawFragment = "", ""
 	u.RawQuery = escapeQuery(u.RawQuery)
 	return u.String(), ok
+}
+
+// fetchable reports whether u is an http(s) URL with a host, which rules
+// out "http:x" and "http:///x". It also rules out the '<', '>' and '"'
+// that net/url takes in a host name and browsers do not (WHATWG URL's
+// forbidden host code points).
+func fetchable(u *url.URL) bool {
+	return u.Host != "" && u.Opaque == "" && (u.Scheme == "http" || u.Scheme == "https") &&
+		!strings.ContainsAny(u.Host, "<>\"")
 }
 
 // plain marks the bytes that fastResolve copies as they are: the printable
@@ -743,7 +751,7 @@ func (p *parser) setBase(href []byte) {
 		return
 	}
 	u := p.pageURL.ResolveReference(r)
-	if u.Host == "" || u.Opaque != "" || (u.Scheme != "http" && u.Scheme != "https") {
+	if !fetchable(u) {
 		return
 	}
 	p.base = newBase(u)

@@ -172,10 +172,10 @@ func TestSitemapErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, _, skipped, err := readSitemap(strings.NewReader(tc.doc), tc.opts)
 			if err == nil || !strings.HasPrefix(err.Error(), "links: ") || !strings.Contains(err.Error(), tc.errHas) || errors.Is(err, ErrTooBig) != tc.tooBig {
-				t.Errorf("Sitemap(%q) error = %v, want one containing %q (ErrTooBig %v)", tc.doc, err, tc.errHas, tc.tooBig)
+				t.Errorf("Sitemap(%.200q) error = %v, want one containing %q (ErrTooBig %v)", tc.doc, err, tc.errHas, tc.tooBig)
 			}
 			if !slices.Equal(got, tc.want) || skipped != tc.skipped {
-				t.Errorf("Sitemap(%q) = %q, skipped %d; want %q, %d", tc.doc, got, skipped, tc.want, tc.skipped)
+				t.Errorf("Sitemap(%.200q) = %q, skipped %d; want %q, %d", tc.doc, got, skipped, tc.want, tc.skipped)
 			}
 		})
 	}
@@ -249,15 +249,15 @@ func FuzzSitemap(f *testing.F) {
 			return nil
 		})
 		if len(got) > maxURLs {
-			t.Fatalf("Sitemap(%q) delivered %d entries, more than MaxURLs %d", data, len(got), maxURLs)
+			t.Fatalf("Sitemap(%.200q) delivered %d entries, more than MaxURLs %d", data, len(got), maxURLs)
 		}
 		if err != nil && !strings.HasPrefix(err.Error(), "links: ") {
-			t.Fatalf("Sitemap(%q) error %q lacks the package prefix", data, err)
+			t.Fatalf("Sitemap(%.200q) error %q lacks the package prefix", data, err)
 		}
 		for _, e := range got {
 			u, perr := url.Parse(e.Loc)
 			if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || e.Loc != strings.TrimSpace(e.Loc) {
-				t.Fatalf("Sitemap(%q) delivered %q, not an absolute http(s) URL: %v", data, e.Loc, perr)
+				t.Fatalf("Sitemap(%.200q) delivered %q, not an absolute http(s) URL: %v", data, e.Loc, perr)
 			}
 		}
 		// The same document gzipped reads the same, unless it was gzip
@@ -271,7 +271,7 @@ func FuzzSitemap(f *testing.F) {
 			return nil
 		})
 		if index != index2 || skipped != skipped2 || !slices.Equal(got, got2) || (err == nil) != (err2 == nil) {
-			t.Fatalf("Sitemap(%q) = %d entries, %v, %d, %v; gzipped %d entries, %v, %d, %v",
+			t.Fatalf("Sitemap(%.200q) = %d entries, %v, %d, %v; gzipped %d entries, %v, %d, %v",
 				data, len(got), index, skipped, err, len(got2), index2, skipped2, err2)
 		}
 	})
