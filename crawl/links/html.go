@@ -575,7 +575,13 @@ func (b *baseURL) slowResolve(ref []byte) (string, status) {
 	}
 	u.Fragment, u.RawFragment = "", ""
 	u.RawQuery = escapeQuery(u.RawQuery)
-	return u.String(), ok
+	s := u.String()
+	if _, err := url.Parse(s); err != nil {
+		// net/url reads some references it cannot write back:
+		// "//::" becomes "https://::", an invalid port.
+		return "", bad
+	}
+	return s, ok
 }
 
 // fetchable reports whether u is an http(s) URL with a host, which rules
@@ -752,6 +758,11 @@ func (p *parser) setBase(href []byte) {
 	}
 	u := p.pageURL.ResolveReference(r)
 	if !fetchable(u) {
+		return
+	}
+	u.Fragment, u.RawFragment = "", ""
+	u.RawQuery = escapeQuery(u.RawQuery)
+	if _, err := url.Parse(u.String()); err != nil {
 		return
 	}
 	p.base = newBase(u)
