@@ -518,14 +518,14 @@ type baseURL struct {
 
 func newBase(u *url.URL) baseURL {
 	b := baseURL{u: u}
-	if u.Host == "" || u.Opaque != "" || (u.Scheme != "http" && u.Scheme != "https") {
+	if !fetchable(u) {
 		return b
 	}
 	b.prefix = (&url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host}).String()
 	b.path = u.EscapedPath()
 	b.dir = b.path[:strings.LastIndexByte(b.path, '/')+1]
 	if u.RawQuery != "" { // net/url drops a bare '?' of the base
-		b.query = "?" + u.RawQuery
+		b.query = "?" + escapeQuery(u.RawQuery)
 	}
 	b.fast = !hasDotSegment(b.path) && strings.HasPrefix(b.path, "/") || b.path == ""
 	return b
@@ -557,6 +557,11 @@ func (b *baseURL) resolve(ref []byte, out *[]byte) (string, status) {
 
 // slowResolve is resolve by net/url.
 func (b *baseURL) slowResolve(ref []byte) (string, status) {
+	if i := bytes.IndexByte(ref, '#'); i >= 0 {
+		// The fragment is dropped: a bad escape in it ("x#%") does not
+		// make the link bad.
+		ref = ref[:i]
+	}
 	r, err := url.Parse(string(ref))
 	if err != nil {
 		return "", bad

@@ -55,6 +55,7 @@ func TestHTMLLinks(t *testing.T) {
 		{name: "query only", html: `<a href="?q=2">`, want: []string{"anchor https://example.com/dir/page.html?q=2"}},
 		{name: "fragment only is the page itself", html: `<a href="#top">x</a><a href="">y</a><a href=" # ">z</a>`},
 		{name: "fragment removed", html: `<a href="other.html#sec">`, want: []string{"anchor https://example.com/dir/other.html"}},
+		{name: "bad escape in fragment", html: `<a href="a b#%zz">`, want: []string{"anchor https://example.com/dir/a%20b"}},
 		{name: "absolute", html: `<a href="http://a.example:8080/p?q">`, want: []string{"anchor http://a.example:8080/p?q"}},
 		{name: "scheme case", html: `<a href="HTTPS://A.Example/P">`, want: []string{"anchor https://A.Example/P"}},
 		{name: "entities (not before = in attributes, HTML §13.2.5.73)", html: `<a href="/s?a=1&amp;b=2&lt=3&copy;">`, want: []string{"anchor https://example.com/s?a=1&b=2&lt=3%C2%A9"}},
