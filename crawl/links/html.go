@@ -120,8 +120,9 @@ type Page struct {
 // ("polite"; anything from the first '/' or space on is ignored), so that
 // <meta name="polite" content="nofollow"> counts like name="robots".
 //
-// HTML returns r's read error, other than io.EOF, with the links found
-// before it.
+// HTML returns r's read error, other than io.EOF, wrapped, with the links
+// found before it. It is safe to call concurrently: each call has its own
+// state.
 func HTML(dst []Link, r io.Reader, base *url.URL, agent string, opts Options) ([]Link, Page, error) {
 	p := parser{
 		dst:     dst,
@@ -145,7 +146,9 @@ func HTML(dst []Link, r io.Reader, base *url.URL, agent string, opts Options) ([
 		case html.ErrorToken:
 			p.page.Base = p.base.String()
 			if err := z.Err(); err != io.EOF {
-				return p.dst, p.page, fmt.Errorf("links: reading HTML of %s: %w", p.page.Base, err)
+				// The page's host and path, not its query, which may
+				// hold secrets that do not belong in logs.
+				return p.dst, p.page, fmt.Errorf("links: reading HTML of %s: %w", (&url.URL{Scheme: base.Scheme, Host: base.Host, Path: base.Path}).String(), err)
 			}
 			return p.dst, p.page, nil
 		case html.StartTagToken, html.SelfClosingTagToken:

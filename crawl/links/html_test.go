@@ -196,7 +196,7 @@ func TestHTMLReadError(t *testing.T) {
 	boom := errors.New("boom")
 	r := io.MultiReader(strings.NewReader(`<a href="/one">x</a><a href="/two">`), iotest.ErrReader(boom))
 	got, _, err := HTML(nil, r, mustParse(t, pageURL), "", Options{})
-	if !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "links: ") {
+	if !errors.Is(err, boom) || err.Error() != "links: reading HTML of https://example.com/dir/page.html: boom" {
 		t.Errorf("HTML(failing reader) error = %v, want one wrapping %v", err, boom)
 	}
 	if want := []string{"anchor https://example.com/one", "anchor https://example.com/two"}; !slices.Equal(show(got), want) {

@@ -74,7 +74,8 @@ type Entry struct {
 // other than urlset or sitemapindex, binary data in a text sitemap) or a
 // read error stops Sitemap with an error naming the line, after the
 // entries before it were delivered; so does a limit of opts (ErrTooBig).
-// Sitemap reads nothing after the root element's end.
+// Sitemap reads nothing after the root element's end (so a gzip trailer
+// after it is not checked). It is safe to call concurrently.
 func Sitemap(r io.Reader, opts SitemapOptions, fn func(Entry) error) (index bool, skipped int, err error) {
 	s := sitemap{maxURLs: opts.MaxURLs, maxBytes: opts.MaxBytes, fn: fn}
 	if s.maxURLs <= 0 {

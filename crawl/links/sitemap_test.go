@@ -74,6 +74,7 @@ func TestSitemap(t *testing.T) {
 		{name: "urlset", doc: urlset, want: want},
 		{name: "gzip", doc: gz(t, urlset), want: want},
 		{name: "gzip inside gzip", doc: gz(t, gz(t, urlset)), want: want},
+		{name: "gzip trailer after the root is not read", doc: gz(t, urlset)[:len(gz(t, urlset))-8], want: want},
 		{name: "byte order mark", doc: "\ufeff" + urlset, want: want},
 		{name: "no namespace", doc: `<urlset><url><loc>https://example.com/</loc></url></urlset>`, want: []string{"https://example.com/"}},
 		{name: "other namespace prefix", doc: `<s:urlset xmlns:s="http://www.sitemaps.org/schemas/sitemap/0.9"><s:url><s:loc>https://example.com/</s:loc></s:url></s:urlset>`, want: []string{"https://example.com/"}},
