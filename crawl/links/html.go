@@ -156,7 +156,7 @@ func HTML(dst []Link, r io.Reader, base *url.URL, agent string, opts Options) ([
 			switch a {
 			case atom.Noscript:
 				// We are a user agent without scripting, for which
-				// <noscript> holds markup, not text (HTML §13.2.5.1):
+				// <noscript> holds markup, not text (HTML §4.12.2):
 				// its links are what such a client is offered.
 				if tt == html.StartTagToken {
 					z.NextIsNotRawText()
@@ -353,7 +353,7 @@ func (p *parser) tag(z *html.Tokenizer, a atom.Atom) {
 
 // rawAttrs calls fn for each attribute with a non-empty name of the start
 // tag whose raw text is raw, as Tokenizer.readTag reads them (WHATWG
-// §13.2.5.32-38, down to its quirks: "<a/href=x>" has an href, "<a =x>"
+// §13.2.5.32-39, down to its quirks: "<a/href=x>" has an href, "<a =x>"
 // an attribute named "=x"). Names are not lower-cased and values are not
 // unescaped: the caller makes sure there is nothing to unescape.
 func rawAttrs(raw []byte, fn func(k, v []byte)) {
@@ -784,7 +784,7 @@ func (p *parser) setBase(href []byte) {
 }
 
 // srcset adds the URLs of the image candidates in a srcset attribute
-// (HTML §4.8.4.3.10 "parse a srcset attribute"): comma-separated, each a
+// (HTML's "parse a srcset attribute"): comma-separated, each a
 // URL and optional descriptors ("a.jpg 1x, b.jpg 2x"; "c.jpg 640w").
 func (p *parser) srcset(v []byte) {
 	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }

@@ -7,7 +7,8 @@ import (
 )
 
 // fields calls fn for each token of v separated by ASCII whitespace and
-// commas, the separators of rel (HTML §2.3.7) and of robots directives.
+// commas: the separators of rel values (ASCII whitespace; a comma there is
+// a mistake worth forgiving) and of robots directives.
 func fields(v []byte, fn func(tok []byte)) {
 	i := 0
 	for i < len(v) {
@@ -142,7 +143,7 @@ func (p *parser) meta(name, content, equiv []byte) {
 }
 
 // refreshURL returns the URL of a refresh declaration ("5; url='/next'"),
-// following HTML §4.2.5.3's "shared declarative refresh steps", or nil for
+// following HTML's "shared declarative refresh steps", or nil for
 // one without a URL.
 func refreshURL(v []byte) []byte {
 	v = bytes.TrimLeft(v, " \t\n\r\f")
