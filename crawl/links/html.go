@@ -511,11 +511,11 @@ const (
 type baseURL struct {
 	u *url.URL
 	// fast is false when resolve must always take net/url's way: the
-	// base has dot segments in its path, or is no http(s) URL with host.
+	// base is no http(s) URL with a host.
 	fast   bool
 	prefix string // scheme://userinfo@host
-	path   string // escaped path
-	dir    string // path up to its last '/'
+	path   []byte // escaped path
+	dir    []byte // path up to its last '/'
 	query  string // the raw query, with '?' when there is one
 }
 
@@ -525,12 +525,12 @@ func newBase(u *url.URL) baseURL {
 		return b
 	}
 	b.prefix = (&url.URL{Scheme: u.Scheme, User: u.User, Host: u.Host}).String()
-	b.path = u.EscapedPath()
-	b.dir = b.path[:strings.LastIndexByte(b.path, '/')+1]
+	b.path = []byte(u.EscapedPath())
+	b.dir = b.path[:bytes.LastIndexByte(b.path, '/')+1]
 	if u.RawQuery != "" { // net/url drops a bare '?' of the base
 		b.query = "?" + escapeQuery(u.RawQuery)
 	}
-	b.fast = !hasDotSegment(b.path) && strings.HasPrefix(b.path, "/") || b.path == ""
+	b.fast = true
 	return b
 }
 
@@ -620,9 +620,9 @@ var plain = func() (t [256]bool) {
 
 // fastResolve resolves the common references without net/url, with one
 // allocation: relative references and absolute http(s) URLs with a plain
-// host, made of plain bytes and valid percent-escapes, with no dot
-// segments. For those it gives what slowResolve gives (FuzzResolve checks
-// this); for others it reports false.
+// host, made of plain bytes and valid percent-escapes. For those it gives
+// what slowResolve gives (FuzzResolve checks this); for others it reports
+// false.
 func (b *baseURL) fastResolve(ref []byte, out *[]byte) (string, bool) {
 	if i := bytes.IndexByte(ref, '#'); i >= 0 {
 		ref = ref[:i]
@@ -660,10 +660,11 @@ func (b *baseURL) fastResolve(ref []byte, out *[]byte) (string, bool) {
 				e++
 			}
 		}
-		if e < len(path) && path[e] != '/' || hasDotSegment(path[e:]) {
+		if e < len(path) && path[e] != '/' {
 			return "", false
 		}
-		o = append(o, path...)
+		o = append(o, path[:e]...)
+		o = appendPath(o, path[e:], nil)
 	case bytes.HasPrefix(path, []byte("//")):
 		return "", false
 	default:
@@ -673,22 +674,14 @@ func (b *baseURL) fastResolve(ref []byte, out *[]byte) (string, bool) {
 		o = append(o, b.prefix...)
 		switch {
 		case len(path) == 0:
-			o = append(o, b.path...)
+			o = appendPath(o, b.path, nil)
 			if !hasQuery {
 				o = append(o, b.query...)
 			}
 		case path[0] == '/':
-			o = append(o, path...)
+			o = appendPath(o, path, nil)
 		default:
-			if b.dir == "" {
-				o = append(o, '/')
-			}
-			o = append(o, b.dir...)
-			o = append(o, path...)
-		}
-		if hasDotSegment(o[len(b.prefix):]) {
-			*out = o
-			return "", false
+			o = appendPath(o, b.dir, path)
 		}
 	}
 	if hasQuery {
@@ -699,6 +692,59 @@ func (b *baseURL) fastResolve(ref []byte, out *[]byte) (string, bool) {
 	return string(o), true
 }
 
+// appendPath appends to dst the path dir+ref with its dot segments
+// removed: net/url's resolvePath (RFC 3986 §5.2.4 as Go does it), without
+// allocating when dst has room.
+func appendPath(dst, dir, ref []byte) []byte {
+	if len(dir)+len(ref) == 0 {
+		return dst
+	}
+	start := len(dst)
+	dst = append(dst, '/')
+	first := true
+	var elem []byte
+	// Walk the segments of dir+ref without joining them: dir is empty
+	// or ends in '/', so a segment never spans the two.
+	for _, part := range [2][]byte{dir, ref} {
+		if len(part) == 0 {
+			continue
+		}
+		if len(dir) > 0 && len(ref) > 0 && &part[0] == &dir[0] {
+			part = part[:len(part)-1] // the '/' between them is the next Cut's
+		}
+		rest, found := part, true
+		for found {
+			elem, rest, found = bytes.Cut(rest, []byte("/"))
+			switch {
+			case len(elem) == 1 && elem[0] == '.':
+				first = false
+			case len(elem) == 2 && elem[0] == '.' && elem[1] == '.':
+				if i := bytes.LastIndexByte(dst[start+1:], '/'); i >= 0 {
+					dst = dst[:start+1+i]
+				} else {
+					dst = dst[:start+1]
+				}
+				first = len(dst) == start+1
+			default:
+				if !first {
+					dst = append(dst, '/')
+				}
+				dst = append(dst, elem...)
+				first = false
+			}
+		}
+	}
+	if len(elem) == 1 && elem[0] == '.' || len(elem) == 2 && elem[0] == '.' && elem[1] == '.' {
+		dst = append(dst, '/')
+	}
+	// We wrote an initial '/', but we don't want two.
+	if len(dst) > start+1 && dst[start+1] == '/' {
+		copy(dst[start:], dst[start+1:])
+		dst = dst[:len(dst)-1]
+	}
+	return dst
+}
+
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
@@ -706,20 +752,6 @@ func isHex(c byte) bool {
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func isAlnum(c byte) bool { return isDigit(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
-
-// hasDotSegment reports whether a path has a "." or ".." segment.
-func hasDotSegment[S ~string | ~[]byte](path S) bool {
-	start := 0
-	for i := 0; i <= len(path); i++ {
-		if i == len(path) || path[i] == '/' {
-			if n := i - start; n == 1 && path[start] == '.' || n == 2 && path[start] == '.' && path[start+1] == '.' {
-				return true
-			}
-			start = i + 1
-		}
-	}
-	return false
-}
 
 // escapeQuery percent-encodes the bytes of a query that a browser encodes
 // (WHATWG URL's special-query percent-encode set: controls, space, '"',
