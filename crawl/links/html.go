@@ -158,9 +158,9 @@ func HTML(dst []Link, r io.Reader, base *url.URL, agent string, opts Options) ([
 				// We are a user agent without scripting, for which
 				// <noscript> holds markup, not text (HTML §4.12.2):
 				// its links are what such a client is offered.
-				if tt == html.StartTagToken {
-					z.NextIsNotRawText()
-				}
+				// "<noscript/>" starts the element too: HTML ignores
+				// the slash on elements that are not void.
+				z.NextIsNotRawText()
 				continue
 			case atom.Svg, atom.Math:
 				if tt == html.StartTagToken {
@@ -502,9 +502,9 @@ func hasOtherScheme(v []byte) bool {
 type status uint8
 
 const (
-	ok      status = iota
-	dropped        // another scheme: not counted
-	bad            // does not parse or has no host: counted in Page.Bad
+	resolved status = iota
+	dropped         // another scheme: not counted
+	bad             // does not parse or has no host: counted in Page.Bad
 )
 
 // baseURL is a base URL, with the parts the fast path of resolve needs.
@@ -552,7 +552,7 @@ func (b *baseURL) String() string {
 func (b *baseURL) resolve(ref []byte, out *[]byte) (string, status) {
 	if b.fast {
 		if s, ok := b.fastResolve(ref, out); ok {
-			return s, 0
+			return s, resolved
 		}
 	}
 	return b.slowResolve(ref)
@@ -589,7 +589,7 @@ func (b *baseURL) slowResolve(ref []byte) (string, status) {
 		// "//::" becomes "https://::", an invalid port.
 		return "", bad
 	}
-	return s, ok
+	return s, resolved
 }
 
 // fetchable reports whether u is an http(s) URL with a host, which rules
@@ -809,7 +809,7 @@ func (p *parser) setBase(href []byte) {
 	for _, q := range pend {
 		// A reference that resolved against the page URL resolves
 		// against any http(s) base with a host.
-		if s, st := p.base.resolve(arena[q.from:q.to], &p.out); st == ok {
+		if s, st := p.base.resolve(arena[q.from:q.to], &p.out); st == resolved {
 			p.dst[q.i].URL = s
 		}
 	}
