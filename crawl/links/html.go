@@ -792,6 +792,9 @@ func (p *parser) setBase(href []byte) {
 	pend, arena := p.pending, p.arena
 	p.pending, p.arena = nil, nil
 	ref, _ := p.clean(href)
+	if i := bytes.IndexByte(ref, '#'); i >= 0 {
+		ref = ref[:i]
+	}
 	r, err := url.Parse(string(ref))
 	if err != nil || p.pageURL == nil {
 		return
@@ -808,7 +811,8 @@ func (p *parser) setBase(href []byte) {
 	p.base = newBase(u)
 	for _, q := range pend {
 		// A reference that resolved against the page URL resolves
-		// against any http(s) base with a host.
+		// against any fetchable base; should it not, the link keeps
+		// its first resolution.
 		if s, st := p.base.resolve(arena[q.from:q.to], &p.out); st == resolved {
 			p.dst[q.i].URL = s
 		}

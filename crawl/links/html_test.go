@@ -103,7 +103,7 @@ func TestHTMLLinks(t *testing.T) {
 			want: []string{"anchor https://two.example/x"}, base: "https://two.example/"},
 		{name: "base in body applies to the whole document", html: `<a href="before">x</a><a href="https://abs.example/">y</a><p><base href="https://b.example/d/"><a href="after">`,
 			want: []string{"anchor https://b.example/d/before", "anchor https://abs.example/", "anchor https://b.example/d/after"}, base: "https://b.example/d/"},
-		{name: "base with fragment", html: `<base href="/b/#f"><a href="x">`, want: []string{"anchor https://example.com/b/x"}, base: "https://example.com/b/"},
+		{name: "base with fragment", html: `<base href="/b/#%f"><a href="x">`, want: []string{"anchor https://example.com/b/x"}, base: "https://example.com/b/"},
 		{name: "base not http is ignored", html: `<base href="javascript:x"><base href="https://late.example/"><a href="x">`, want: []string{"anchor https://example.com/dir/x"}},
 		{name: "base that does not parse", html: `<base href="http://[bad"><a href="x">`, want: []string{"anchor https://example.com/dir/x"}},
 		{name: "binary junk", html: "\x00\x01\xff\xfe<\x00a href=/x>\x89PNG\r\n\x1a\n<a href=\"/ok\x00\">",

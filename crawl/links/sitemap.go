@@ -39,7 +39,9 @@ type SitemapOptions struct {
 	MaxURLs int
 	// MaxBytes is the most bytes Sitemap reads, counted after gzip
 	// decompression; zero or less means DefaultMaxBytes (50 MiB, the
-	// protocol's limit). Beyond it Sitemap stops with ErrTooBig.
+	// protocol's limit). Beyond it Sitemap stops with ErrTooBig. The bound
+	// applies to the compressed input as well, and to the output of each
+	// layer of gzip.
 	MaxBytes int64
 }
 
@@ -149,8 +151,10 @@ type limitReader struct {
 
 func (l *limitReader) Read(p []byte) (int, error) {
 	if l.n <= 0 {
+		// One byte more tells a document of exactly max bytes from a
+		// longer one.
 		var b [1]byte
-		for {
+		for range 100 { // as bufio does, give up on a reader stuck at (0, nil)
 			n, err := l.r.Read(b[:])
 			if n > 0 {
 				return 0, fmt.Errorf("links: sitemap larger than %d bytes: %w", l.max, ErrTooBig)
@@ -159,6 +163,7 @@ func (l *limitReader) Read(p []byte) (int, error) {
 				return 0, err
 			}
 		}
+		return 0, io.ErrNoProgress
 	}
 	if int64(len(p)) > l.n {
 		p = p[:l.n]
