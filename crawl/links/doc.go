@@ -4,9 +4,12 @@
 // CrawlSpider or Colly that reads a page; which links to follow, and how to
 // canonicalise and deduplicate them, is the caller's business.
 //
-//	links, page, err := links.HTML(links[:0], io.LimitReader(resp.Body, max), resp.Request.URL, "polite", links.Options{})
+//	found, page, err := links.HTML(found[:0], io.LimitReader(resp.Body, max), resp.Request.URL, "polite", links.Options{})
 //	nofollow, _ := links.RobotsHeader(resp.Header, "polite")
-//	if page.NoFollow || nofollow { ... }
+//	for _, l := range found {
+//		if page.NoFollow || nofollow || l.NoFollow { continue }
+//		... enqueue l.URL ...
+//	}
 //
 // # Which links
 //

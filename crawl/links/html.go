@@ -206,6 +206,7 @@ type parser struct {
 	foreign int // depth of <svg> and <math> elements
 	scratch []byte
 	out     []byte
+	amp     []byte // the values of one tag with "&amp;" replaced
 }
 
 type pending struct {
@@ -258,6 +259,9 @@ var attrNames = [numAttrs]string{"href", "src", "srcset", "rel", "name", "conten
 type attrs struct {
 	val [numAttrs][]byte
 	has [numAttrs]bool
+	// amp, when set, is where set writes a value's "&amp;" as "&"
+	// (plainAttrs allows no other reference).
+	amp *[]byte
 }
 
 // set records the attribute k=v unless one of that name came first (the
@@ -266,11 +270,44 @@ func (a *attrs) set(k, v []byte) {
 	for i, name := range attrNames {
 		if len(k) == len(name) && equalFold(k, name) {
 			if !a.has[i] {
+				if a.amp != nil && bytes.IndexByte(v, '&') >= 0 {
+					start := len(*a.amp)
+					for {
+						j := bytes.Index(v, []byte("&amp;"))
+						if j < 0 {
+							break
+						}
+						*a.amp = append(append(*a.amp, v[:j]...), '&')
+						v = v[j+len("&amp;"):]
+					}
+					*a.amp = append(*a.amp, v...)
+					v = (*a.amp)[start:]
+				}
 				a.val[i], a.has[i] = v, true
 			}
 			return
 		}
 	}
+}
+
+// plainAttrs reports whether the raw start tag needs none of what TagAttr
+// does to values but replacing "&amp;" with "&": no other character
+// reference, no NUL, no CR.
+func plainAttrs(raw []byte) bool {
+	if bytes.IndexByte(raw, 0) >= 0 || bytes.IndexByte(raw, '\r') >= 0 {
+		return false
+	}
+	for i := bytes.IndexByte(raw, '&'); i >= 0; {
+		if !bytes.HasPrefix(raw[i:], []byte("&amp;")) {
+			return false
+		}
+		j := bytes.IndexByte(raw[i+1:], '&')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return true
 }
 
 // get returns the value of attribute i, or nil.
@@ -290,9 +327,12 @@ func (p *parser) tag(z *html.Tokenizer, a atom.Atom) {
 		return
 	}
 	var at attrs
-	if raw := z.Raw(); bytes.IndexByte(raw, '&') < 0 && bytes.IndexByte(raw, 0) < 0 && bytes.IndexByte(raw, '\r') < 0 {
-		// Nothing to unescape or convert: read the values in place,
-		// sparing the copies TagAttr makes of every key and value.
+	if raw := z.Raw(); plainAttrs(raw) {
+		// Nothing to unescape or convert but "&amp;" (common in
+		// query strings): read the values in place, sparing the
+		// copies TagAttr makes of every key and value.
+		p.amp = p.amp[:0]
+		at.amp = &p.amp
 		rawAttrs(raw, at.set)
 	} else {
 		for more := true; more; {
