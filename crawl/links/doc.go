@@ -20,7 +20,8 @@
 // skipped). With Options.Assets it also returns images (src and every
 // srcset candidate), scripts, media sources, posters, tracks, embeds and
 // objects. A link appears as often as the page has it: nothing is
-// deduplicated.
+// deduplicated. The URL of a <meta http-equiv=refresh> is not among the
+// links but in Page.Refresh: it is a redirect, not a link.
 //
 // Text is not markup: nothing inside <script>, <style>, <textarea>,
 // <title>, comments or other raw-text elements is read, whatever it looks
@@ -41,8 +42,8 @@
 // before the <base> element included. The fragment is removed. Only http
 // and https results are kept: other schemes are dropped silently, as are
 // same-document references ("" and "#top", RFC 3986 §4.4), while a value
-// that does not parse, or resolves to a URL without host, is dropped and
-// counted in Page.Bad. Spaces, quotes, angle brackets and non-ASCII bytes
+// that does not parse, or resolves to a URL without a usable host, is
+// dropped and counted in Page.Bad. Spaces, quotes, angle brackets and non-ASCII bytes
 // in the result are percent-encoded; nothing else is normalised. Bytes are
 // taken as UTF-8 whatever the page's charset.
 //
