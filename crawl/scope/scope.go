@@ -137,7 +137,16 @@ type Scope struct {
 	roots map[string]struct{}
 	// byOrigin holds the Prefix roots by their "scheme://host/".
 	byOrigin map[string][]string
+
+	// dmu guards domains.
+	dmu sync.RWMutex
+	// domains caches domainOf in Domain mode, whose public suffix lookup
+	// allocates; it is cleared when it reaches maxDomains hosts.
+	domains map[string]string
 }
+
+// maxDomains bounds Scope.domains: a few MB of hosts at most.
+const maxDomains = 1 << 16
 
 // New returns a Scope with rules r (copied) and no roots. It panics on an
 // unknown Mode, a programmer's error: ParseMode refuses those.
@@ -155,6 +164,7 @@ func New(r Rules) *Scope {
 		maxLen:   limit(r.MaxURLLength, 2048),
 		roots:    map[string]struct{}{},
 		byOrigin: map[string][]string{},
+		domains:  map[string]string{},
 	}
 }
 
@@ -308,7 +318,7 @@ func (s *Scope) in(n string) bool {
 		_, ok := s.roots[hostOf(n)]
 		return ok
 	case Domain:
-		_, ok := s.roots[domainOf(hostOf(n))]
+		_, ok := s.roots[s.domainOf(hostOf(n))]
 		return ok
 	case Prefix:
 		for _, p := range s.byOrigin[originOf(n)] {
@@ -358,6 +368,25 @@ func pathOf(n string) string {
 	return p
 }
 
+// domainOf is domainOf, cached.
+func (s *Scope) domainOf(host string) string {
+	s.dmu.RLock()
+	d, ok := s.domains[host]
+	s.dmu.RUnlock()
+	if ok {
+		return d
+	}
+	host = strings.Clone(host) // not a piece of the URL, which it would keep
+	d = domainOf(host)
+	s.dmu.Lock()
+	if len(s.domains) >= maxDomains {
+		clear(s.domains)
+	}
+	s.domains[host] = d
+	s.dmu.Unlock()
+	return d
+}
+
 // domainOf returns the registrable domain of a normalised host (without a
 // port): its eTLD+1, or the host itself for an IP address, a single label
 // or a public suffix.
@@ -368,8 +397,12 @@ func domainOf(host string) string {
 	if strings.HasPrefix(host, "[") || strings.IndexByte(host, '.') < 0 {
 		return host
 	}
-	if _, err := netip.ParseAddr(host); err == nil {
-		return host
+	// An IPv4 address ends in a digit; a name hardly ever does, and
+	// ParseAddr's error allocates.
+	if c := host[len(host)-1]; '0' <= c && c <= '9' {
+		if _, err := netip.ParseAddr(host); err == nil {
+			return host
+		}
 	}
 	// publicsuffix.EffectiveTLDPlusOne, without its error's allocation.
 	suffix, _ := publicsuffix.PublicSuffix(host)
