@@ -25,6 +25,7 @@ func FuzzNormalize(f *testing.F) {
 		}
 		o.SortQuery = sort
 		Pattern(raw)
+		checkRemoveDots(t, "/"+raw)
 		n, err := Normalize(raw, o)
 		if err != nil {
 			if n != "" {

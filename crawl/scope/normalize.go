@@ -1,6 +1,7 @@
 package scope
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -149,8 +150,7 @@ func appendNormal(b []byte, raw string, o *NormOptions) ([]byte, error) {
 	case len(b) == ps:
 		b = append(b, '/')
 	case hasDotSegment(b[ps:]):
-		p := removeDots(string(b[ps:]))
-		b = append(b[:ps], p...)
+		b = b[:ps+removeDots(b[ps:])]
 	}
 
 	if !hasQuery {
@@ -257,34 +257,51 @@ func hasDotSegment(p []byte) bool {
 	return false
 }
 
-// removeDots removes the dot segments of an absolute path, as RFC 3986
-// §5.2.4 does; unlike path.Clean it keeps empty segments ("a//b"). It is
-// redisstore's, so that both agree on every path.
-func removeDots(p string) string {
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p
+// removeDots removes, in place, the dot segments of the absolute path p,
+// as RFC 3986 §5.2.4 does, and returns the length of what is left. Unlike
+// path.Clean it keeps empty segments ("a//b"). It gives what redisstore's
+// removeDots gives (a test checks), without allocating: the output is
+// written behind the segment being read.
+func removeDots(p []byte) int {
+	w, n := 1, 0 // p[:w] is "/" and the n segments kept, joined by '/'
+	push := func(seg []byte) {
+		if n > 0 {
+			p[w] = '/'
+			w++
+		}
+		w += copy(p[w:], seg)
+		n++
 	}
-	segs := strings.Split(p[1:], "/")
-	out := make([]string, 0, len(segs))
-	for i, s := range segs {
-		last := i == len(segs)-1
-		switch s {
-		case ".":
+	for r := 1; ; {
+		e := r
+		for e < len(p) && p[e] != '/' {
+			e++
+		}
+		seg, last := p[r:e], e == len(p)
+		switch {
+		case len(seg) == 1 && seg[0] == '.':
 			if last {
-				out = append(out, "")
+				push(nil)
 			}
-		case "..":
-			if len(out) > 0 {
-				out = out[:len(out)-1]
+		case len(seg) == 2 && seg[0] == '.' && seg[1] == '.':
+			switch n {
+			case 0:
+			case 1:
+				w, n = 1, 0
+			default:
+				w, n = bytes.LastIndexByte(p[:w], '/'), n-1
 			}
 			if last {
-				out = append(out, "")
+				push(nil)
 			}
 		default:
-			out = append(out, s)
+			push(seg)
 		}
+		if last {
+			return w
+		}
+		r = e + 1
 	}
-	return "/" + strings.Join(out, "/")
 }
 
 // compactQuery drops, in place, the empty parameters of the normalised
@@ -404,6 +421,8 @@ func appendAuthority(b []byte, auth string, def int) ([]byte, error) {
 		}
 		if canonicalName(host) {
 			b = append(b, host...)
+		} else if h, ok := appendLower(b, host); ok {
+			b = h
 		} else {
 			h, err := normalizeHost(host)
 			if err != nil {
@@ -439,11 +458,29 @@ func appendAuthority(b []byte, auth string, def int) ([]byte, error) {
 	return append(b, port...), nil
 }
 
+// appendLower appends host to b in lower case and without its trailing
+// dot, and reports whether that is a canonical name (canonicalName): a
+// host in upper case then needs neither IDNA nor an allocation.
+func appendLower(b []byte, host string) ([]byte, bool) {
+	start := len(b)
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	if len(b) > start && b[len(b)-1] == '.' {
+		b = b[:len(b)-1]
+	}
+	return b, canonicalName(b[start:])
+}
+
 // canonicalName reports whether host is already a canonical DNS name: only
 // [a-z0-9-.], labels that do not start or end with '-', no empty label, no
 // trailing dot, no "xn--" label (those go through IDNA validation). It is
 // polite.HostKey's fast path.
-func canonicalName(host string) bool {
+func canonicalName[T string | []byte](host T) bool {
 	if len(host) == 0 || len(host) > 253 {
 		return false
 	}

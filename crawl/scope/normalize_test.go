@@ -220,7 +220,7 @@ func TestNormalizeHostAgreesWithHostKey(t *testing.T) {
 	for _, h := range []string{
 		"Example.COM", "example.com.", "Bücher.example", "XN--BCHER-KVA.example", "a_b.example",
 		"127.0.0.1", "[::1]", "[2001:DB8::1]", "[::ffff:10.0.0.1]", "example.com:8080", "example.com:080",
-		"example.com:443", "localhost", "ＥＸＡＭＰＬＥ.com",
+		"example.com:443", "localhost", "ＥＸＡＭＰＬＥ.com", "\u212Aelvin.example", "WWW.EXAMPLE.COM.:8080",
 	} {
 		for _, scheme := range []string{"http", "https"} {
 			n, err := Normalize(scheme+"://"+h+"/", NormOptions{})
@@ -264,5 +264,25 @@ func checkNormal(t *testing.T, n string, o NormOptions) {
 	}
 	if k, err := polite.HostKey(u.Scheme, u.Host); err != nil || k != u.Host {
 		t.Errorf("polite.HostKey(%q, %q) = %q, %v: not a fixed point", u.Scheme, u.Host, k, err)
+	}
+}
+
+// removeDots, in place, gives what the frontier's removeDots gives.
+func TestRemoveDots(t *testing.T) {
+	for _, p := range []string{
+		"/", "/.", "/..", "/./", "/../", "/a/b/c/./../../g", "/mid/content=5/../6", "/a//b", "/a//../b",
+		"/a/b/..", "/a/b/.", "/a/./b/../../..", "/../a/..", "//..", "/.../a/..b/.c", "/a/b/c/../../..//",
+		"/a/..//b", "/./././", "/a/b/../../../../c/",
+	} {
+		checkRemoveDots(t, p)
+	}
+}
+
+func checkRemoveDots(t *testing.T, p string) {
+	t.Helper()
+	b := []byte(p)
+	got := string(b[:removeDots(b)])
+	if want := redisRemoveDots(p); got != want {
+		t.Errorf("removeDots(%q) = %q, want %q", p, got, want)
 	}
 }
