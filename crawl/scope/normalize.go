@@ -86,12 +86,13 @@ func appendNormal(b []byte, raw string, o *NormOptions) ([]byte, error) {
 	// split over lines means the URL without the line breaks.
 	s := strings.TrimFunc(raw, func(r rune) bool { return r <= ' ' || unicode.IsSpace(r) })
 	if strings.ContainsAny(s, "\t\n\r") {
-		s = strings.Map(func(r rune) rune {
-			if r == '\t' || r == '\n' || r == '\r' {
-				return -1
+		c := make([]byte, 0, len(s))
+		for i := 0; i < len(s); i++ {
+			if s[i] != '\t' && s[i] != '\n' && s[i] != '\r' {
+				c = append(c, s[i]) // bytewise: invalid UTF-8 stays as it is
 			}
-			return r
-		}, s)
+		}
+		s = string(c)
 	}
 
 	colon := strings.IndexByte(s, ':')

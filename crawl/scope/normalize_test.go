@@ -201,6 +201,9 @@ func TestNormalizeLongInputQuotedShort(t *testing.T) {
 // common case, for URLs up to 512 bytes. (An IDN host, "xn--…", is
 // validated by IDNA each time, which allocates.)
 func TestNormalizeNormalDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	for _, raw := range []string{
 		"https://www.example.com/a/b?c=d&e",
 		"http://[::1]:8080/",

@@ -1,6 +1,7 @@
 package scope
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -199,20 +200,27 @@ func (s *Scope) AddSeed(raw string) error {
 // normalised URL without a query that ends in '/' (Prefix); Any has no
 // roots.
 func (s *Scope) AddRoot(root string) error {
-	var ok bool
+	var want string
+	var err error
 	switch s.r.Mode {
 	case Host:
-		h, err := normalHostPort(root)
-		ok = err == nil && h == root
+		want, err = normalHostPort(root)
 	case Domain:
-		h, err := normalHostPort(root)
-		ok = err == nil && h == root && domainOf(h) == h
+		if want, err = normalHostPort(root); err == nil && want == root {
+			want = domainOf(root)
+		}
 	case Prefix:
-		n, err := normalize(root, &NormOptions{})
-		ok = err == nil && n == root && strings.HasSuffix(n, "/") && !strings.Contains(n, "?")
+		if want, err = normalize(root, &NormOptions{}); err == nil {
+			want = rootOf(Prefix, want)
+		}
+	case Any:
+		err = errors.New("mode any has no roots")
 	}
-	if !ok {
-		return fmt.Errorf("scope: root %s: not a root of mode %v", quote(root), s.r.Mode)
+	switch {
+	case err != nil:
+		return fmt.Errorf("scope: root %s: %w", quote(root), err)
+	case want != root:
+		return fmt.Errorf("scope: root %s: not a root of mode %v (%q would be)", quote(root), s.r.Mode, want)
 	}
 	s.add(root)
 	return nil

@@ -422,6 +422,9 @@ func TestConcurrentAddSeedAndCheck(t *testing.T) {
 
 // Check allocates nothing for a link in normal form.
 func TestCheckDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	for _, m := range []Mode{Host, Domain, Prefix, Any} {
 		s := New(Rules{Mode: m, Exclude: []*regexp.Regexp{regexp.MustCompile(`/private/`)}})
 		s.AddSeed("https://www.example.co.uk/docs/")
