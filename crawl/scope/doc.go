@@ -23,7 +23,7 @@
 //     Leading and trailing spaces and controls are trimmed, and tabs and
 //     newlines removed anywhere, as browsers do; "\" before the query is
 //     "/", as browsers do for http(s).
-//   - The scheme in lower case; no userinfo (credentials in a link are
+//   - The scheme in lower case (ASCII only: "httpſ" is not "https"); no userinfo (credentials in a link are
 //     never kept); no fragment.
 //   - The host as polite.HostKey keys it (a test checks they agree):
 //     percent-escapes decoded, lower case, an IDN in its ASCII (punycode)
@@ -52,7 +52,9 @@
 //
 // Normalize is idempotent, its result parses with net/url, and it is a fixed
 // point of the frontier's redisstore.NormalizeURL (fuzz tests check all
-// three). A URL already in normal form comes back without allocating.
+// three). A URL already in normal form comes back as it is, without
+// allocating when it is at most 512 bytes long and its host is not an IDN;
+// Check then allocates nothing either.
 //
 // # Scope
 //

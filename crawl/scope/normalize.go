@@ -99,17 +99,15 @@ func appendNormal(b []byte, raw string, o *NormOptions) ([]byte, error) {
 	if colon <= 0 {
 		return nil, errScheme
 	}
+	// The lengths keep EqualFold to ASCII: it folds "ſ" (U+017F) to "s".
+	def := 0
 	switch scheme := s[:colon]; {
-	case strings.EqualFold(scheme, "http"):
-		b = append(b, "http://"...)
-	case strings.EqualFold(scheme, "https"):
-		b = append(b, "https://"...)
+	case len(scheme) == 4 && strings.EqualFold(scheme, "http"):
+		b, def = append(b, "http://"...), 80
+	case len(scheme) == 5 && strings.EqualFold(scheme, "https"):
+		b, def = append(b, "https://"...), 443
 	default:
 		return nil, errScheme
-	}
-	def := 80
-	if colon == 5 {
-		def = 443
 	}
 	s = s[colon+1:]
 	// "http:\\host" is "http://host" to a browser; "http:host" and

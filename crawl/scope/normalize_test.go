@@ -151,6 +151,8 @@ func TestNormalizeErrors(t *testing.T) {
 		{"mailto", "mailto:a@example.com", "not an absolute"},
 		{"javascript", "javascript:void(0)", "not an absolute"},
 		{"ftp", "ftp://example.com/", "not an absolute"},
+		{"long s", "httpſ://example.com/", "not an absolute"},
+		{"kelvin", "\u212Attp://example.com/", "not an absolute"},
 		{"no slashes", "http:example.com", "no host"},
 		{"one slash", "http:/example.com", "no host"},
 		{"empty host", "http:///a", "no host"},
