@@ -1,0 +1,6 @@
+//go:build race
+
+package scope
+
+// The race detector's instrumentation allocates: allocation tests skip.
+const raceEnabled = true
