@@ -546,6 +546,10 @@ func (h *Host) writeChallenge(w http.ResponseWriter) {
 
 // writeAnswer writes the content of an admitted request.
 func (h *Host) writeAnswer(w http.ResponseWriter, r *http.Request, isRobots bool) {
+	if h.cfg.Content != nil {
+		h.cfg.Content.ServeHTTP(w, r)
+		return
+	}
 	if isRobots {
 		if h.cfg.Robots == "" {
 			writeText(w, http.StatusNotFound, "testbed: no robots.txt\n")
