@@ -302,9 +302,6 @@ type sitePage struct {
 	links        []siteLink
 }
 
-// url returns the page's absolute URL.
-func (p *sitePage) url() string { return "http://" + p.host.name + p.path }
-
 // linkPlace is where a link sits in a page, which decides whether a crawler
 // follows it.
 type linkPlace uint8

@@ -173,8 +173,13 @@ func (w *Website) render(p *sitePage, rev int) string {
 	fmt.Fprintf(&b, "<h1>%s</h1>\n", words(rng, 4))
 	fmt.Fprintf(&b, "<img src=\"/static/img%d.png\" alt=\"\">\n", rng.IntN(assetImages))
 	if rng.IntN(4) == 0 {
-		// Links that lead nowhere to fetch.
-		fmt.Fprintf(&b, "<p><a name=\"top\"></a><a href=\"#top\">top</a> <a href=\"javascript:void(0)\">menu</a> <a href=\"mailto:info@%s\">mail</a></p>\n", h.name)
+		// Links that lead nowhere to fetch. Not "#top" under a <base>,
+		// against which it would resolve to the base's directory.
+		top := `<a name="top"></a><a href="#top">top</a> `
+		if p.base != "" {
+			top = ""
+		}
+		fmt.Fprintf(&b, "<p>%s<a href=\"javascript:void(0)\">menu</a> <a href=\"mailto:info@%s\">mail</a></p>\n", top, h.name)
 	}
 	inList := false
 	for i, l := range p.links {
