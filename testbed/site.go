@@ -93,7 +93,8 @@ type Site struct {
 	// Changed is the fraction of pages whose content changes at each
 	// Version: a re-crawl of Version n+1 after one of Version n sees that
 	// many pages changed (new ETag, later Last-Modified) and the rest the
-	// same. Links never change. Zero means 0.02.
+	// same. Links never change. Zero means 0.01, which leaves a re-crawl of
+	// the default site about 97% 304s.
 	Changed float64
 	// Version is the generation of the content, 0 first. Zero means 0.
 	Version int
@@ -220,7 +221,7 @@ func (s Site) withDefaults() Site {
 	frac(&s.Nofollow, 0.03)
 	frac(&s.MetaNofollow, 0.02)
 	frac(&s.SitemapOnly, 0.02)
-	frac(&s.Changed, 0.02)
+	frac(&s.Changed, 0.01)
 	if s.NoSitemaps {
 		s.SitemapOnly = 0
 	}

@@ -546,7 +546,7 @@ func TestSiteConditional(t *testing.T) {
 		t.Errorf("admitted %d, rejected %d, log %v; want 3, 1, [200 304 304 429]", st.Admitted, st.Rejected, statuses)
 	}
 
-	// Version 1 against version 0: a re-crawl sees about 2% changed.
+	// Version 1 against version 0: a re-crawl sees about 1% changed.
 	v1 := smallSite
 	v1.Version = 1
 	h0, h1 := smallSite.MustGenerate().Handler(), v1.MustGenerate().Handler()
@@ -575,8 +575,8 @@ func TestSiteConditional(t *testing.T) {
 			t.Errorf("%s: %d on re-crawl", u, again.Code)
 		}
 	}
-	if f := float64(changed) / float64(pages); f < 0.005 || f > 0.05 {
-		t.Errorf("version 1: %d of %d pages changed (%.1f%%), want about 2%%", changed, pages, 100*f)
+	if f := float64(changed) / float64(pages); f == 0 || f > 0.04 {
+		t.Errorf("version 1: %d of %d pages changed (%.1f%%), want about 1%%", changed, pages, 100*f)
 	}
 }
 
@@ -725,5 +725,38 @@ func TestSiteWriteFiles(t *testing.T) {
 	}
 	if files < 400 || redirects == 0 {
 		t.Errorf("%d files, %d redirects compared", files, redirects)
+	}
+}
+
+// A re-crawl of the issue's site at the next Version, sending the
+// validators of the first crawl, is answered 304 for at least 95% of its
+// requests (issue 35's --since must-show needs that of the server).
+func TestSiteRecrawl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders 20,000 pages")
+	}
+	web := testbed.Site{}.MustGenerate()
+	first, second := web.Handler(), testbed.Site{Version: 1}.MustGenerate().Handler()
+	e := web.Expected(testbed.Crawl{Seeds: web.Seeds(), Scope: "domain", MaxDepth: 20, Sitemaps: true})
+	var urls []string
+	for _, list := range [][]string{e.Robots, e.Sitemaps, e.Fetch, e.Trap} {
+		urls = append(urls, list...)
+	}
+	statuses := map[int]int{}
+	for _, u := range urls {
+		rec := httptest.NewRecorder()
+		first.ServeHTTP(rec, httptest.NewRequest("GET", u, nil))
+		req := httptest.NewRequest("GET", u, nil)
+		if tag := rec.Header().Get("ETag"); tag != "" {
+			req.Header.Set("If-None-Match", tag)
+		}
+		again := httptest.NewRecorder()
+		second.ServeHTTP(again, req)
+		statuses[again.Code]++
+	}
+	if f := float64(statuses[304]) / float64(len(urls)); f < 0.95 {
+		t.Errorf("re-crawl: %v of %d requests; 304s are %.1f%%, want ≥ 95%%", statuses, len(urls), 100*f)
+	} else {
+		t.Logf("re-crawl: %v of %d requests, %.1f%% 304", statuses, len(urls), 100*f)
 	}
 }
