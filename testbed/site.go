@@ -99,8 +99,9 @@ type Site struct {
 	// Version is the generation of the content, 0 first. Zero means 0.
 	Version int
 
-	// ChainLen is the number of pages of each host's deep chain. Zero means
-	// 12; negative means no chain.
+	// ChainLen is the number of pages of each host's deep chain, at most a
+	// fifth of its pages. Zero means 12 (or that fifth); negative means no
+	// chain.
 	ChainLen int
 	// SitemapSize is the number of URLs per sitemap part. Zero means 200.
 	SitemapSize int
@@ -227,7 +228,7 @@ func (s Site) withDefaults() Site {
 	}
 	switch {
 	case s.ChainLen == 0:
-		s.ChainLen = defaultChainLen
+		s.ChainLen = min(defaultChainLen, s.Pages/s.Hosts/5)
 	case s.ChainLen < 0:
 		s.ChainLen = 0
 	}
