@@ -135,7 +135,7 @@ func newTestbedCmd(e *env, runF func(context.Context, any) error) *cobra.Command
 	f.DurationVar(&o.Duration, "duration", 0, "stop after this long (0: at Ctrl-C)")
 	f.StringVar(&o.Stats, "stats", "", "write each host's server-side stats, start time and 1-second timeline to `FILE` (JSON) when stopping")
 	f.StringVar(&site, "site", "", "serve the generated website of `FILE` ([site] table, see above) on one address")
-	f.IntVar(&siteVersion, "site-version", 0, "serve this `N`th Version of the --site (1% of pages changed each)")
+	f.IntVar(&siteVersion, "site-version", 0, "serve Version `N` of the --site: each version changes 1% of its pages")
 	f.StringVar(&o.WriteSite, "write-site", "", "write the --site as static files under `DIR`, one directory per host, and exit")
 	f.StringVar(&o.AccessLog, "access-log", "", "write a line per request to `FILE`: time host method path status bytes cond|-")
 	return c
