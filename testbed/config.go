@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"net/http"
 	"time"
 )
 
@@ -91,6 +92,12 @@ type HostConfig struct {
 	// a deterministic function of Name and the request URI, so its sha256 is
 	// stable across runs. Zero means 1024.
 	BodySize int
+
+	// Content, when set, answers every admitted request in place of the
+	// generated pages, Robots and /status/NNN: a Website's hosts set it
+	// (Website.HostConfigs). It sits behind everything else, so its answers
+	// (304s included) take tokens like any page. Not part of a config file.
+	Content http.Handler `json:"-" toml:"-"`
 }
 
 // Step is a change of capacity at a moment of a host's run.

@@ -272,7 +272,8 @@ func (h *Host) serviceTimeLocked() time.Duration {
 
 // ServeHTTP answers one request as the simulated host. Any path serves a page
 // but two: /robots.txt serves Robots, and /status/NNN answers status NNN
-// (200 to 599) after the same checks as a page.
+// (200 to 599) after the same checks as a page. With Content set, Content
+// answers every request that gets through those checks instead.
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	arrival := time.Now()
 	isRobots := r.URL.Path == "/robots.txt"
@@ -546,6 +547,10 @@ func (h *Host) writeChallenge(w http.ResponseWriter) {
 
 // writeAnswer writes the content of an admitted request.
 func (h *Host) writeAnswer(w http.ResponseWriter, r *http.Request, isRobots bool) {
+	if h.cfg.Content != nil {
+		h.cfg.Content.ServeHTTP(w, r)
+		return
+	}
 	if isRobots {
 		if h.cfg.Robots == "" {
 			writeText(w, http.StatusNotFound, "testbed: no robots.txt\n")

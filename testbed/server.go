@@ -24,6 +24,7 @@ type Server struct {
 	hosts  []*Host
 	byName map[string]*Host
 	byAddr atomic.Pointer[map[string]*Host] // per-host addresses, set once by StartPerHostIP
+	log    atomic.Pointer[AccessLog]
 
 	mu         sync.Mutex // guards the fields below
 	started    bool
@@ -64,6 +65,18 @@ func (s *Server) Hosts() []*Host { return append([]*Host(nil), s.hosts...) }
 // ServeHTTP routes r to its host. It works without Start too, for use in
 // front of another listener (httptest.NewServer(s)).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if l := s.log.Load(); l != nil {
+		serveLogged(l, w, r, s.serve)
+		return
+	}
+	s.serve(w, r)
+}
+
+// SetAccessLog makes the server record every request in l from now on; nil
+// stops recording.
+func (s *Server) SetAccessLog(l *AccessLog) { s.log.Store(l) }
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if h := s.route(r); h != nil {
 		h.ServeHTTP(w, r)
 		return
