@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -108,10 +109,24 @@ func (l Lane) String() string {
 // Entry is a URL to enqueue. Host is the caller's host key: it decides the
 // URL's shard and its queue, and politeness is per host key; if empty,
 // the URL's host (with a port other than the scheme's default).
+//
+// Depth and FoundOn are link discovery's (issue 35): how many links were
+// followed from a listed URL to this one (0 for a listed URL, at most
+// 2³¹-1), and the URL of the page that named it ("" for a listed URL),
+// kept as given. They are stored with the URL and handed back with each
+// of its leases. A URL keeps those it was first enqueued with: enqueuing
+// a known URL again changes nothing, so a fleet's depth of a URL is the
+// depth it was first enqueued at, not the least depth any worker found
+// it at.
 type Entry struct {
 	URL, Host string
 	Lane      Lane
+	Depth     int
+	FoundOn   string
 }
+
+// maxDepth bounds Entry.Depth, as the records' readers do.
+const maxDepth = math.MaxInt32
 
 // Lease is a URL leased to a worker until Expires.
 type Lease struct {
@@ -120,6 +135,8 @@ type Lease struct {
 	Token     int64     // the fencing token: a commit must name it
 	Leases    int       // times leased, this one included
 	Expires   time.Time // on the Frontier's clock (Redis's, or Options.Clock)
+	Depth     int       // as enqueued (see Entry)
+	FoundOn   string    // as enqueued (see Entry)
 }
 
 // Commit is a lease's result.
@@ -175,7 +192,8 @@ var ErrShards = errors.New("redisstore: frontier shards mismatch")
 // one Cluster slot and a Cluster spreads the shards. URLs are deduplicated
 // by an 8-byte fingerprint of their normalized form (NormalizeURL). In a
 // shard (lua/frontier_lib.lua lists the keys): a hash of fingerprint to a
-// small packed record (state, lane, leases, token, host, worker, URL), one
+// small packed record (state, lane, leases, token, host, worker, URL, and
+// a discovered URL's depth and page found on), one
 // list per host and lane of fingerprints, a sorted set of hosts by when
 // they are next due, a sorted set of leases by expiry, and a hash of
 // counters kept exact by the scripts. A committed URL keeps a few bytes of
@@ -444,22 +462,33 @@ func waited(cmd *redis.Cmd) error {
 // Enqueue adds the entries whose URL the frontier does not know yet
 // (queued, leased, done or dead) and returns how many it added. It is
 // idempotent: the same list twice, or from two workers at once, adds each
-// URL once. A URL NormalizeURL rejects fails the whole call before
-// anything is written.
+// URL once, with the Depth and FoundOn of the entry that added it. A URL
+// NormalizeURL rejects, or a Depth out of range, fails the whole call
+// before anything is written.
 func (f *Frontier) Enqueue(ctx context.Context, es []Entry) (added int, err error) {
+	// A group is a run of entries of one host and lane, and one depth
+	// and page found on: the script writes its records' common head
+	// once. A host and lane's groups go in the order of their entries,
+	// so its queue keeps the order of es.
 	type group struct {
-		host string
-		lane Lane
-		args []any // fingerprint, URL pairs
+		host    string
+		lane    Lane
+		depth   int
+		foundOn string
+		args    []any // fingerprint, URL pairs
 	}
 	byShard := make(map[int][]*group)
-	index := make(map[struct {
+	type hostLane struct {
 		host string
 		lane Lane
-	}]*group)
+	}
+	last := make(map[hostLane]*group) // each host and lane's last group
 	for _, e := range es {
 		if e.Lane >= nLanes {
 			return 0, fmt.Errorf("redisstore: frontier: %s: unknown lane %d", e.URL, e.Lane)
+		}
+		if e.Depth < 0 || e.Depth > maxDepth {
+			return 0, fmt.Errorf("redisstore: frontier: %s: depth %d out of range [0, %d]", e.URL, e.Depth, maxDepth)
 		}
 		u, err := NormalizeURL(e.URL)
 		if err != nil {
@@ -468,14 +497,11 @@ func (f *Frontier) Enqueue(ctx context.Context, es []Entry) (added int, err erro
 		if e.Host == "" {
 			e.Host = hostOf(u)
 		}
-		k := struct {
-			host string
-			lane Lane
-		}{e.Host, e.Lane}
-		g := index[k]
-		if g == nil {
-			g = &group{host: e.Host, lane: e.Lane}
-			index[k] = g
+		k := hostLane{e.Host, e.Lane}
+		g := last[k]
+		if g == nil || g.depth != e.Depth || g.foundOn != e.FoundOn {
+			g = &group{host: e.Host, lane: e.Lane, depth: e.Depth, foundOn: e.FoundOn}
+			last[k] = g
 			s := f.shard(e.Host)
 			byShard[s] = append(byShard[s], g)
 		}
@@ -495,7 +521,7 @@ func (f *Frontier) Enqueue(ctx context.Context, es []Entry) (added int, err erro
 		for _, g := range gs {
 			for rest := g.args; len(rest) > 0; {
 				k := min(len(rest)/2, enqueueBatch-n)
-				args = append(args, g.host, int(g.lane), k)
+				args = append(args, g.host, int(g.lane), g.depth, g.foundOn, k)
 				args = append(args, rest[:2*k]...)
 				rest = rest[2*k:]
 				if n += k; n >= enqueueBatch {
@@ -628,8 +654,12 @@ func (f *Frontier) LeaseExcept(ctx context.Context, worker string, max int, skip
 	return out, nil
 }
 
-// parseLeases reads lease's reply: now, then URL, host, lane, token and
-// leases per lease.
+// leaseFields is how many reply slots lease's script writes per lease:
+// URL, host, lane, token, leases, depth, found_on.
+const leaseFields = 7
+
+// parseLeases reads lease's reply: now, when anything is next due, then
+// leaseFields per lease.
 func parseLeases(v any, ttl time.Duration) ([]Lease, error) {
 	ls, _, _, err := parseLeaseReply(v, ttl)
 	return ls, err
@@ -639,7 +669,7 @@ func parseLeases(v any, ttl time.Duration) ([]Lease, error) {
 // anything of the shard's is next due (-1: nothing).
 func parseLeaseReply(v any, ttl time.Duration) (ls []Lease, now, next int64, err error) {
 	a, ok := v.([]any)
-	if !ok || len(a) < 2 || (len(a)-2)%5 != 0 {
+	if !ok || len(a) < 2 || (len(a)-2)%leaseFields != 0 {
 		return nil, 0, 0, fmt.Errorf("redisstore: frontier: malformed lease reply %.200v", v)
 	}
 	if now, err = replyInt(a[0]); err != nil {
@@ -649,17 +679,21 @@ func parseLeaseReply(v any, ttl time.Duration) (ls []Lease, now, next int64, err
 		return nil, 0, 0, err
 	}
 	exp := time.UnixMicro(now).Add(ttl)
-	ls = make([]Lease, 0, (len(a)-2)/5)
-	for i := 2; i < len(a); i += 5 {
+	ls = make([]Lease, 0, (len(a)-2)/leaseFields)
+	for i := 2; i < len(a); i += leaseFields {
 		u, ok1 := a[i].(string)
 		h, ok2 := a[i+1].(string)
 		lane, err1 := replyInt(a[i+2])
 		tok, err2 := replyInt(a[i+3])
 		n, err3 := replyInt(a[i+4])
-		if !ok1 || !ok2 || errors.Join(err1, err2, err3) != nil || lane < 0 || lane >= int64(nLanes) {
-			return nil, 0, 0, fmt.Errorf("redisstore: frontier: malformed lease in reply %.200v", a[i:i+5])
+		depth, err4 := replyInt(a[i+5])
+		found, ok3 := a[i+6].(string)
+		if !ok1 || !ok2 || !ok3 || errors.Join(err1, err2, err3, err4) != nil || lane < 0 || lane >= int64(nLanes) ||
+			depth < 0 || depth > maxDepth {
+			return nil, 0, 0, fmt.Errorf("redisstore: frontier: malformed lease in reply %.200v", a[i:i+leaseFields])
 		}
-		ls = append(ls, Lease{URL: u, Host: h, Lane: Lane(lane), Token: tok, Leases: int(n), Expires: exp})
+		ls = append(ls, Lease{URL: u, Host: h, Lane: Lane(lane), Token: tok, Leases: int(n), Expires: exp,
+			Depth: int(depth), FoundOn: found})
 	}
 	return ls, now, next, nil
 }

@@ -15,12 +15,20 @@ func encRecord(r record) string {
 	if r.State == 'c' {
 		return head
 	}
-	return head + fmt.Sprintf("%d:%s%d:%s%s", len(r.Host), r.Host, len(r.Worker), r.Worker, r.URL)
+	return head + encExt(r.Depth, r.FoundOn) + fmt.Sprintf("%d:%s%d:%s%s", len(r.Host), r.Host, len(r.Worker), r.Worker, r.URL)
 }
 
 func encResult(r Result) string {
-	return fmt.Sprintf("%d%d,%d,%d:%s%d:%s%d:%s%d:%s%s", r.Lane, r.Leases, r.Token, len(r.Host), r.Host,
-		len(r.URL), r.URL, len(r.Worker), r.Worker, len(r.Outcome), r.Outcome, r.Record)
+	return fmt.Sprintf("%d%d,%d,%s%d:%s%d:%s%d:%s%d:%s%s", r.Lane, r.Leases, r.Token, encExt(r.Depth, r.FoundOn),
+		len(r.Host), r.Host, len(r.URL), r.URL, len(r.Worker), r.Worker, len(r.Outcome), r.Outcome, r.Record)
+}
+
+// encExt is the scripts' ext: nothing for a listed URL.
+func encExt(depth int, foundOn string) string {
+	if depth == 0 && foundOn == "" {
+		return ""
+	}
+	return fmt.Sprintf("+%d,%d:%s", depth, len(foundOn), foundOn)
 }
 
 // A record or a result read back from Redis is outside input: parsing it
@@ -32,6 +40,13 @@ func FuzzFrontierRecord(f *testing.F) {
 		"x25,0,1:h0:",
 		"c01,42,",
 		"01,42,9:a.example20:https://a.example/p/12:w12:ok{\"a\":1}",
+		// Discovery's ext: depth and page found on.
+		"q00,0,+2,21:https://a.example/p/99:a.example0:https://a.example/x",
+		"l13,17,+1,0:9:a.example2:w1https://a.example/x",
+		"d00,0,+0,10:https://b/9:a.example0:https://a.example/x",
+		"x25,0,+3,4:http1:h0:",
+		"01,42,+1,18:https://a.example/9:a.example21:https://a.example/p/12:w12:ok{}",
+		"q00,0,+0,0:9:a.example0:https://a.example/", "q00,0,+1,9:a", "q00,0,+01,0:1:h0:", "c01,42,+1,0:",
 		"", "q", "q9", "q0-1,0,", "q01,01,", "q0,0,99999999999999999999:", "q00,0,5:ab",
 	} {
 		f.Add(s)
@@ -47,7 +62,7 @@ func FuzzFrontierRecord(f *testing.F) {
 				t.Errorf("parseResult(%q) = %+v, written back as %q", v, r, got)
 			}
 		}
-		parseLeases([]any{v, v, v, v, v, v}, 0)
+		parseLeases([]any{v, v, v, v, v, v, v, v, v}, 0)
 	})
 }
 
@@ -92,19 +107,24 @@ func TestFrontierRecordsParse(t *testing.T) {
 func TestParseLeasesMalformed(t *testing.T) {
 	for _, v := range []any{
 		nil, "x", []any{}, []any{"now"}, []any{int64(1), "u"},
-		[]any{int64(1), int64(-1), "u", "h", int64(0), int64(1)},                // short
-		[]any{int64(1), int64(-1), "u", "h", int64(7), int64(1), int64(1)},      // lane
-		[]any{int64(1), int64(-1), "u", "h", int64(0), "t", int64(1)},           // token
-		[]any{int64(1), int64(-1), int64(5), "h", int64(0), int64(1), int64(1)}, // URL
-		[]any{int64(1), "next", "u", "h", int64(0), int64(1), int64(1)},         // next due
-		[]any{int64(1), "u", "h", int64(0), int64(1), int64(1)},                 // no next due
+		[]any{int64(1), int64(-1), "u", "h", int64(0), int64(1)},                                      // short
+		[]any{int64(1), int64(-1), "u", "h", int64(0), int64(1), int64(1)},                            // no depth, found on
+		[]any{int64(1), int64(-1), "u", "h", int64(7), int64(1), int64(1), int64(0), ""},              // lane
+		[]any{int64(1), int64(-1), "u", "h", int64(0), "t", int64(1), int64(0), ""},                   // token
+		[]any{int64(1), int64(-1), int64(5), "h", int64(0), int64(1), int64(1), int64(0), ""},         // URL
+		[]any{int64(1), "next", "u", "h", int64(0), int64(1), int64(1), int64(0), ""},                 // next due
+		[]any{int64(1), "u", "h", int64(0), int64(1), int64(1), int64(0), ""},                         // no next due
+		[]any{int64(1), int64(-1), "u", "h", int64(0), int64(1), int64(1), int64(-1), ""},             // depth
+		[]any{int64(1), int64(-1), "u", "h", int64(0), int64(1), int64(1), int64(1), int64(2)},        // found on
+		[]any{int64(1), int64(-1), "u", "h", int64(0), int64(1), int64(1), int64(1) << 40, "https:/"}, // depth
 	} {
 		if ls, err := parseLeases(v, time.Second); err == nil {
 			t.Errorf("parseLeases(%v) = %+v, want an error", v, ls)
 		}
 	}
-	ls, err := parseLeases([]any{"1000000", int64(-1), "https://a/", "a", int64(2), int64(9), int64(1)}, time.Second)
-	if err != nil || len(ls) != 1 || ls[0].Lane != LaneBulk || ls[0].Token != 9 || !ls[0].Expires.Equal(time.UnixMicro(2e6)) {
+	ls, err := parseLeases([]any{"1000000", int64(-1), "https://a/", "a", int64(2), int64(9), int64(1), int64(3), "https://b/"}, time.Second)
+	if err != nil || len(ls) != 1 || ls[0].Lane != LaneBulk || ls[0].Token != 9 || !ls[0].Expires.Equal(time.UnixMicro(2e6)) ||
+		ls[0].Depth != 3 || ls[0].FoundOn != "https://b/" {
 		t.Errorf("parseLeases = %+v, %v", ls, err)
 	}
 }

@@ -170,10 +170,13 @@ type Result struct {
 	Leases                     int
 	Token                      int64
 	Record                     []byte
+	Depth                      int    // as enqueued (see Entry)
+	FoundOn                    string // as enqueued (see Entry)
 }
 
-// parseResult reads a stored result: lane leases "," token "," then host,
-// URL, worker and outcome, each as <len>":"<bytes>, then the record.
+// parseResult reads a stored result: lane leases "," token "," [ext]
+// then host, URL, worker and outcome, each as <len>":"<bytes>, then the
+// record.
 func parseResult(v string) (Result, error) {
 	var r Result
 	bad := func(why string) (Result, error) {
@@ -190,6 +193,9 @@ func parseResult(v string) (Result, error) {
 	r.Leases = int(leases)
 	if r.Token, rest, ok = number(rest, ','); !ok {
 		return bad("token")
+	}
+	if r.Depth, r.FoundOn, rest, ok = parseExt(rest); !ok {
+		return bad("depth")
 	}
 	var fields [4]string
 	for i := range fields {
@@ -227,6 +233,24 @@ func field(s string) (f, rest string, ok bool) {
 	return rest[:n], rest[n:], true
 }
 
+// parseExt reads a record's or result's ext from the front of s, if
+// it has one (lua/frontier_lib.lua): "+" depth "," <len>":"found_on. One
+// that says nothing (depth 0, found on "") is malformed: the scripts
+// write none then.
+func parseExt(s string) (depth int, foundOn, rest string, ok bool) {
+	if !strings.HasPrefix(s, "+") {
+		return 0, "", s, true
+	}
+	d, rest, ok := number(s[1:], ',')
+	if !ok || d > maxDepth {
+		return 0, "", s, false
+	}
+	if foundOn, rest, ok = field(rest); !ok || (d == 0 && foundOn == "") {
+		return 0, "", s, false
+	}
+	return int(d), foundOn, rest, true
+}
+
 // record is a URL's record as stored (lua/frontier_lib.lua, enc).
 type record struct {
 	State        byte // q queued, d delayed, l leased, x dead, c committed
@@ -235,6 +259,8 @@ type record struct {
 	Token        int64
 	Host, Worker string
 	URL          string
+	Depth        int    // 0 in a committed record: its result has it
+	FoundOn      string // "" in a committed record
 }
 
 // parseRecord reads a URL's stored record.
@@ -263,6 +289,9 @@ func parseRecord(v string) (record, error) {
 			return bad("committed with a tail")
 		}
 		return r, nil
+	}
+	if r.Depth, r.FoundOn, rest, ok = parseExt(rest); !ok {
+		return bad("depth")
 	}
 	if r.Host, rest, ok = field(rest); !ok {
 		return bad("host")
@@ -335,6 +364,8 @@ type DeadLetter struct {
 	Lane      Lane
 	Leases    int
 	Reason    string
+	Depth     int    // as enqueued (see Entry)
+	FoundOn   string // as enqueued (see Entry)
 }
 
 // DeadLetters calls fn with each dead letter, shard by shard, once.
@@ -371,7 +402,8 @@ func (f *Frontier) dead(ctx context.Context, s int, fn func(fp string, d DeadLet
 		if r.State != 'x' {
 			return nil
 		}
-		return fn(fp, DeadLetter{URL: r.URL, Host: r.Host, Lane: r.Lane, Leases: r.Leases, Reason: why})
+		return fn(fp, DeadLetter{URL: r.URL, Host: r.Host, Lane: r.Lane, Leases: r.Leases, Reason: why,
+			Depth: r.Depth, FoundOn: r.FoundOn})
 	})
 }
 

@@ -1,12 +1,15 @@
--- enqueue: ARGV[2..] are groups, one per host and lane: host, lane, n,
--- then n pairs of fingerprint and normalized URL. A URL whose fingerprint
--- the shard knows (queued, leased, done or dead) is skipped, so enqueue
--- is idempotent. Returns how many were added.
+-- enqueue: ARGV[2..] are groups, one per host, lane, depth and found_on
+-- (see ext): host, lane, depth, found_on, n, then n pairs of fingerprint
+-- and normalized URL. A URL whose fingerprint the shard knows (queued,
+-- leased, done or dead) is skipped, its record untouched, so enqueue is
+-- idempotent and a URL keeps the depth it was first enqueued at. Returns
+-- how many were added.
 local added, i = 0, 2
 while i <= #ARGV do
-  local host, lane, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  i = i + 3
-  local head = 'q' .. lane .. '0,0,' .. #host .. ':' .. host .. '0:'
+  local host, lane, depth, found, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3],
+    tonumber(ARGV[i + 4])
+  i = i + 5
+  local head = 'q' .. lane .. '0,0,' .. ext(depth, found) .. #host .. ':' .. host .. '0:'
   local fresh = {}
   for j = 0, n - 1 do
     local fp = ARGV[i + 2 * j]

@@ -6,7 +6,7 @@
 -- the worker holds enough of: of those it takes only an interactive URL,
 -- one, which goes ahead of what it holds. Returns now, when anything of
 -- the shard's is next due (see below), then per lease: URL, host, lane,
--- token, leases.
+-- token, leases, depth, found_on.
 --
 -- There is no janitor: each lease call first does the shard's
 -- housekeeping, a bounded amount of it, so a shard that has workers is
@@ -97,6 +97,8 @@ local function take(host, limit, only)
       out[#out + 1] = r.lane
       out[#out + 1] = r.tok
       out[#out + 1] = r.leases
+      out[#out + 1] = r.depth
+      out[#out + 1] = r.found
       n, taken = n + 1, taken + 1
     end
   end

@@ -37,17 +37,43 @@ end
 
 local function qkey(lane, host) return base .. 'q' .. lane .. ':' .. host end
 
--- A record: state, lane (one digit each), leases "," token ","
+-- A record: state, lane (one digit each), leases "," token "," [ext]
 -- #host ":" host #worker ":" worker url. States: q queued, d delayed,
 -- l leased, x dead letter, c committed. A committed record keeps only
--- state, lane, leases and token: its URL lives in its result.
+-- state, lane, leases and token: its URL (and ext) lives in its result.
+--
+-- ext, discovery's (issue 35), is "+" depth "," #found_on ":" found_on:
+-- how many links were followed to the URL, and the URL of the page that
+-- named it. It is written only when either is set, so a listed URL's
+-- record is as it was before discovery, and a record from before it
+-- (none has a "+" there: a host's length follows the token) reads as
+-- depth 0, found on "".
+local function ext(depth, found)
+  if depth == 0 and found == '' then return '' end
+  return '+' .. int(depth) .. ',' .. #found .. ':' .. found
+end
+
+-- unext reads ext at p, if there is one: depth, found_on and where what
+-- follows it begins; nil if it is malformed.
+local function unext(v, p)
+  if string.sub(v, p, p) ~= '+' then return 0, '', p end
+  local d, fl, q = string.match(v, '^%+(%d+),(%d+):()', p)
+  if not d then return nil end
+  fl = tonumber(fl)
+  if q + fl - 1 > #v then return nil end
+  return tonumber(d), string.sub(v, q, q + fl - 1), q + fl
+end
+
 local function dec(v)
   if not v then return nil end
   local st, ln, leases, tok, p = string.match(v, '^(%a)(%d)(%d+),(%d+),()')
   if not st then return nil end
   local r = {st = st, lane = tonumber(ln), leases = tonumber(leases), tok = tonumber(tok),
-    host = '', worker = '', url = ''}
+    host = '', worker = '', url = '', depth = 0, found = ''}
   if st == 'c' then return r end
+  local depth, found, p1 = unext(v, p)
+  if not depth then return nil end
+  r.depth, r.found, p = depth, found, p1
   local hl, q = string.match(v, '^(%d+):()', p)
   if not hl then return nil end
   hl = tonumber(hl)
@@ -63,20 +89,24 @@ end
 local function enc(r)
   local head = r.st .. r.lane .. int(r.leases) .. ',' .. int(r.tok) .. ','
   if r.st == 'c' then return head end
-  return head .. #r.host .. ':' .. r.host .. #r.worker .. ':' .. r.worker .. r.url
+  return head .. ext(r.depth, r.found) .. #r.host .. ':' .. r.host .. #r.worker .. ':' .. r.worker .. r.url
 end
 
--- A result: lane leases "," token "," then host, url, worker and
--- outcome, each as #x ":" x, then the caller's record (JSON).
+-- A result: lane leases "," token "," [ext] then host, url, worker and
+-- outcome, each as #x ":" x, then the caller's record (JSON). ext is the
+-- record's: Retry queues the URL again at the depth it had.
 local function res(r, tok, worker, outcome, record)
-  return r.lane .. int(r.leases) .. ',' .. int(tok) .. ',' .. #r.host .. ':' .. r.host .. #r.url .. ':' .. r.url ..
-    #worker .. ':' .. worker .. #outcome .. ':' .. outcome .. record
+  return r.lane .. int(r.leases) .. ',' .. int(tok) .. ',' .. ext(r.depth, r.found) .. #r.host .. ':' .. r.host ..
+    #r.url .. ':' .. r.url .. #worker .. ':' .. worker .. #outcome .. ':' .. outcome .. record
 end
 
 local function unres(v)
   if not v then return nil end
   local ln, leases, tok, p = string.match(v, '^(%d)(%d+),(%d+),()')
   if not ln then return nil end
+  local depth, found, p1 = unext(v, p)
+  if not depth then return nil end
+  p = p1
   local f = {}
   for i = 1, 4 do
     local n, q = string.match(v, '^(%d+):()', p)
@@ -86,7 +116,7 @@ local function unres(v)
     p = q + n
   end
   return {lane = tonumber(ln), leases = tonumber(leases), tok = tonumber(tok), host = f[1], url = f[2],
-    worker = f[3], outcome = f[4]}
+    worker = f[3], outcome = f[4], depth = depth, found = found}
 end
 
 local function count(field, d)

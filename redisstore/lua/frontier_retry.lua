@@ -18,7 +18,7 @@ for i = 2, #ARGV, 2 do
     local v = unres(redis.call('HGET', R, fp))
     if v then
       redis.call('HDEL', R, fp)
-      local q = {lane = r.lane, leases = 0, tok = 0, host = v.host, url = v.url}
+      local q = {lane = r.lane, leases = 0, tok = 0, host = v.host, url = v.url, depth = v.depth, found = v.found}
       queue(fp, q, false)
       count('done', -1)
       count('o:' .. v.outcome, -1)
