@@ -372,6 +372,7 @@ func fingerprint(u string) string {
 type fcall struct {
 	script *redis.Script
 	shard  int
+	keys   []string // if nil, shard's (the frontier's scripts)
 	args   []any
 	cmd    *redis.Cmd
 }
@@ -383,7 +384,7 @@ type fcall struct {
 // scripts.
 func (f *Frontier) run(ctx context.Context, calls []*fcall, wait bool) error {
 	for _, c := range calls {
-		if c.script != leaseScript {
+		if c.keys == nil && c.script != leaseScript {
 			f.idle[c.shard].Store(0) // it may have work due now: Lease visits it
 		}
 	}
@@ -403,7 +404,11 @@ func (f *Frontier) run1(ctx context.Context, calls []*fcall, wait bool) error {
 	send := func(calls []*fcall) error {
 		pl := f.c.Pipeline()
 		for _, c := range calls {
-			c.cmd = c.script.EvalSha(ctx, pl, f.keys(c.shard), c.args...)
+			keys := c.keys
+			if keys == nil {
+				keys = f.keys(c.shard)
+			}
+			c.cmd = c.script.EvalSha(ctx, pl, keys, c.args...)
 		}
 		var aof *redis.Cmd
 		if wait {

@@ -667,6 +667,16 @@ func TestFrontierCluster(t *testing.T) {
 	if n := mustEnqueue(t, f, es); n != len(es) {
 		t.Fatalf("Enqueue = %d, want %d", n, len(es))
 	}
+	roots := []string{"https://h0.example/", "https://h1.example/"}
+	if err := f.AddRoots(ctx, roots); err != nil {
+		t.Fatalf("AddRoots: %v", err)
+	}
+	if rs, err := f.Roots(ctx); err != nil || !slices.Equal(rs, roots) {
+		t.Fatalf("Roots = %q, %v, want %q", rs, err, roots)
+	}
+	if a, b := c.ClusterKeySlot(ctx, f.rootsKey()).Val(), c.ClusterKeySlot(ctx, f.keys(0)[0]).Val(); a != b {
+		t.Errorf("the roots' key is in slot %d, shard 0's in %d", a, b)
+	}
 	ls := mustLease(t, f, "w", 200)
 	if len(ls) != 60 {
 		t.Fatalf("Lease = %d, want 60 (2 per host)", len(ls))
