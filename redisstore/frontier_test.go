@@ -1015,3 +1015,199 @@ func TestFrontierRetryWorkerCounts(t *testing.T) {
 		t.Errorf("workers' committed sum to %d, Done = %d (%+v)", sum, st.Done, st.Workers)
 	}
 }
+
+// A discovered URL's depth and page found on (issue 35) go with it
+// through every state: leased, released, delayed, reclaimed after
+// expiry, a dead letter retried, committed and retried; enqueued again
+// it keeps the depth it was first enqueued at.
+func TestFrontierDepthFoundOn(t *testing.T) {
+	f, clk, _ := newFrontier(t, FrontierOptions{LeaseTTL: time.Second, MaxLeases: 2, PerHost: 10})
+	ctx := context.Background()
+	const page = "https://a.example/?q=1&r=%C3%A9"
+	es := []Entry{
+		{URL: "https://a.example/", Host: "a.example"},
+		{URL: "https://a.example/p/1", Host: "a.example", Depth: 1, FoundOn: page},
+		{URL: "https://a.example/p/2", Host: "a.example", Depth: 7},
+		{URL: "https://a.example/p/3", Host: "a.example", FoundOn: "https://sitemap.example/s.xml"},
+		{URL: "https://a.example/p/4", Host: "a.example", Depth: 2, FoundOn: page},
+	}
+	if n := mustEnqueue(t, f, es); n != len(es) {
+		t.Fatalf("Enqueue = %d, want %d", n, len(es))
+	}
+	// Known URLs enqueued again, deeper or shallower: nothing changes.
+	again := []Entry{
+		{URL: "https://a.example/p/1", Host: "a.example", Depth: 5, FoundOn: "https://elsewhere.example/"},
+		{URL: "https://a.example/p/2", Host: "a.example"},
+	}
+	if n := mustEnqueue(t, f, again); n != 0 {
+		t.Fatalf("Enqueue(known URLs at other depths) = %d, want 0", n)
+	}
+	// want checks ls has es's URLs (a release puts them back in front:
+	// in another order) with their depths and pages.
+	want := func(step string, ls []Lease, leases int) { // es is in URL order
+		t.Helper()
+		if len(ls) != len(es) {
+			t.Fatalf("%s: Lease = %d leases, want %d", step, len(ls), len(es))
+		}
+		slices.SortFunc(ls, func(a, b Lease) int { return strings.Compare(a.URL, b.URL) })
+		for i, l := range ls {
+			e := es[i]
+			if l.URL != e.URL || l.Depth != e.Depth || l.FoundOn != e.FoundOn || l.Leases != leases {
+				t.Errorf("%s: lease %d = %s depth %d found on %q leased %d, want %s depth %d found on %q leased %d",
+					step, i, l.URL, l.Depth, l.FoundOn, l.Leases, e.URL, e.Depth, e.FoundOn, leases)
+			}
+		}
+	}
+	ls := mustLease(t, f, "w1", 10)
+	want("first lease", ls, 1)
+	if err := f.Release(ctx, ls, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	ls = mustLease(t, f, "w1", 10)
+	want("after a release", ls, 1)
+	if err := f.Release(ctx, ls, clk.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	ls = mustLease(t, f, "w1", 10)
+	want("after a delayed release", ls, 1)
+	clk.Advance(time.Second)
+	ls = mustLease(t, f, "w2", 10) // reclaims them
+	want("reclaimed after expiry", ls, 2)
+	clk.Advance(time.Second)
+	if got := mustLease(t, f, "w2", 10); len(got) != 0 { // MaxLeases 2: dead letters
+		t.Fatalf("Lease after MaxLeases = %+v, want none", got)
+	}
+	dead := map[string]DeadLetter{}
+	if err := f.DeadLetters(ctx, func(d DeadLetter) error { dead[d.URL] = d; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if d := dead[e.URL]; d.Depth != e.Depth || d.FoundOn != e.FoundOn {
+			t.Errorf("dead letter %s = %+v, want depth %d, found on %q", e.URL, d, e.Depth, e.FoundOn)
+		}
+	}
+	if n, err := f.Retry(ctx, RetryFilter{Dead: true}); err != nil || n != len(es) {
+		t.Fatalf("Retry(dead) = %d, %v", n, err)
+	}
+	ls = mustLease(t, f, "w3", 10)
+	want("a dead letter retried", ls, 1)
+	mustCommit(t, f, "w3", "error", ls...)
+	results := map[string]Result{}
+	if err := f.EachResult(ctx, func(r Result) error { results[r.URL] = r; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if r := results[e.URL]; r.Depth != e.Depth || r.FoundOn != e.FoundOn || r.Outcome != "error" {
+			t.Errorf("result %s = %+v, want depth %d, found on %q", e.URL, r, e.Depth, e.FoundOn)
+		}
+	}
+	if n, err := f.Retry(ctx, RetryFilter{Outcomes: []string{"error"}}); err != nil || n != len(es) {
+		t.Fatalf("Retry(results) = %d, %v", n, err)
+	}
+	ls = mustLease(t, f, "w4", 10)
+	want("a result retried", ls, 1)
+	if ok := mustCommit(t, f, "w4", "ok", ls...); slices.Contains(ok, false) {
+		t.Errorf("Commit = %v", ok)
+	}
+	if n := mustEnqueue(t, f, append(again, es...)); n != 0 {
+		t.Errorf("Enqueue(done URLs) = %d, want 0", n)
+	}
+}
+
+// A host's queue keeps the order of the entries enqueued, whatever their
+// depths and pages: groups of one depth and page go in turn.
+func TestFrontierDepthOrder(t *testing.T) {
+	f, _, _ := newFrontier(t, FrontierOptions{PerHost: 100})
+	var es []Entry
+	for i := range 30 {
+		es = append(es, Entry{URL: fmt.Sprintf("https://a.example/p/%d", i), Depth: i % 3, FoundOn: fmt.Sprintf("https://a.example/f/%d", i/4)})
+	}
+	mustEnqueue(t, f, es)
+	ls := mustLease(t, f, "w", 100)
+	if len(ls) != len(es) {
+		t.Fatalf("Lease = %d, want %d", len(ls), len(es))
+	}
+	for i, l := range ls {
+		if l.URL != es[i].URL || l.Depth != es[i].Depth || l.FoundOn != es[i].FoundOn {
+			t.Errorf("lease %d = %s (depth %d, on %s), want %+v", i, l.URL, l.Depth, l.FoundOn, es[i])
+		}
+	}
+	if _, err := f.Enqueue(context.Background(), []Entry{{URL: "https://a.example/x", Depth: -1}}); err == nil {
+		t.Error("Enqueue(depth -1): no error")
+	}
+}
+
+// A frontier written before discovery (records and results with no
+// depth or page found on) keeps working: its URLs lease at depth 0,
+// found on "", through reclaim, commit and retry. A listed URL's record
+// is still written byte for byte as then.
+func TestFrontierOldRecords(t *testing.T) {
+	f, clk, c := newFrontier(t, FrontierOptions{LeaseTTL: time.Second, Shards: 1, PerHost: 10})
+	ctx := context.Background()
+	k := f.keys(0)
+	mustEnqueue(t, f, []Entry{{URL: "https://a.example/new"}})
+	if v := c.HGet(ctx, k[0], fingerprint("https://a.example/new")).Val(); v != "q00,0,9:a.example0:https://a.example/new" {
+		t.Errorf("a listed URL's record = %q, want the format from before discovery", v)
+	}
+	// As a frontier from before wrote them: a queued URL, a leased one
+	// whose lease has expired, a committed one and its result.
+	queued, leased, done := "https://a.example/q", "https://a.example/l", "https://a.example/c"
+	pl := c.TxPipeline()
+	pl.HSet(ctx, k[0], fingerprint(queued), "q00,0,9:a.example0:"+queued)
+	pl.RPush(ctx, f.o.Prefix+"{f0}:q0:a.example", fingerprint(queued))
+	pl.HSet(ctx, k[0], fingerprint(leased), "l01,5,9:a.example2:w0"+leased)
+	pl.ZAdd(ctx, k[1], redis.Z{Score: float64(clk.Now().Add(-time.Second).UnixMicro()), Member: fingerprint(leased)})
+	pl.HSet(ctx, k[0], fingerprint(done), "c01,6,")
+	pl.HSet(ctx, k[5], fingerprint(done), "01,6,9:a.example"+fmt.Sprintf("%d:%s", len(done), done)+"2:w02:no{}")
+	pl.HIncrBy(ctx, k[4], "pending", 1)
+	pl.HIncrBy(ctx, k[4], "leased", 1)
+	pl.HIncrBy(ctx, k[4], "wl:w0", 1)
+	pl.HIncrBy(ctx, k[4], "done", 1)
+	pl.HIncrBy(ctx, k[4], "o:no", 1)
+	pl.HIncrBy(ctx, k[4], "wc:w0", 1)
+	pl.HIncrBy(ctx, k[7], "a.example", 3)
+	pl.HIncrBy(ctx, k[8], "a.example", 1)
+	if _, err := pl.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := mustEnqueue(t, f, []Entry{{URL: queued, Depth: 3, FoundOn: "x"}, {URL: leased}, {URL: done}}); n != 0 {
+		t.Errorf("Enqueue(old URLs) = %d, want 0", n)
+	}
+	ls := mustLease(t, f, "w", 10)
+	got := map[string]Lease{}
+	for _, l := range ls {
+		got[l.URL] = l
+	}
+	for _, u := range []string{"https://a.example/new", queued, leased} {
+		if l, ok := got[u]; !ok || l.Depth != 0 || l.FoundOn != "" {
+			t.Errorf("lease of %s = %+v, %v, want it at depth 0, found on \"\"", u, l, ok)
+		}
+	}
+	if got[leased].Leases != 2 {
+		t.Errorf("the reclaimed old lease: leased %d times, want 2", got[leased].Leases)
+	}
+	mustCommit(t, f, "w", "ok", ls...)
+	var rs []Result
+	if err := f.EachResult(ctx, func(r Result) error { rs = append(rs, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 4 {
+		t.Fatalf("%d results, want 4", len(rs))
+	}
+	for _, r := range rs {
+		if r.Depth != 0 || r.FoundOn != "" {
+			t.Errorf("result %+v, want depth 0, found on \"\"", r)
+		}
+	}
+	if n, err := f.Retry(ctx, RetryFilter{Outcomes: []string{"no"}}); err != nil || n != 1 {
+		t.Fatalf("Retry(the old result) = %d, %v", n, err)
+	}
+	if ls := mustLease(t, f, "w", 10); len(ls) != 1 || ls[0].URL != done || ls[0].Depth != 0 || ls[0].FoundOn != "" {
+		t.Fatalf("Lease after Retry = %+v, want %s at depth 0", ls, done)
+	}
+	st := mustStats(t, f)
+	if st.Pending != 0 || st.Leased != 1 || st.Done != 3 || st.Late != 0 {
+		t.Errorf("Stats = %+v, want 1 leased, 3 done", st)
+	}
+}
