@@ -85,8 +85,8 @@ func TestFrontierRecordsParse(t *testing.T) {
 		}
 	}
 	check("https://a.example/q", record{State: 'q', Host: "a:1", URL: "https://a.example/q"})
-	mustEnqueue(t, fr, []Entry{{URL: "https://a.example/d", Host: "a:1", Depth: 2, FoundOn: "https://a.example/q"}})
-	check("https://a.example/d", record{State: 'q', Host: "a:1", URL: "https://a.example/d", Depth: 2, FoundOn: "https://a.example/q"})
+	mustEnqueue(t, fr, []Entry{{URL: "https://a.example/d", Host: "a:1", Lane: LaneBulk, Depth: 2, FoundOn: "https://a.example/q"}})
+	check("https://a.example/d", record{State: 'q', Lane: LaneBulk, Host: "a:1", URL: "https://a.example/d", Depth: 2, FoundOn: "https://a.example/q"})
 	ls := mustLease(t, fr, "w/1", 2)
 	check("https://a.example/l", record{State: 'l', Lane: LaneBulk, Leases: 1, Token: ls[1].Token, Host: "a:1", Worker: "w/1", URL: "https://a.example/l"})
 	mustCommit(t, fr, "w/2", "ok", ls[1])
