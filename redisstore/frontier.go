@@ -203,6 +203,12 @@ var ErrShards = errors.New("redisstore: frontier shards mismatch")
 // turns by when each is next due (HostGap after a take, DeferHost);
 // Lease visits the shards round-robin.
 //
+// Discovery (issue 35). A worker following links enqueues those it finds
+// like any other entries, with their Depth and FoundOn; the dedupe keeps
+// each URL once, at the depth it was first enqueued at. The crawl's scope
+// roots are shared too (AddRoots, Roots), so a worker that joins without
+// a list follows links within the same scope.
+//
 // A Frontier is made by NewFrontier; its methods are safe for concurrent
 // use by any number of goroutines and processes. Each method's calls to
 // Redis are bounded by Timeout. go-redis may send a script again after a
@@ -768,7 +774,9 @@ func (f *Frontier) Extend(ctx context.Context, ls []Lease) (lost []bool, err err
 }
 
 // Commit stores each result whose lease is current, and reports which
-// were accepted. A URL's result is accepted once: a lease reclaimed or
+// were accepted. A lease is named by its URL and Token (as for Extend and
+// Release): its Depth and FoundOn are not read, the stored ones are kept
+// with the result. A URL's result is accepted once: a lease reclaimed or
 // released meanwhile is refused (counted in Late), and committing the
 // same token again is accepted and counts nothing twice. A lease past its
 // expiry is accepted until a Lease call reclaims it. With WaitAOF set

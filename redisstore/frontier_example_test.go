@@ -59,3 +59,44 @@ func ExampleFrontier() {
 		}
 	}
 }
+
+// Link discovery in a fleet (issue 35): the worker given the list shares
+// its scope roots and enqueues its seeds; every worker enqueues the links
+// it finds one level deeper, naming the page, and the frontier keeps each
+// URL once.
+func ExampleFrontier_AddRoots() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+	defer client.Close()
+	f, err := redisstore.NewFrontier(client, redisstore.FrontierOptions{Prefix: "polite:crawl1:"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The worker with the list.
+	if err := f.AddRoots(ctx, []string{"https://example.com/docs/"}); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := f.Enqueue(ctx, []redisstore.Entry{{URL: "https://example.com/docs/"}}); err != nil {
+		log.Fatal(err)
+	}
+	// A worker that joins without one.
+	roots, err := f.Roots(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("following links under %q", roots)
+	// A page leased and fetched: its links in scope, one level deeper.
+	ls, err := f.Lease(ctx, "worker-2", 1)
+	if err != nil || len(ls) == 0 {
+		log.Fatal(err)
+	}
+	page := ls[0]
+	links := []string{"https://example.com/docs/intro"} // parsed from the page
+	var es []redisstore.Entry
+	for _, u := range links {
+		es = append(es, redisstore.Entry{URL: u, Depth: page.Depth + 1, FoundOn: page.URL})
+	}
+	if _, err := f.Enqueue(ctx, es); err != nil {
+		log.Fatal(err)
+	}
+}
