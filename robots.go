@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/polite-go/polite/robots"
@@ -91,4 +92,17 @@ func (t *Transport) robotsAgent() string {
 		return t.UserAgent
 	}
 	return DefaultRobotsAgent
+}
+
+// CachedRobots returns the robots.txt in force for u's origin, as the
+// Transport last fetched it, or nil when robots.txt is off or not fetched
+// yet. It never fetches: a crawl reads the sitemaps it names after its
+// first request to the host.
+func (t *Transport) CachedRobots(u *url.URL) *robots.Robots {
+	t.init()
+	if t.robots == nil || u == nil {
+		return nil
+	}
+	rb, _ := t.robots.Peek(u)
+	return rb
 }

@@ -296,6 +296,34 @@ func (c *Cache) Cached(u *url.URL, ref *Ref) (*Robots, bool) {
 	return nil, false
 }
 
+// Peek returns u's origin's robots.txt as last fetched, fresh or not,
+// and false when it was never fetched (or u has no origin). It never
+// fetches.
+func (c *Cache) Peek(u *url.URL) (*Robots, bool) {
+	var buf [64]byte
+	b, err := appendOrigin(buf[:0], u)
+	if err != nil {
+		return nil, false
+	}
+	s := c.slotOf(b)
+	if s == nil {
+		return nil, false
+	}
+	e := s.cur.Load()
+	if e == nil || e.robots == nil {
+		return nil, false
+	}
+	return e.robots, true
+}
+
+// slotOf returns the slot of the origin b, nil when there is none; the
+// lookup on b's bytes does not copy them.
+func (c *Cache) slotOf(b []byte) *slot {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.entries[string(b)]
+}
+
 // get is Get; it points ref, if not nil, at u's origin.
 func (c *Cache) get(ctx context.Context, u *url.URL, ref *Ref) (*Robots, error) {
 	// The origin is built on the stack, and the map lookup on its bytes
@@ -305,10 +333,7 @@ func (c *Cache) get(ctx context.Context, u *url.URL, ref *Ref) (*Robots, error) 
 	if err != nil {
 		return nil, err
 	}
-	c.mu.RLock()
-	s := c.entries[string(b)]
-	c.mu.RUnlock()
-	if s != nil {
+	if s := c.slotOf(b); s != nil {
 		if ref != nil && ref.s.Load() != s {
 			ref.s.Store(s)
 		}

@@ -1008,3 +1008,28 @@ func TestCacheShared(t *testing.T) {
 		}
 	})
 }
+
+// Peek returns what a Get fetched for the origin, and never fetches.
+func TestCachePeek(t *testing.T) {
+	srv, n := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "User-agent: *\nDisallow: /private/\nSitemap: http://a.test/sitemap.xml\n")
+	})
+	var c Cache
+	u := mustURL(t, srv.URL+"/page")
+	if r, ok := c.Peek(u); ok || r != nil {
+		t.Errorf("Peek before any Get = %v, %v", r, ok)
+	}
+	if got := n.Load(); got != 0 {
+		t.Errorf("Peek fetched: %d requests", got)
+	}
+	if _, err := c.Get(t.Context(), u); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := c.Peek(mustURL(t, srv.URL+"/other"))
+	if !ok || len(r.Sitemaps()) != 1 {
+		t.Errorf("Peek after Get = %v, %v", r, ok)
+	}
+	if r, ok := c.Peek(mustURL(t, "http://elsewhere.test/")); ok || r != nil {
+		t.Errorf("Peek of another origin = %v, %v", r, ok)
+	}
+}
