@@ -117,16 +117,34 @@ func (l Lane) String() string {
 // of its leases. A URL keeps those it was first enqueued with: enqueuing
 // a known URL again changes nothing, so a fleet's depth of a URL is the
 // depth it was first enqueued at, not the least depth any worker found
-// it at.
+// it at. Sitemap says the URL is a sitemap, read for its entries (polite
+// fetch --sitemaps): the record's depth field holds Depth × 2, plus 1 for
+// a sitemap, so Depth is at most 2³⁰-1.
 type Entry struct {
 	URL, Host string
 	Lane      Lane
 	Depth     int
 	FoundOn   string
+	Sitemap   bool
 }
 
-// maxDepth bounds Entry.Depth, as the records' readers do.
-const maxDepth = math.MaxInt32
+// maxDepth bounds the records' depth field (Depth × 2 + Sitemap), as the
+// records' readers do; maxEntryDepth bounds Entry.Depth.
+const (
+	maxDepth      = math.MaxInt32
+	maxEntryDepth = maxDepth / 2
+)
+
+// packDepth is a record's depth field: depth × 2, plus 1 for a sitemap.
+func packDepth(depth int, sitemap bool) int {
+	if sitemap {
+		return depth*2 + 1
+	}
+	return depth * 2
+}
+
+// unpackDepth is packDepth's inverse.
+func unpackDepth(v int) (depth int, sitemap bool) { return v / 2, v%2 == 1 }
 
 // Lease is a URL leased to a worker until Expires.
 type Lease struct {
@@ -137,6 +155,7 @@ type Lease struct {
 	Expires   time.Time // on the Frontier's clock (Redis's, or Options.Clock)
 	Depth     int       // as enqueued (see Entry)
 	FoundOn   string    // as enqueued (see Entry)
+	Sitemap   bool      // as enqueued (see Entry)
 }
 
 // Commit is a lease's result.
@@ -498,9 +517,10 @@ func (f *Frontier) Enqueue(ctx context.Context, es []Entry) (added int, err erro
 		if e.Lane >= nLanes {
 			return 0, fmt.Errorf("redisstore: frontier: %s: unknown lane %d", e.URL, e.Lane)
 		}
-		if e.Depth < 0 || e.Depth > maxDepth {
-			return 0, fmt.Errorf("redisstore: frontier: %s: depth %d out of range [0, %d]", e.URL, e.Depth, maxDepth)
+		if e.Depth < 0 || e.Depth > maxEntryDepth {
+			return 0, fmt.Errorf("redisstore: frontier: %s: depth %d out of range [0, %d]", e.URL, e.Depth, maxEntryDepth)
 		}
+		e.Depth = packDepth(e.Depth, e.Sitemap)
 		u, err := NormalizeURL(e.URL)
 		if err != nil {
 			return 0, err
@@ -703,8 +723,9 @@ func parseLeaseReply(v any, ttl time.Duration) (ls []Lease, now, next int64, err
 			depth < 0 || depth > maxDepth {
 			return nil, 0, 0, fmt.Errorf("redisstore: frontier: malformed lease in reply %.200v", a[i:i+leaseFields])
 		}
+		d, sm := unpackDepth(int(depth))
 		ls = append(ls, Lease{URL: u, Host: h, Lane: Lane(lane), Token: tok, Leases: int(n), Expires: exp,
-			Depth: int(depth), FoundOn: found})
+			Depth: d, FoundOn: found, Sitemap: sm})
 	}
 	return ls, now, next, nil
 }

@@ -15,11 +15,11 @@ func encRecord(r record) string {
 	if r.State == 'c' {
 		return head
 	}
-	return head + encExt(r.Depth, r.FoundOn) + fmt.Sprintf("%d:%s%d:%s%s", len(r.Host), r.Host, len(r.Worker), r.Worker, r.URL)
+	return head + encExt(packDepth(r.Depth, r.Sitemap), r.FoundOn) + fmt.Sprintf("%d:%s%d:%s%s", len(r.Host), r.Host, len(r.Worker), r.Worker, r.URL)
 }
 
 func encResult(r Result) string {
-	return fmt.Sprintf("%d%d,%d,%s%d:%s%d:%s%d:%s%d:%s%s", r.Lane, r.Leases, r.Token, encExt(r.Depth, r.FoundOn),
+	return fmt.Sprintf("%d%d,%d,%s%d:%s%d:%s%d:%s%d:%s%s", r.Lane, r.Leases, r.Token, encExt(packDepth(r.Depth, r.Sitemap), r.FoundOn),
 		len(r.Host), r.Host, len(r.URL), r.URL, len(r.Worker), r.Worker, len(r.Outcome), r.Outcome, r.Record)
 }
 

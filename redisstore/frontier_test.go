@@ -1121,7 +1121,8 @@ func TestFrontierDepthOrder(t *testing.T) {
 	f, _, _ := newFrontier(t, FrontierOptions{PerHost: 100})
 	var es []Entry
 	for i := range 30 {
-		es = append(es, Entry{URL: fmt.Sprintf("https://a.example/p/%d", i), Depth: i % 3, FoundOn: fmt.Sprintf("https://a.example/f/%d", i/4)})
+		es = append(es, Entry{URL: fmt.Sprintf("https://a.example/p/%d", i), Depth: i % 3, FoundOn: fmt.Sprintf("https://a.example/f/%d", i/4),
+			Sitemap: i%5 == 0})
 	}
 	mustEnqueue(t, f, es)
 	ls := mustLease(t, f, "w", 100)
@@ -1129,12 +1130,15 @@ func TestFrontierDepthOrder(t *testing.T) {
 		t.Fatalf("Lease = %d, want %d", len(ls), len(es))
 	}
 	for i, l := range ls {
-		if l.URL != es[i].URL || l.Depth != es[i].Depth || l.FoundOn != es[i].FoundOn {
-			t.Errorf("lease %d = %s (depth %d, on %s), want %+v", i, l.URL, l.Depth, l.FoundOn, es[i])
+		if l.URL != es[i].URL || l.Depth != es[i].Depth || l.FoundOn != es[i].FoundOn || l.Sitemap != es[i].Sitemap {
+			t.Errorf("lease %d = %s (depth %d, on %s, sitemap %v), want %+v", i, l.URL, l.Depth, l.FoundOn, l.Sitemap, es[i])
 		}
 	}
 	if _, err := f.Enqueue(context.Background(), []Entry{{URL: "https://a.example/x", Depth: -1}}); err == nil {
 		t.Error("Enqueue(depth -1): no error")
+	}
+	if _, err := f.Enqueue(context.Background(), []Entry{{URL: "https://a.example/x", Depth: maxEntryDepth + 1}}); err == nil {
+		t.Error("Enqueue(depth past the bound): no error")
 	}
 }
 

@@ -172,6 +172,7 @@ type Result struct {
 	Record                     []byte
 	Depth                      int    // as enqueued (see Entry)
 	FoundOn                    string // as enqueued (see Entry)
+	Sitemap                    bool   // as enqueued (see Entry)
 }
 
 // parseResult reads a stored result: lane leases "," token "," [ext]
@@ -197,6 +198,7 @@ func parseResult(v string) (Result, error) {
 	if r.Depth, r.FoundOn, rest, ok = parseExt(rest); !ok {
 		return bad("depth")
 	}
+	r.Depth, r.Sitemap = unpackDepth(r.Depth)
 	var fields [4]string
 	for i := range fields {
 		if fields[i], rest, ok = field(rest); !ok {
@@ -261,6 +263,7 @@ type record struct {
 	URL          string
 	Depth        int    // 0 in a committed record: its result has it
 	FoundOn      string // "" in a committed record
+	Sitemap      bool   // false in a committed record
 }
 
 // parseRecord reads a URL's stored record.
@@ -293,6 +296,7 @@ func parseRecord(v string) (record, error) {
 	if r.Depth, r.FoundOn, rest, ok = parseExt(rest); !ok {
 		return bad("depth")
 	}
+	r.Depth, r.Sitemap = unpackDepth(r.Depth)
 	if r.Host, rest, ok = field(rest); !ok {
 		return bad("host")
 	}
