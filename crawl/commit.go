@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"crypto/sha256"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -53,7 +54,8 @@ type commitMsg struct {
 	later  *later
 	pause  *hostPause
 	robots *robotsFetch
-	size   int64 // kept's bytes, held in the job's backlog until written
+	found  *found // the links its answer named (Options.Follow)
+	size   int64  // kept's bytes, held in the job's backlog until written
 }
 
 const maxBatch = 2048
@@ -181,8 +183,31 @@ func (j *Job) flush(batch []commitMsg) error {
 		}
 		marks[metaWARCOff], marks[metaWARCFile] = mark.off, int64(mark.index)
 	}
-	if err := j.st.commit(finished, deferred, marks, paused...); err != nil {
+	var founds []*found
+	for _, m := range batch {
+		if m.found != nil {
+			founds = append(founds, m.found)
+		}
+	}
+	var added foundCount
+	var also func(*sql.Tx) error
+	if len(founds) > 0 {
+		also = func(tx *sql.Tx) (err error) {
+			added, err = j.disc.add(tx, founds)
+			return err
+		}
+	}
+	if err := j.st.commitTx(finished, deferred, marks, paused, also); err != nil {
 		return fmt.Errorf("crawl: committing to %s: %w", StateFile, err)
+	}
+	if len(founds) > 0 {
+		if !j.disc.fleet { // a fleet worker's finds are the frontier's to hand out
+			j.mu.Lock()
+			j.total += j.disc.total - j.discBase
+			j.discBase = j.disc.total
+			j.mu.Unlock()
+		}
+		j.sched.foundAdded(len(founds), added)
 	}
 	j.mu.Lock()
 	for _, d := range finished {

@@ -25,7 +25,7 @@ func (j *Job) Requeue(outcomes []string) (int, error) {
 		if !knownOutcome(o) {
 			return 0, fmt.Errorf("crawl: unknown outcome %q (want one of %s)", o, strings.Join(Outcomes, ", "))
 		}
-		if o == InvalidURL || o == OK {
+		if o == InvalidURL || o == OK || o == NotModified {
 			return 0, fmt.Errorf("crawl: outcome %q cannot be re-queued", o)
 		}
 	}
@@ -124,6 +124,9 @@ type Status struct {
 	DeadTotal int
 	// Hosts is each host's state, by host key.
 	Hosts []HostStatus
+	// Skips are the links a crawl (Options.Follow) did not take, by
+	// reason and host, most first.
+	Skips []Skip
 }
 
 // HostStatus is one host's line of a Status.
@@ -149,6 +152,9 @@ func ReadStatus(dir string, deadLimit int) (*Status, error) {
 	}
 	defer st.Close()
 	s := &Status{Waiting: map[string]int{}}
+	if s.Skips, err = readSkips(st.db); err != nil {
+		return nil, err
+	}
 	if s.Total, s.Outcomes, err = st.counts(); err != nil {
 		return nil, fmt.Errorf("crawl: reading %s: %w", path, err)
 	}
@@ -161,10 +167,10 @@ func ReadStatus(dir string, deadLimit int) (*Status, error) {
 		return err
 	})
 	if err == nil {
-		err = st.db.QueryRow(`SELECT count(*) FROM urls WHERE state = 'done' AND outcome != 'ok'`).Scan(&s.DeadTotal)
+		err = st.db.QueryRow(`SELECT count(*) FROM urls WHERE state = 'done' AND outcome NOT IN ('ok', 'not_modified')`).Scan(&s.DeadTotal)
 	}
 	if err == nil {
-		err = each(st.db, `SELECT result FROM urls WHERE state = 'done' AND outcome != 'ok' ORDER BY seq LIMIT ?`, func(rows *sql.Rows) error {
+		err = each(st.db, `SELECT result FROM urls WHERE state = 'done' AND outcome NOT IN ('ok', 'not_modified') ORDER BY seq LIMIT ?`, func(rows *sql.Rows) error {
 			var line string
 			if err := rows.Scan(&line); err != nil {
 				return err
@@ -178,7 +184,7 @@ func ReadStatus(dir string, deadLimit int) (*Status, error) {
 		}, deadLimit)
 	}
 	if err == nil {
-		err = each(st.db, `SELECT u.host, count(*), sum(u.state = 'done'), sum(u.outcome = 'ok'), sum(u.state = 'pending'),
+		err = each(st.db, `SELECT u.host, count(*), sum(u.state = 'done'), sum(u.outcome IN ('ok', 'not_modified')), sum(u.state = 'pending'),
 			sum(u.outcome = 'throttled'), sum(u.outcome = 'blocked'),
 			sum(json_extract(u.result, '$.status') = 429), sum(json_extract(u.result, '$.status') = 503),
 			coalesce(h.paused_until, 0), coalesce(h.reason, '')

@@ -110,7 +110,7 @@ func (j *Job) logDone(it *item, res *Result) {
 	e := polite.Event{Kind: polite.EventDone, Time: res.Finished, Host: it.host.key, ID: uint64(it.id), Status: res.Status,
 		Attempt: res.Attempts, Latency: max(res.Finished.Sub(res.Started), 0), Method: http.MethodGet}
 	switch {
-	case res.Outcome == OK:
+	case res.Outcome == OK, res.Outcome == NotModified:
 	case res.Outcome == Timeout:
 		e.Outcome, e.Err = polite.Overloaded, context.DeadlineExceeded
 	case res.Outcome == NetworkError:

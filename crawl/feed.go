@@ -39,6 +39,12 @@ func (j *Job) feed(ctx context.Context, paused map[string]hostPause) error {
 			s.mu.Unlock()
 			return nil
 		}
+		if s.rescan {
+			// Links were found for hosts the scan has passed (or let
+			// go): scan again from the start.
+			s.rescan = false
+			after = ""
+		}
 		var err error
 		if len(s.want) > 0 {
 			h := s.want[0]
@@ -101,22 +107,34 @@ func (j *Job) takeIn(ctx context.Context, after string, paused map[string]hostPa
 	s := j.sched
 	if key == "" {
 		s.mu.Lock()
-		s.hostsOut = true
-		if len(s.hosts) == 0 {
-			s.stop()
+		if !s.rescan {
+			s.hostsOut = true
+			s.stopIfDone()
 		}
 		s.mu.Unlock()
 		return after, nil
+	}
+	s.mu.Lock()
+	_, in := s.hosts[key]
+	s.mu.Unlock()
+	if in {
+		return key, nil // in memory already (a scan again, for links found)
 	}
 	n, err := j.st.hostPending(ctx, key)
 	if err != nil {
 		return after, err
 	}
-	h := &host{key: key}
+	s.mu.Lock()
+	h := s.gone.revive(key, s.goneByKey)
+	s.mu.Unlock()
+	fresh := h == nil
+	if fresh {
+		h = &host{key: key}
+	}
 	for l := range h.lanes {
 		h.lanes[l].unloaded = n[l]
 	}
-	if p, ok := paused[key]; ok {
+	if p, ok := paused[key]; ok && fresh {
 		h.pausedUntil, h.pauseWhy = p.until, polite.Reason(p.reason)
 		h.persisted.Store(p.until.UnixMilli())
 	}

@@ -2,10 +2,13 @@ package crawl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/polite-go/polite/crawl/scope"
 )
 
 // Fleet mode (issue 31). With Options.Frontier set, a job's URLs are not
@@ -60,6 +63,35 @@ type Leased struct {
 	Token   int64  // the lease's fencing token
 	Leases  int    // how many times the URL was leased, this one included
 	Expires time.Time
+	// Depth, FoundOn and Kind are a found URL's (Options.Follow): links
+	// followed from a listed URL to it, the page that named it, and
+	// whether it is a sitemap.
+	Depth   int
+	FoundOn string
+	Kind    Kind
+}
+
+// A LinkFrontier is a Frontier a fleet's crawl (Options.Follow) adds the
+// links its workers find to, and keeps the scope's roots in, so that a
+// worker that joins without the list crawls the same scope.
+type LinkFrontier interface {
+	Frontier
+	// Enqueue adds URLs found, each once: one the frontier has (queued,
+	// leased, done) is left as it is. It is safe to repeat.
+	Enqueue(ctx context.Context, found []Found) error
+	// AddRoots adds the scope's roots (scope.Scope.Roots); Roots returns
+	// them all.
+	AddRoots(ctx context.Context, roots []string) error
+	Roots(ctx context.Context) ([]string, error)
+}
+
+// Found is a URL a fleet worker found, for its frontier.
+type Found struct {
+	URL, Host string
+	Lane      Lane
+	Depth     int
+	FoundOn   string
+	Kind      Kind
 }
 
 // Committed is a URL's result sent to the frontier under its lease.
@@ -117,6 +149,8 @@ type fleet struct {
 	wake chan struct{}   // pend gained results, or the run stops
 	stop bool
 	err  error // why the acker stopped the run
+	// rootsAt is when the scope's roots were last read (Options.Follow).
+	rootsAt time.Time
 
 	leased, accepted, late, released, lost atomic.Int64
 }
@@ -239,6 +273,7 @@ func (j *Job) feedFleet(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, fleetCallTimeout)
 		ls, err := j.fl.fr.Lease(cctx, n, skip)
 		cancel()
+		j.fleetRoots(ctx, false)
 		if err != nil {
 			j.logError("leasing URLs", err)
 		}
@@ -250,9 +285,7 @@ func (j *Job) feedFleet(ctx context.Context) error {
 				if err == nil && fin {
 					s.mu.Lock()
 					s.hostsOut = true
-					if len(s.hosts) == 0 {
-						s.stop()
-					}
+					s.stopIfDone()
 					s.mu.Unlock()
 					return nil
 				}
@@ -299,6 +332,7 @@ func (j *Job) takeLeased(ls []Leased) error {
 	if len(rows) == 0 {
 		return nil
 	}
+	j.scopeLeased(ls)
 	s := j.sched
 	now := time.Now()
 	added := 0
@@ -320,7 +354,8 @@ func (j *Job) takeLeased(ls []Leased) error {
 			}
 			s.hosts[r.host] = h
 		}
-		it := &item{id: r.id, url: r.url, host: h, attempts: r.attempts, started: r.started, reason: r.reason, lease: newLeaseOf(r.lease), lane: r.lane}
+		it := &item{id: r.id, url: r.url, host: h, attempts: r.attempts, started: r.started, reason: r.reason, lease: newLeaseOf(r.lease), lane: r.lane,
+			depth: r.depth, kind: r.kind, foundOn: r.foundOn}
 		h.hold(it)
 		s.loaded++
 		added++
@@ -507,9 +542,15 @@ func (j *Job) acker(ctx context.Context, done chan<- struct{}) {
 		for i, p := range batch {
 			cs[i] = p.c
 		}
-		cctx, cancel := context.WithTimeout(ctx, fleetCallTimeout)
-		acc, err := j.fl.fr.Commit(cctx, cs)
-		cancel()
+		// The links they found go first: once a result is taken, no
+		// other worker fetches its page again to find them.
+		err := j.sendFound(ctx)
+		var acc []bool
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, fleetCallTimeout)
+			acc, err = j.fl.fr.Commit(cctx, cs)
+			cancel()
+		}
 		if err == nil && len(acc) != len(cs) {
 			err = fmt.Errorf("the frontier answered %d of %d results", len(acc), len(cs))
 		}
@@ -642,4 +683,108 @@ func (s *sched) waitFeed(d time.Duration) bool {
 func (f *fleet) summary() *FleetSummary {
 	return &FleetSummary{Leased: int(f.leased.Load()), Accepted: int(f.accepted.Load()), Late: int(f.late.Load()),
 		Released: int(f.released.Load()), Lost: int(f.lost.Load())}
+}
+
+// scopeLeased keeps the scope up with what the frontier hands out
+// (Options.Follow): a listed URL is a seed, its root the fleet's already;
+// a found URL out of the scope known here means roots this worker has not
+// read yet (a list enqueued since): read them now.
+func (j *Job) scopeLeased(ls []Leased) {
+	if j.opts.Follow == nil {
+		return
+	}
+	stale := false
+	for _, l := range ls {
+		if l.Depth == 0 && l.FoundOn == "" && l.Kind == KindPage {
+			j.scope.AddSeed(l.URL) // a URL that does not parse finds no links
+			continue
+		}
+		if _, why := j.scope.Check(l.URL, -1); why == scope.OffScope {
+			stale = true
+		}
+	}
+	if stale {
+		j.fl.rootsAt = time.Time{}
+		j.fleetRoots(context.Background(), false)
+	}
+}
+
+// rootsEvery is how often a fleet worker that follows links reads the
+// scope's roots again: a list enqueued after it joined brings more.
+const rootsEvery = 10 * time.Second
+
+// fleetRoots reads the scope's roots from the frontier (Options.Follow),
+// at the start (first: an error is the run's) and every rootsEvery.
+func (j *Job) fleetRoots(ctx context.Context, first bool) error {
+	if j.opts.Follow == nil {
+		return nil
+	}
+	lf, ok := j.opts.Frontier.(LinkFrontier)
+	if !ok {
+		return errors.New("crawl: Options.Follow with a Frontier that takes no links found (not a LinkFrontier)")
+	}
+	if !first && time.Since(j.fl.rootsAt) < rootsEvery {
+		return nil
+	}
+	j.fl.rootsAt = time.Now()
+	cctx, cancel := context.WithTimeout(ctx, fleetCallTimeout)
+	roots, err := lf.Roots(cctx)
+	cancel()
+	if err == nil {
+		for _, r := range roots {
+			if err = j.scope.AddRoot(r); err != nil {
+				err = fmt.Errorf("the frontier's root %q: %w", cutTo(r, maxNamed), err)
+				break
+			}
+		}
+	}
+	if err != nil {
+		if first {
+			return fmt.Errorf("crawl: reading the scope's roots from the frontier: %w", err)
+		}
+		j.logError("reading the scope's roots from the frontier", err)
+	}
+	return nil
+}
+
+// sendFound sends the links found here to the fleet's frontier (the
+// outbox: committed here with the results that found them), before those
+// results: a worker killed after its result is taken has sent its links.
+func (j *Job) sendFound(ctx context.Context) error {
+	lf, ok := j.opts.Frontier.(LinkFrontier)
+	if !ok || j.opts.Follow == nil {
+		return nil
+	}
+	for {
+		rows, err := j.st.db.QueryContext(ctx, `SELECT rowid, url, host, lane, depth, found_on, kind FROM outbox ORDER BY rowid LIMIT 1000`)
+		if err != nil {
+			return err
+		}
+		var fs []Found
+		var last int64
+		for rows.Next() {
+			var f Found
+			if err := rows.Scan(&last, &f.URL, &f.Host, &f.Lane, &f.Depth, &f.FoundOn, &f.Kind); err != nil {
+				rows.Close()
+				return err
+			}
+			fs = append(fs, f)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(fs) == 0 {
+			return nil
+		}
+		cctx, cancel := context.WithTimeout(ctx, fleetCallTimeout)
+		err = lf.Enqueue(cctx, fs)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("sending links found to the frontier: %w", err)
+		}
+		if _, err := j.st.db.ExecContext(ctx, `DELETE FROM outbox WHERE rowid <= ?`, last); err != nil {
+			return err
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/audit"
 	"github.com/polite-go/polite/breaker"
+	"github.com/polite-go/polite/crawl/scope"
 	"github.com/polite-go/polite/retry"
 )
 
@@ -225,6 +226,16 @@ type Options struct {
 	// FleetPoll is the longest a fleet worker with nothing to do waits
 	// before asking the frontier again. If zero, DefaultFleetPoll.
 	FleetPoll time.Duration
+
+	// Follow, when set, makes the job a crawl (issue 35): the links of
+	// the pages it fetches, the scope and bounds allowing, are added to it
+	// (see discover.go). Listed URLs are kept normalised, as links are.
+	Follow *Follow
+	// Since, when set, is the directory of an earlier job: a URL it
+	// answered ok with an ETag or Last-Modified is asked for with
+	// If-None-Match and If-Modified-Since, and a 304 ends it
+	// not_modified (see since.go).
+	Since string
 }
 
 // Job is a durable crawl: a list of URLs, each fetched once through a
@@ -266,9 +277,16 @@ type Job struct {
 	fatal      func()   // stops the fetchers after a fatal commit error
 	res        *resultsFile
 	warc       *warcWriter
-	events     *audit.Log    // events.jsonl
-	fl         *fleet        // fleet mode, while Run runs
-	drain      time.Duration // fleetDrain; tests shorten it
+	events     *audit.Log // events.jsonl
+	fl         *fleet     // fleet mode, while Run runs
+	// Discovery (Options.Follow): the scope, buffers of links, and the
+	// committer's side.
+	scope    *scope.Scope
+	linkBufs *sync.Pool
+	disc     *discoverer
+	discBase int           // disc.total when Job.total last took it in (guarded by mu)
+	since    *since        // Options.Since
+	drain    time.Duration // fleetDrain; tests shorten it
 
 	// hopBytes are the bytes of redirect hops kept for the WARC files by
 	// URLs not finished yet, at most hopBudget (keepHop).
@@ -333,6 +351,22 @@ func Open(dir string, opts Options) (*Job, error) {
 	if err := j.reconcile(); err != nil {
 		j.Close()
 		return nil, err
+	}
+	if opts.Follow != nil {
+		if err := j.openScope(); err != nil {
+			j.Close()
+			return nil, err
+		}
+	}
+	if opts.Since != "" {
+		if same, _ := sameDir(dir, opts.Since); same {
+			j.Close()
+			return nil, errNoSince
+		}
+		if j.since, err = openSince(opts.Since); err != nil {
+			j.Close()
+			return nil, err
+		}
 	}
 	if j.opts.Bodies == BodiesFiles {
 		if err := os.MkdirAll(filepath.Join(dir, BodiesDir), 0o755); err != nil {
@@ -481,6 +515,11 @@ func (j *Job) LoadContext(ctx context.Context, r io.Reader) (int, error) {
 		n, err := j.st.add(ctx, batch)
 		if err == nil {
 			j.dropped.Add(int64(len(batch) - n))
+			// The roots of the URLs in the job, before Run may read
+			// links against them.
+			if err = j.saveRoots(); err != nil {
+				err = fmt.Errorf("keeping the scope's roots: %w", err)
+			}
 		}
 		added += n
 		batch = batch[:0]
@@ -496,6 +535,7 @@ func (j *Job) LoadContext(ctx context.Context, r io.Reader) (int, error) {
 			return nil
 		}
 		taken++
+		j.seed(&l)
 		if l.Problem != "" {
 			// Its results.jsonl line says where it is (issue 33,
 			// item 12).
@@ -561,7 +601,7 @@ type Summary struct {
 
 // OK reports whether every URL is finished and ok.
 func (s Summary) OK() bool {
-	return !s.Interrupted && s.Done == s.Total && s.Outcomes[OK] == s.Total
+	return !s.Interrupted && s.Done == s.Total && s.Outcomes[OK]+s.Outcomes[NotModified] == s.Total
 }
 
 // Close releases the job's files; a second Close does nothing. It does not
@@ -583,6 +623,10 @@ func (j *Job) Close() error {
 	if j.st != nil {
 		errs = append(errs, j.st.Close())
 		j.st = nil
+	}
+	if j.since != nil {
+		errs = append(errs, j.since.Close())
+		j.since = nil
 	}
 	if j.lock != nil {
 		errs = append(errs, j.lock.Close())

@@ -365,8 +365,8 @@ func TestStateBeforeLanesOpens(t *testing.T) {
 		idx = append(idx, n)
 	}
 	rows.Close()
-	if fmt.Sprint(idx) != "[urls_lanes urls_seq]" {
-		t.Errorf("indexes on urls = %v, want [urls_lanes urls_seq]", idx)
+	if fmt.Sprint(idx) != "[urls_lanes urls_parent urls_seq]" {
+		t.Errorf("indexes on urls = %v, want [urls_lanes urls_parent urls_seq]", idx)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

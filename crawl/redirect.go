@@ -62,6 +62,12 @@ func (j *Job) redirect(it *item, resp *http.Response, ip netip.Addr) bool {
 		it.refused = fmt.Sprintf("redirect not followed: %s to %q (only http and https are followed)", resp.Status, cutTo(it.notFollowed, maxNamed))
 		return false
 	}
+	if j.opts.Follow != nil {
+		// A crawl takes the target as a link of its own (discover), so
+		// that a page reached by a redirect and by a link is one URL,
+		// fetched once: the 3xx is this URL's answer.
+		return false
+	}
 	if j.opts.SameHost && !sameHostName(loc, it.url) {
 		it.notFollowed = loc.String() // the 3xx is the answer
 		return false

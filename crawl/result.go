@@ -21,10 +21,11 @@ const (
 	NetworkError      = "network_error"      // no response (refused, reset, DNS), after any retries
 	Timeout           = "timeout"            // no complete response within --timeout, after any retries
 	RedirectLoop      = "redirect_loop"      // redirects came back to a URL already visited, or went on too long
+	// NotModified (since.go): 304 to a re-crawl's conditional request.
 )
 
 // Outcomes lists every outcome in a stable order, for reports.
-var Outcomes = []string{OK, HTTPError, Throttled, Blocked, RobotsDisallowed, RobotsUnreachable, InvalidURL, NetworkError, Timeout, RedirectLoop}
+var Outcomes = []string{OK, NotModified, HTTPError, Throttled, Blocked, RobotsDisallowed, RobotsUnreachable, InvalidURL, NetworkError, Timeout, RedirectLoop}
 
 // Result is one line of results.jsonl: what became of one URL. The fields up
 // to Finished are the CLI contract's; the rest are polite's additions.
@@ -69,10 +70,26 @@ type Result struct {
 	// ID is the URL's id in the job: the id of the events (events.jsonl)
 	// of its requests.
 	ID int64 `json:"id,omitempty"`
+	// Discovery (--follow). Depth is how many links were followed from a
+	// listed URL to this one (a redirect's target and a sitemap index's
+	// sitemaps are at the depth of what named them, a sitemap's pages one
+	// deeper), FoundOn the URL of the page or sitemap that named it; both
+	// are left out for a listed URL. Kind is "sitemap" for a sitemap, read
+	// for its entries. Location is a redirect's target: with --follow a
+	// redirect is the URL's answer, and its target a URL of its own, taken
+	// or skipped by the scope as a link is.
+	Depth    int    `json:"depth,omitempty"`
+	FoundOn  string `json:"found_on,omitempty"`
+	Kind     string `json:"kind,omitempty"`
+	Location string `json:"location,omitempty"`
+	// ETag and LastModified are a 2xx or 304 answer's validators, which a
+	// later job with --since sends back.
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
 }
 
 // Failed reports whether the result is not ok.
-func (r *Result) Failed() bool { return r.Outcome != OK }
+func (r *Result) Failed() bool { return r.Outcome != OK && r.Outcome != NotModified }
 
 // appendJSON appends r as json.Marshal writes it, byte for byte, without
 // its reflection: the committer encodes every result on its one goroutine
@@ -142,6 +159,22 @@ func (r *Result) appendJSON(b []byte) ([]byte, error) {
 	if r.ID != 0 {
 		b = append(b, `,"id":`...)
 		b = strconv.AppendInt(b, r.ID, 10)
+	}
+	if r.Depth != 0 {
+		b = append(b, `,"depth":`...)
+		b = strconv.AppendInt(b, int64(r.Depth), 10)
+	}
+	for _, f := range [...]struct{ key, v string }{
+		{`,"found_on":`, r.FoundOn},
+		{`,"kind":`, r.Kind},
+		{`,"location":`, r.Location},
+		{`,"etag":`, r.ETag},
+		{`,"last_modified":`, r.LastModified},
+	} {
+		if f.v != "" {
+			b = append(b, f.key...)
+			b = appendJSONString(b, f.v)
+		}
 	}
 	return append(b, '}'), nil
 }

@@ -35,6 +35,7 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.sched = newSched(j.ready)
 	j.sched.giveUpFn = j.giveUp
 	j.sched.maxHosts = j.opts.MaxHosts
+	j.sched.revive = j.opts.Frontier != nil || j.opts.Follow != nil
 	if err := j.CheckRequest(); err != nil {
 		return Summary{}, err
 	}
@@ -44,6 +45,9 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 		if err := j.fleetResume(ctx); err != nil {
 			return Summary{}, err
 		}
+		if err := j.fleetRoots(ctx, true); err != nil {
+			return Summary{}, err
+		}
 	}
 	paused, err := j.loadPending()
 	if err != nil {
@@ -51,6 +55,10 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	}
 	j.mu.Lock()
 	j.loaded = true // Progress may read the hosts and the scheduler from now on
+	if j.opts.Follow != nil {
+		j.disc = &discoverer{f: j.opts.Follow, fleet: j.fl != nil, total: j.total, hostN: map[string]int{}}
+		j.discBase = j.total
+	}
 	j.mu.Unlock()
 
 	fetchCtx, cancelFetch := context.WithCancel(context.WithoutCancel(ctx))
@@ -314,6 +322,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	if j.warc != nil {
 		k = keep(resp, body, truncated, sum, ip.get())
 	}
+	it.found = j.discover(it, resp, body, res)
 	j.finish(it, res, k)
 }
 
@@ -339,6 +348,7 @@ func (j *Job) prepare(ctx context.Context, it *item) (req *http.Request, target 
 		return nil, "", nil, 0, false
 	}
 	j.addHeader(req, it)
+	j.conditional(req, it)
 	h := it.host
 	if g := h.gaveUp.Load(); g != nil {
 		if !g.until.IsZero() {
@@ -393,6 +403,15 @@ func (j *Job) disposition(it *item, tr polite.Tried, out string, resp *http.Resp
 		ContentType: resp.Header.Get("Content-Type"), LatencyMS: ms(it.latency)}
 	if u := resp.Request.URL.String(); u != it.url {
 		res.FinalURL = u
+	}
+	if c := resp.StatusCode; c < 300 || c == http.StatusNotModified {
+		res.ETag, res.LastModified = cutTo(resp.Header.Get("ETag"), maxNamed), cutTo(resp.Header.Get("Last-Modified"), maxNamed)
+	}
+	if resp.StatusCode == http.StatusNotModified && it.since.id != 0 && out == OK {
+		res.Outcome = NotModified
+		if res.ETag == "" && res.LastModified == "" {
+			res.ETag, res.LastModified = it.since.etag, it.since.lastMod
+		}
 	}
 	res.RedirectNotFollowed, it.notFollowed = it.notFollowed, ""
 	switch {
@@ -625,6 +644,15 @@ func (j *Job) finishErr(it *item, outcome string, status int, msg string) {
 
 // finish hands a finished URL to the committer and the scheduler.
 func (j *Job) finish(it *item, res *Result, k *kept) {
+	res.Depth, res.FoundOn = it.depth, redact(it.foundOn)
+	if it.kind == KindSitemap {
+		res.Kind = "sitemap"
+	}
+	fd := it.found
+	it.found = nil
+	if fd != nil {
+		j.sched.finds() // before done: the job is not over until they are added
+	}
 	j.logDone(it, res)
 	hops := it.hopsKept
 	it.hopsKept = nil
@@ -636,7 +664,7 @@ func (j *Job) finish(it *item, res *Result, k *kept) {
 	if n > 0 {
 		j.backlog.acquire(n) // back-pressure: the committer is behind
 	}
-	j.commits <- commitMsg{it: it, res: res, kept: k, hops: hops, size: n}
+	j.commits <- commitMsg{it: it, res: res, kept: k, hops: hops, size: n, found: fd}
 	j.mu.Lock()
 	if j.stats.Statuses == nil {
 		j.stats.Statuses = map[int]int{}

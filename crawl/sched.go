@@ -46,6 +46,16 @@ type item struct {
 	// held are the spells its host held it back, URL in hand, before the
 	// scheduler handed it out (see host.heldBack), for events.jsonl.
 	held []heldSpell
+	// Discovery (--follow): links followed from a listed URL to it, what
+	// it is, the page that named it (its URL), and what its answer named
+	// (on its way to the committer with its result).
+	depth   int
+	kind    Kind
+	foundOn string
+	found   *found
+	// prev is what the job of Options.Since kept of its answer, when its
+	// request carried that answer's validators (since.go).
+	since prevAnswer
 }
 
 // heldSpell is a time a host had a URL to send and the Transport would not
@@ -126,6 +136,9 @@ type host struct {
 	blk blockState
 	// rateLogged: the host's starting rate is in events.jsonl (this run).
 	rateLogged atomic.Bool
+	// sitemaps: the sitemaps of the host's robots.txt were taken (this
+	// run; Follow.Sitemaps).
+	sitemaps atomic.Bool
 
 	stats hostStats
 }
@@ -302,6 +315,15 @@ type sched struct {
 	gone       goneHeap // the hosts let go with the most requests, for Progress
 	// goneByKey finds a fleet worker's hosts in gone (see revive).
 	goneByKey map[string]*host
+	// Discovery (--follow): the finished URLs whose links the committer
+	// has not added yet (the job is not over while there are any), and
+	// whether links were added to hosts the feeder has passed, so that
+	// it scans the hosts again.
+	finding int
+	rescan  bool
+	// revive: hosts let go may come back (fleet mode, discovery); keep
+	// goneByKey for them.
+	revive bool
 }
 
 func newSched(ready func(h *host, now time.Time) (time.Duration, polite.Reason)) *sched {
@@ -371,7 +393,8 @@ func (h *host) asks() []laneAsk {
 func (s *sched) take(h *host, asks []laneAsk, rows []row, now time.Time) {
 	got := [numLanes]int{}
 	for _, r := range rows {
-		it := &item{id: r.id, url: r.url, host: h, attempts: r.attempts, started: r.started, reason: r.reason, lane: r.lane}
+		it := &item{id: r.id, url: r.url, host: h, attempts: r.attempts, started: r.started, reason: r.reason, lane: r.lane,
+			depth: r.depth, kind: r.kind, foundOn: r.foundOn}
 		h.hold(it)
 		s.loaded++
 		s.requeue(it, r.notBefore, false, now)
@@ -413,7 +436,7 @@ func (s *sched) letGo(h *host, now time.Time) {
 		s.pausedGone[h.key] = d
 	}
 	s.gone.keep(h)
-	if s.fleet && h.goneAt > 0 {
+	if s.revive && h.goneAt > 0 {
 		if s.goneByKey == nil || len(s.goneByKey) > 2*keepGone {
 			// Those dropped from gone since: forgotten.
 			s.goneByKey = make(map[string]*host, len(s.gone))
@@ -424,9 +447,48 @@ func (s *sched) letGo(h *host, now time.Time) {
 		s.goneByKey[h.key] = h
 	}
 	s.feedCond.Signal()
-	if len(s.hosts) == 0 && s.hostsOut {
+	s.stopIfDone()
+}
+
+// stopIfDone stops the scheduler once every host with URLs has been taken
+// in and let go, and no links found are still on their way to the job.
+// Called with mu held.
+func (s *sched) stopIfDone() {
+	if len(s.hosts) == 0 && s.hostsOut && s.finding == 0 && !s.rescan {
 		s.stop()
 	}
+}
+
+// finds says a finished URL's links are on their way to the committer.
+func (s *sched) finds() {
+	s.mu.Lock()
+	s.finding++
+	s.mu.Unlock()
+}
+
+// foundAdded says the committer added the links of n finished URLs:
+// added counts the new URLs by host and lane. A host in memory reads them
+// when it runs low; the feeder takes in the others, scanning the hosts
+// again if it has passed them.
+func (s *sched) foundAdded(n int, added foundCount) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finding -= n
+	for key, c := range added {
+		if h := s.hosts[key]; h != nil {
+			for l, k := range c {
+				h.lanes[l].unloaded += k
+			}
+			s.low(h)
+			continue
+		}
+		s.rescan = true
+	}
+	if s.rescan {
+		s.hostsOut = false
+		s.feedCond.Signal()
+	}
+	s.stopIfDone()
 }
 
 // requeue puts it back in its host's queue (at the front when front), or
@@ -660,7 +722,7 @@ func (s *sched) Stop() {
 func (s *sched) finished() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.hostsOut && len(s.hosts) == 0
+	return s.hostsOut && len(s.hosts) == 0 && s.finding == 0 && !s.rescan
 }
 
 func (s *sched) pushTimer(t timer) {

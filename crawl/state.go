@@ -33,7 +33,11 @@ CREATE TABLE IF NOT EXISTS urls (
 	seq        INTEGER,                 -- its line's rank in results.jsonl, once done
 	outcome    TEXT,                    -- the contract's outcome, once done
 	result     TEXT,                    -- its results.jsonl line, once done
-	lane       INTEGER NOT NULL DEFAULT 0 -- 0 normal, 1 interactive, 2 bulk (crawl.Lane); 0 for an invalid line
+	lane       INTEGER NOT NULL DEFAULT 0, -- 0 normal, 1 interactive, 2 bulk (crawl.Lane); 0 for an invalid line
+	depth      INTEGER NOT NULL DEFAULT 0, -- links followed from a listed URL to it (--follow); 0 for a listed one
+	parent     INTEGER,                 -- the id of the URL whose page or sitemap named it (--follow); NULL for a listed one
+	kind       INTEGER NOT NULL DEFAULT 0, -- 0 a page, 1 a sitemap (--sitemaps)
+	via        TEXT                     -- a fleet worker's leased URL: the page that named it (the frontier's found_on)
 );
 -- Fleet mode (fleet.go): the frontier's lease on each URL leased, and whether
 -- the frontier took its result (1), refused it (-1: the lease had gone to
@@ -46,6 +50,41 @@ CREATE TABLE IF NOT EXISTS leases (
 	acked   INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+-- Discovery (--follow; discover.go): the roots of the scope the listed URLs
+-- set, the URLs found per host (for --max-per-host), and the links not
+-- taken, by reason and by the host of the page that named them, with the
+-- first such link.
+CREATE TABLE IF NOT EXISTS roots (root TEXT PRIMARY KEY);
+-- Links past --max-depth, with the page that named them: a shorter path
+-- to the page later brings them in (discoverer).
+CREATE TABLE IF NOT EXISTS deep (
+	url    TEXT    PRIMARY KEY,
+	host   TEXT    NOT NULL,
+	lane   INTEGER NOT NULL,
+	depth  INTEGER NOT NULL,
+	parent INTEGER,
+	kind   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS deep_parent ON deep(parent);
+-- A fleet worker's links found (--follow with a frontier), committed with
+-- the result that found them and sent to the frontier before that result
+-- (fleet.go).
+CREATE TABLE IF NOT EXISTS outbox (
+	url      TEXT    PRIMARY KEY,
+	host     TEXT    NOT NULL,
+	lane     INTEGER NOT NULL,
+	depth    INTEGER NOT NULL,
+	found_on TEXT    NOT NULL,
+	kind     INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS found_hosts (host TEXT PRIMARY KEY, n INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS skips (
+	reason  TEXT    NOT NULL,
+	host    TEXT    NOT NULL,
+	n       INTEGER NOT NULL,
+	example TEXT    NOT NULL,
+	PRIMARY KEY (reason, host)
+);
 CREATE TABLE IF NOT EXISTS hosts (
 	host         TEXT    PRIMARY KEY, -- host key
 	paused_until INTEGER NOT NULL,    -- unix ms: a pause beyond --max-retry-after the host named
@@ -61,28 +100,41 @@ CREATE UNIQUE INDEX IF NOT EXISTS urls_seq ON urls(seq) WHERE seq IS NOT NULL;
 -- It replaces urls_pending, on (host, id), of jobs from before lanes.
 DROP INDEX IF EXISTS urls_pending;
 CREATE INDEX IF NOT EXISTS urls_lanes ON urls(host, lane, id) WHERE state = 'pending';
+-- The URLs each page led to (--follow), for a re-crawl's 304s (since.go).
+CREATE INDEX IF NOT EXISTS urls_parent ON urls(parent) WHERE parent IS NOT NULL;
 `
 
 // migrate brings the urls table of a job from an earlier version up to
-// schema: jobs from before lanes get the lane column, every URL normal.
-// Another process may migrate the same file at once (polite status reads
-// a job without its lock): a column added meanwhile is no error.
+// schema: jobs from before lanes get the lane column, every URL normal;
+// jobs from before --follow the depth, parent and kind columns, every URL
+// a listed page. Another process may migrate the same file at once
+// (polite status reads a job without its lock): a column added meanwhile
+// is no error.
 func migrate(db *sql.DB) error {
-	has := func() (bool, error) {
-		var n int
-		err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('urls') WHERE name = 'lane'`).Scan(&n)
-		return n > 0, err
-	}
-	if ok, err := has(); err != nil || ok {
-		return err
-	}
-	_, err := db.Exec(`ALTER TABLE urls ADD COLUMN lane INTEGER NOT NULL DEFAULT 0`)
-	if err != nil {
-		if ok, _ := has(); ok {
-			return nil
+	for _, c := range [...]struct{ name, def string }{
+		{"lane", "INTEGER NOT NULL DEFAULT 0"},
+		{"depth", "INTEGER NOT NULL DEFAULT 0"},
+		{"parent", "INTEGER"},
+		{"kind", "INTEGER NOT NULL DEFAULT 0"},
+		{"via", "TEXT"},
+	} {
+		has := func() (bool, error) {
+			var n int
+			err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('urls') WHERE name = ?`, c.name).Scan(&n)
+			return n > 0, err
+		}
+		if ok, err := has(); err != nil {
+			return err
+		} else if ok {
+			continue
+		}
+		if _, err := db.Exec(`ALTER TABLE urls ADD COLUMN ` + c.name + ` ` + c.def); err != nil {
+			if ok, _ := has(); !ok {
+				return err
+			}
 		}
 	}
-	return err
+	return nil
 }
 
 // Marks in the meta table.
@@ -137,8 +189,11 @@ func openStore(path string) (*store, error) {
 	}{
 		{&st.qNext, `SELECT min(host) FROM urls WHERE state = 'pending' AND host > ?`},
 		{&st.qCount, `SELECT lane, count(*) FROM urls WHERE state = 'pending' AND host = ? GROUP BY lane`},
-		{&st.qWindow, `SELECT id, url, coalesce(invalid, ''), attempts, not_before, reason, started
-			FROM urls WHERE state = 'pending' AND host = ? AND lane = ? AND id > ? ORDER BY id LIMIT ?`},
+		// A found URL comes with the URL of the page that named it.
+		{&st.qWindow, `SELECT u.id, u.url, coalesce(u.invalid, ''), u.attempts, u.not_before, u.reason, u.started,
+			u.depth, u.kind, coalesce(p.url, u.via, '')
+			FROM urls u LEFT JOIN urls p ON p.id = u.parent
+			WHERE u.state = 'pending' AND u.host = ? AND u.lane = ? AND u.id > ? ORDER BY u.id LIMIT ?`},
 	} {
 		if *q.stmt, err = rd.Prepare(q.sql); err != nil {
 			st.Close()
@@ -267,6 +322,11 @@ type row struct {
 	started   time.Time
 	lane      Lane
 	lease     Leased // fleet mode
+	// Discovery (--follow): links followed from a listed URL to it, what
+	// it is, and the URL of the page that named it ("" for a listed one).
+	depth   int
+	kind    Kind
+	foundOn string
 }
 
 // pendingCounts returns how many URLs not done the job has, good ones
@@ -325,7 +385,7 @@ func (s *store) window(ctx context.Context, host string, lane Lane, after int64,
 	for rows.Next() {
 		r := row{host: host, lane: lane}
 		var nb, st int64
-		if err := rows.Scan(&r.id, &r.url, &r.invalid, &r.attempts, &nb, &r.reason, &st); err != nil {
+		if err := rows.Scan(&r.id, &r.url, &r.invalid, &r.attempts, &nb, &r.reason, &st, &r.depth, &r.kind, &r.foundOn); err != nil {
 			return err
 		}
 		r.notBefore, r.started = fromMillis(nb), fromMillis(st)
@@ -423,6 +483,12 @@ func (s *store) pauses(now time.Time, fn func(hostPause)) error {
 // commit records a batch in one transaction: finished URLs with their seq and
 // line, put-off URLs' attempts and not-before, host pauses, and the marks.
 func (s *store) commit(finished []done, deferred []later, marks map[string]int64, paused ...hostPause) error {
+	return s.commitTx(finished, deferred, marks, paused, nil)
+}
+
+// commitTx is commit, with also (when not nil) run in the same
+// transaction: the links the batch's answers named (discoverer.add).
+func (s *store) commitTx(finished []done, deferred []later, marks map[string]int64, paused []hostPause, also func(*sql.Tx) error) error {
 	tx, err := s.db.Begin()
 	if err != nil {
 		return err
@@ -452,6 +518,11 @@ func (s *store) commit(finished []done, deferred []later, marks map[string]int64
 	}
 	for k, v := range marks {
 		if err := setMeta(tx, k, v); err != nil {
+			return err
+		}
+	}
+	if also != nil {
+		if err := also(tx); err != nil {
 			return err
 		}
 	}
