@@ -50,7 +50,8 @@ func TestFetchDefaults(t *testing.T) {
 		Grace: 10 * time.Second, HostGiveUp: crawl.DefaultHostGiveUp, BlockRecheck: crawl.DefaultBlockRecheck, UserAgent: defaultUserAgent(), Key: polite.KeyHost, Bodies: crawl.BodiesWARC,
 		MaxBody: 10 << 20, WARCGzip: true, WARCMaxSize: 1 << 30, MaxURLLen: 8 << 10, Progress: "auto", Fleet: "default", Outage: "local", Lane: "normal", LeaseTTL: 30 * time.Second, JoinWait: time.Minute,
 		OutageLocalFor: 5 * time.Minute, OutageClosedFor: 10 * time.Minute,
-		MetricsHost: defaultMetricsHosts,
+		MetricsHost:   defaultMetricsHosts,
+		followOptions: followOptions{Scope: "host", MaxDepth: DefaultMaxDepth, MaxPerHost: DefaultMaxPerHost},
 	}
 	if !reflect.DeepEqual(*o, want) {
 		t.Errorf("fetch urls.txt =\n%+v, want\n%+v", *o, want)

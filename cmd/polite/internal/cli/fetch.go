@@ -88,6 +88,9 @@ type fetchOptions struct {
 	Method      string       // -X; "" is GET (POST with --data)
 	Body        []byte       // --data; nil: no body
 	RetryPost   bool         // --retry-non-idempotent
+	// Discovery (--follow and the flags beside it), and what they came to.
+	followOptions
+	follow *crawl.Follow
 
 	// With --redis: how long --outage local lasts before closed, and how
 	// long closed lasts before the job stops.
@@ -311,7 +314,8 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.BoolVar(&o.RetryPost, "retry-non-idempotent", false, "retry POST and PATCH requests too (429/503, 5xx, no response): only when the API makes a repeat harmless")
 	f.Var(retryOnFlag{&o.RetryOn}, "retry-on", "comma-separated `STATUSES` that are retried, in place of polite's own reading (429,503,408,504 and other 5xx); a status left out is not retried; 4xx and 5xx only")
 	f.DurationVar(&o.MaxTime, "max-time", 0, "stop the whole job after this long, counted from its start, the list's loading included (as Ctrl-C does: resumable); 0 for no limit")
-	f.IntVar(&o.MaxURLs, "max-urls", 0, "take only the first N URLs of the list (a sample run); 0 for all")
+	f.IntVar(&o.MaxURLs, "max-urls", 0, "take only the first N URLs of the list (a sample run); with --follow, also the most URLs the crawl holds, those found included; 0 for all")
+	addFollowFlags(f, &o.followOptions)
 	f.StringVar(&o.Progress, "progress", "auto", "live display: bar (on a terminal), log (a line every 5 s), none, or auto (bar on a terminal, else log)")
 	f.SortFlags = false
 	return c
@@ -419,6 +423,9 @@ func (o *fetchOptions) parse(rate, maxBody, key, bodies string) error {
 		return usageErr("%v", err)
 	}
 	if err := o.parseRequest(); err != nil {
+		return err
+	}
+	if o.follow, err = o.followOptions.parse(o.MaxURLs); err != nil {
 		return err
 	}
 	switch o.Progress {
@@ -848,7 +855,7 @@ func (o *fetchOptions) crawlOptions(ctx context.Context, e *env, tr *polite.Tran
 		WARCPlain: !o.WARCGzip, WARCMaxSize: o.WARCMaxSize,
 		MaxURLLen: o.MaxURLLen, Grace: o.Grace, HostGiveUp: o.HostGiveUp, BlockRecheck: o.BlockRecheck,
 		Header: o.Header, MaxURLs: o.MaxURLs, RetryOn: o.RetryOn, SameHost: o.SameHost,
-		Method: o.Method, Body: o.Body,
+		Method: o.Method, Body: o.Body, Follow: o.follow, Since: o.Since,
 	}
 	opts.Lane, _ = crawl.ParseLane(o.Lane) // checked by parse
 	if o.BlockRecheck == 0 {

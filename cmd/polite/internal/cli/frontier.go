@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/polite-go/polite/crawl"
+	"github.com/polite-go/polite/crawl/scope"
 	"github.com/polite-go/polite/redisstore"
 )
 
@@ -51,7 +52,8 @@ type fleetFrontier struct {
 }
 
 func toLease(l crawl.Leased) redisstore.Lease {
-	return redisstore.Lease{URL: l.URL, Host: l.Host, Lane: redisstore.Lane(l.Lane), Token: l.Token, Leases: l.Leases, Expires: l.Expires}
+	return redisstore.Lease{URL: l.URL, Host: l.Host, Lane: redisstore.Lane(l.Lane), Token: l.Token, Leases: l.Leases, Expires: l.Expires,
+		Depth: l.Depth, FoundOn: l.FoundOn}
 }
 
 func toLeases(ls []crawl.Leased) []redisstore.Lease {
@@ -67,10 +69,36 @@ func (a fleetFrontier) Lease(ctx context.Context, max int, skip []string) ([]cra
 	out := make([]crawl.Leased, len(ls))
 	for i, l := range ls {
 		// The two number their lanes alike (normal 0, interactive 1, bulk 2).
-		out[i] = crawl.Leased{URL: l.URL, Host: l.Host, Lane: crawl.Lane(l.Lane), Token: l.Token, Leases: l.Leases, Expires: l.Expires}
+		out[i] = crawl.Leased{URL: l.URL, Host: l.Host, Lane: crawl.Lane(l.Lane), Token: l.Token, Leases: l.Leases, Expires: l.Expires,
+			Depth: l.Depth, FoundOn: l.FoundOn, Kind: kindOf(l.Sitemap)}
 	}
 	return out, err
 }
+
+// Enqueue adds the links a worker found (crawl.LinkFrontier).
+func (a fleetFrontier) Enqueue(ctx context.Context, found []crawl.Found) error {
+	es := make([]redisstore.Entry, len(found))
+	for i, f := range found {
+		es[i] = redisstore.Entry{URL: f.URL, Host: f.Host, Lane: redisstore.Lane(f.Lane), Depth: f.Depth, FoundOn: f.FoundOn,
+			Sitemap: f.Kind == crawl.KindSitemap}
+	}
+	_, err := a.f.Enqueue(ctx, es)
+	return err
+}
+
+// kindOf is a leased URL's kind: a sitemap, or a page.
+func kindOf(sitemap bool) crawl.Kind {
+	if sitemap {
+		return crawl.KindSitemap
+	}
+	return crawl.KindPage
+}
+
+func (a fleetFrontier) AddRoots(ctx context.Context, roots []string) error {
+	return a.f.AddRoots(ctx, roots)
+}
+
+func (a fleetFrontier) Roots(ctx context.Context) ([]string, error) { return a.f.Roots(ctx) }
 
 func (a fleetFrontier) Extend(ctx context.Context, ls []crawl.Leased) ([]bool, error) {
 	return a.f.Extend(ctx, toLeases(ls))
@@ -174,9 +202,24 @@ func enqueue(ctx context.Context, f *redisstore.Frontier, r io.Reader, o *fetchO
 		}
 	}
 	batch := make([]redisstore.Entry, 0, enqueueBatch)
+	// With --follow, each batch's roots go to the frontier before its
+	// URLs: a worker that leases one finds its scope there.
+	var roots *scope.Scope
+	if o.follow != nil {
+		roots = scope.New(o.follow.Rules)
+	}
 	flush := func() error {
 		if len(batch) == 0 {
 			return firstErr
+		}
+		if roots != nil {
+			cctx, cancel := context.WithTimeout(ctx, frontierCallTimeout)
+			err := f.AddRoots(cctx, roots.Roots())
+			cancel()
+			if err != nil {
+				return fmt.Errorf("adding the scope's roots to the frontier: %w", err)
+			}
+			roots = scope.New(o.follow.Rules)
 		}
 		for len(inflight) == cap(inflight) {
 			collect()
@@ -203,6 +246,12 @@ func enqueue(ctx context.Context, f *redisstore.Frontier, r io.Reader, o *fetchO
 				res.firstInvalid = fmt.Sprintf("%q: %s", cutText(l.Text, 80), l.Problem)
 			}
 			return nil
+		}
+		if roots != nil && roots.AddSeed(l.Text) == nil {
+			// Kept as links are: one page is one URL.
+			if n, err := scope.Normalize(l.Text, o.follow.Rules.Norm); err == nil {
+				l.Text = n
+			}
 		}
 		// The two number their lanes alike (TestLanesNumberedAlike).
 		if res.hosts != nil {

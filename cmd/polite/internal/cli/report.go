@@ -79,7 +79,15 @@ func writeReport(dir string) (path, unread string, err error) {
 		return "", "", err
 	}
 	defer closeOptional(events)
-	d, err := report.Read(reader(results), reader(events), report.Job{Total: total, Pending: pending})
+	skips, err := crawl.ReadSkips(dir)
+	if err != nil {
+		return "", "", err
+	}
+	job := report.Job{Total: total, Pending: pending}
+	for _, s := range skips {
+		job.Skips = append(job.Skips, report.Skip{Reason: s.Reason, Host: s.Host, Links: s.Links, Example: s.Example})
+	}
+	d, err := report.Read(reader(results), reader(events), job)
 	if err != nil {
 		return "", "", fmt.Errorf("report: %s: %w", dir, err)
 	}

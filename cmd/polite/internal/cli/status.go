@@ -106,6 +106,21 @@ func runStatus(e *env, o *statusOptions) error {
 			fmt.Fprintf(w, "  %-30s %d\n", term.Quote(name), s.Waiting[k])
 		}
 	}
+	if len(s.Skips) > 0 {
+		by := map[string]int{}
+		var reasons []string
+		for _, sk := range s.Skips {
+			if by[sk.Reason] == 0 {
+				reasons = append(reasons, sk.Reason)
+			}
+			by[sk.Reason] += sk.Links
+		}
+		sort.Slice(reasons, func(a, b int) bool { return by[reasons[a]] > by[reasons[b]] })
+		fmt.Fprintln(w, "\nlinks not followed (--follow), by reason:")
+		for _, r := range reasons {
+			fmt.Fprintf(w, "  %-19s %d\n", r, by[r])
+		}
+	}
 	if s.DeadTotal > 0 {
 		fmt.Fprintf(w, "\ndead letters (%d):\n", s.DeadTotal)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -187,6 +202,9 @@ type statusJSON struct {
 	DeadTotal int            `json:"dead_total"`
 	Dead      []crawl.Result `json:"dead"`
 	Hosts     []hostJSON     `json:"hosts"`
+	// Skipped are a crawl's links not taken (--follow), by reason and
+	// the host of the pages that had them.
+	Skipped []crawl.Skip `json:"skipped,omitempty"`
 }
 
 type hostJSON struct {
@@ -205,7 +223,7 @@ type hostJSON struct {
 
 func writeStatusJSON(w io.Writer, dir string, s *crawl.Status) error {
 	out := statusJSON{Dir: dir, Total: s.Total, Pending: s.Pending, Outcomes: s.Outcomes, Waiting: s.Waiting,
-		DeadTotal: s.DeadTotal, Dead: s.Dead, Hosts: make([]hostJSON, len(s.Hosts))}
+		DeadTotal: s.DeadTotal, Dead: s.Dead, Hosts: make([]hostJSON, len(s.Hosts)), Skipped: s.Skips}
 	if out.Dead == nil {
 		out.Dead = []crawl.Result{}
 	}

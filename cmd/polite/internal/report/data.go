@@ -55,6 +55,7 @@ func classOf(s int) int {
 // Job when there is none to read.
 type Job struct {
 	Total, Pending int
+	Skips          []Skip // links discovery did not take (crawl.ReadSkips)
 }
 
 // Data is a job reduced for its report.
@@ -99,6 +100,16 @@ type Data struct {
 	Failed   int         // URLs not ok
 	Errors   []*ErrGroup // failed URLs by outcome and error, most first
 	ErrsCut  int         // groups left out
+
+	// A crawl's shape (--follow), from results.jsonl: URLs by depth, those
+	// found (in sitemaps), the sitemaps read, the 304s to a re-crawl, and
+	// the body bytes received.
+	Depths      []Depth
+	Found       int
+	FromSitemap int
+	Sitemaps    int
+	NotModified int
+	Bytes       int64
 }
 
 // Host is one host's figures.
@@ -151,6 +162,10 @@ type result struct {
 	Status   int    `json:"status"`
 	Attempts int    `json:"attempts"`
 	Error    string `json:"error"`
+	Bytes    int64  `json:"bytes"`
+	Depth    int    `json:"depth"`
+	FoundOn  string `json:"found_on"`
+	Kind     string `json:"kind"`
 }
 
 // Read reduces a job's results.jsonl and events.jsonl (either may be nil)
@@ -171,21 +186,50 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 		}
 		return h
 	}
+	sitemaps := map[string]bool{}
 	if results != nil {
 		var err error
 		d.ResultsUnread, err = readResults(results, func(r *result) {
 			d.URLs++
 			d.Outcomes[r.Outcome]++
 			d.Retries[retryBin(r.Attempts)]++
-			if r.Outcome != "ok" {
+			ok := okOutcome(r.Outcome)
+			if !ok {
 				d.Failed++
 				errs.add(r)
 			}
 			if r.Host != "" {
 				h := host(r.Host)
 				h.URLs++
-				if r.Outcome == "ok" {
+				if ok {
 					h.URLsOK++
+				}
+			}
+			d.Bytes += r.Bytes
+			if r.Outcome == "not_modified" {
+				d.NotModified++
+			}
+			if r.Kind == "sitemap" {
+				d.Sitemaps++
+				if len(sitemaps) < maxSitemaps {
+					sitemaps[r.URL] = true
+				}
+			}
+			if r.FoundOn != "" {
+				d.Found++
+				// A sitemap's result comes before those of the
+				// URLs it named: they were added when it committed.
+				if r.Kind != "sitemap" && sitemaps[r.FoundOn] {
+					d.FromSitemap++
+				}
+			}
+			if r.Depth >= 0 && r.Depth < maxDepthRows {
+				for len(d.Depths) <= r.Depth {
+					d.Depths = append(d.Depths, Depth{})
+				}
+				d.Depths[r.Depth].URLs++
+				if ok {
+					d.Depths[r.Depth].OK++
 				}
 			}
 		})

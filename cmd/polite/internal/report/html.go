@@ -62,6 +62,7 @@ func Write(w io.Writer, d *Data) error {
 `, esc(CSP), esc(title), style)
 	fmt.Fprintf(&b, "<h1>%s</h1>\n", esc(title))
 	d.writeTotals(&b)
+	d.writeCrawl(&b)
 	d.writeThroughput(&b)
 	d.writeStates(&b)
 	d.writeInFlight(&b)
