@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -502,4 +503,27 @@ func TestFollowFleet(t *testing.T) {
 		}
 	}
 	t.Logf("%d URLs committed, %d expected, %d requests", len(got), len(want.Fetch), len(log.Requests()))
+}
+
+// --since an earlier job from before --follow (no parent column): its
+// validators are used, and nothing fails for the links it never kept.
+func TestSinceOldJob(t *testing.T) {
+	s := newSite()
+	base := serveAll(t, s.serve)
+	first := t.TempDir()
+	list := "http://a.test/a/1.html\nhttp://a.test/a/2.html\n"
+	runJob(t, first, followTransport(base), list, Options{Bodies: BodiesNone})
+	db, err := sql.Open("sqlite", filepath.Join(first, StateFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DROP INDEX urls_parent; ALTER TABLE urls DROP COLUMN parent`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	second := t.TempDir()
+	sum := runJob(t, second, followTransport(base), list, Options{Bodies: BodiesNone, Since: first})
+	if sum.Outcomes[NotModified] != 2 {
+		t.Errorf("outcomes %v, want 2 not_modified", sum.Outcomes)
+	}
 }

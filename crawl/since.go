@@ -56,12 +56,18 @@ func openSince(dir string) (*since, error) {
 	}
 	db.SetMaxOpenConns(1)
 	s := &since{db: db}
-	if s.prev, err = db.Prepare(`SELECT id, coalesce(result, '') FROM urls WHERE url = ? AND state = 'done'`); err == nil {
-		s.children, err = db.Prepare(`SELECT url, kind FROM urls WHERE parent = ? ORDER BY id`)
-	}
-	if err != nil {
+	if s.prev, err = db.Prepare(`SELECT id, coalesce(result, '') FROM urls WHERE url = ? AND state = 'done'`); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("crawl: --since %s: not a job's %s: %w", dir, StateFile, err)
+	}
+	// A job from before --follow found no links: it has no parent column,
+	// and its 304s bring none.
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('urls') WHERE name = 'parent'`).Scan(&n); err == nil && n > 0 {
+		if s.children, err = db.Prepare(`SELECT url, kind FROM urls WHERE parent = ? ORDER BY id`); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("crawl: --since %s: %w", dir, err)
+		}
 	}
 	return s, nil
 }
@@ -99,6 +105,9 @@ func (s *since) answer(u string) (prevAnswer, bool) {
 // linksOf returns the URLs the earlier job added with the URL of id as
 // their parent, and their kinds.
 func (s *since) linksOf(id int64) ([]foundLink, error) {
+	if s.children == nil {
+		return nil, nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rows, err := s.children.Query(id)

@@ -126,7 +126,7 @@ func TestParseLeasesMalformed(t *testing.T) {
 	}
 	ls, err := parseLeases([]any{"1000000", int64(-1), "https://a/", "a", int64(2), int64(9), int64(1), int64(3), "https://b/"}, time.Second)
 	if err != nil || len(ls) != 1 || ls[0].Lane != LaneBulk || ls[0].Token != 9 || !ls[0].Expires.Equal(time.UnixMicro(2e6)) ||
-		ls[0].Depth != 3 || ls[0].FoundOn != "https://b/" {
+		ls[0].Depth != 1 || !ls[0].Sitemap || ls[0].FoundOn != "https://b/" { // the reply's 3: depth 1, a sitemap
 		t.Errorf("parseLeases = %+v, %v", ls, err)
 	}
 }
