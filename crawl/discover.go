@@ -2,12 +2,15 @@ package crawl
 
 import (
 	"bytes"
+	"compress/gzip"
 	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -72,7 +75,11 @@ type found struct {
 type foundLink struct {
 	url, host string
 	delta     int // its depth less its page's: 1 for a link, 0 for a redirect's target or an index's sitemap
-	kind      Kind
+	// hops counts the links of delta 0 in a row that led to it (a chain
+	// of redirects, refreshes or sitemap indexes): at most MaxRedirects,
+	// so a chain that never ends is not followed for ever at one depth.
+	hops int
+	kind Kind
 	// robots: named by the host's robots.txt (a sitemap), not by the
 	// page: it has no parent, and found_on is left out.
 	robots bool
@@ -84,6 +91,11 @@ type skipped struct {
 	n       int
 	example string
 }
+
+// TooManyHops is the reason a link is skipped after MaxRedirects
+// redirects (or refreshes, or sitemap indexes) in a row: each keeps the
+// depth of what named it, so the depth bound alone would not end a chain.
+const TooManyHops scope.Reason = "max_redirects"
 
 // maxLinks bounds the links read from one page.
 const maxLinks = links.DefaultMaxLinks
@@ -130,25 +142,17 @@ func (j *Job) discover(it *item, resp *http.Response, body []byte, res *Result) 
 	}
 	switch {
 	case res.Outcome == NotModified:
-		// As the earlier job found them (since.go).
-		ls, err := j.since.linksOf(it.since.id)
-		if err != nil {
-			j.logDiscovery("reading the links the earlier job found", res.URL, err)
-		}
-		for _, l := range ls {
-			d := 1
-			if l.kind == KindSitemap && it.kind == KindSitemap {
-				d = 0 // a sitemap index's sitemaps
-			}
-			take(l.url, d, l.kind, false)
-		}
+		// No body: its links came with the earlier job's URLs (since.go).
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		if loc, err := resp.Location(); err == nil {
-			res.Location = loc.String()
+			res.Location = loc.String() // redacted and cut when committed
 			take(res.Location, 0, it.kind, false)
 		}
 	case res.Outcome != OK || resp.StatusCode >= 300 || resp.StatusCode == http.StatusNoContent:
-	case it.kind == KindSitemap:
+	case it.kind == KindSitemap || f.Sitemaps && !isHTML(resp.Header.Get("Content-Type"), body) && looksLikeSitemap(body):
+		// A sitemap linked as a page (a footer's link), or listed by
+		// robots.txt only after it was found so, is read as one.
+		it.kind = KindSitemap
 		j.readSitemap(it, body, func(u string, d int, k Kind) { take(u, d, k, false) })
 	case isHTML(resp.Header.Get("Content-Type"), body):
 		agent := f.Agent
@@ -180,6 +184,21 @@ func (j *Job) discover(it *item, resp *http.Response, body []byte, res *Result) 
 		return nil
 	}
 	return fd
+}
+
+// size is about the bytes fd holds, for the job's backlog (nil: 0).
+func (fd *found) size() int64 {
+	if fd == nil {
+		return 0
+	}
+	n := int64(len(fd.page))
+	for _, l := range fd.links {
+		n += int64(len(l.url)+len(l.host)) + 64
+	}
+	for _, s := range fd.skips {
+		n += int64(len(s.example)) + 48
+	}
+	return n
 }
 
 // skip counts a link not taken.
@@ -227,8 +246,26 @@ func (j *Job) sitemapsOnce(h *host) bool {
 // result stands, with the links read before it.
 func (j *Job) logDiscovery(what, u string, err error) {
 	if j.opts.Logger != nil {
-		j.opts.Logger.Warn("crawl: "+what, "url", redact(u), "error", err)
+		u, _, _ = strings.Cut(redact(u), "?") // a query may carry a token
+		j.opts.Logger.Warn("crawl: "+what, "url", u, "error", err)
 	}
+}
+
+// looksLikeSitemap reports whether body, maybe gzipped, starts as a
+// sitemap or a sitemap index does (its root element within the first
+// KiB), whatever its Content-Type says.
+func looksLikeSitemap(body []byte) bool {
+	head := body[:min(len(body), 1024)]
+	if len(body) > 2 && body[0] == 0x1f && body[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return false
+		}
+		var buf [1024]byte
+		n, _ := io.ReadFull(zr, buf[:])
+		head = buf[:n]
+	}
+	return bytes.Contains(head, []byte("<urlset")) || bytes.Contains(head, []byte("<sitemapindex"))
 }
 
 // isHTML reports whether an answer of this Content-Type is HTML to read
@@ -251,12 +288,14 @@ func isHTML(ct string, body []byte) bool {
 // Depth is the shortest known: a link's depth is its page's depth in
 // state.db when the page commits (not when it was handed out), and a link
 // found again by a shorter path lowers the URL's depth and parent, and
-// those of the URLs it led to, if need be. Links past Rules.MaxDepth are
-// kept in the deep table with their page: a shorter path to the page
-// later brings them in. So the URLs a crawl fetches within a depth bound
-// do not depend on the order it met them in (a breadth-first crawl's),
-// though a page may already have been fetched when a shorter path to it
-// shows: its result keeps the depth it was fetched at.
+// those of the URLs it added to the job, if need be. Links past
+// Rules.MaxDepth are kept in the deep table with each page that named
+// them: a shorter path to one of those pages later brings them in. What a
+// fetched page passes on is only that: its links that were already in
+// the job through another page keep their depth, so at the bound's edge a
+// crawl that met pages out of breadth-first order may still leave out a
+// page a breadth-first one takes. A page's result keeps the depth it was
+// fetched at.
 type discoverer struct {
 	f     *Follow
 	fleet bool           // the links go to the fleet's frontier (the outbox), not to the job
@@ -310,14 +349,14 @@ func (d *discoverer) add(tx *sql.Tx, batch []*found) (foundCount, error) {
 		st  **sql.Stmt
 		sql string
 	}{
-		{&a.ins, `INSERT OR IGNORE INTO urls(url, host, lane, depth, parent, kind) VALUES (?, ?, ?, ?, ?, ?)`},
+		{&a.ins, `INSERT OR IGNORE INTO urls(url, host, lane, depth, parent, kind, hops) VALUES (?, ?, ?, ?, ?, ?, ?)`},
 		{&a.find, `SELECT id, depth, state FROM urls WHERE url = ?`},
 		{&a.lower, `UPDATE urls SET depth = ?, parent = ? WHERE id = ? AND depth > ?`},
-		{&a.depthOf, `SELECT depth FROM urls WHERE id = ?`},
+		{&a.depthOf, `SELECT depth, hops FROM urls WHERE id = ?`},
 		{&a.deep, `INSERT INTO deep(url, host, lane, depth, parent, kind) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT(url) DO UPDATE SET depth = excluded.depth, parent = excluded.parent WHERE excluded.depth < depth`},
+			ON CONFLICT(url, parent) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < depth`},
 		{&a.kids, `SELECT id, depth, state FROM urls WHERE parent = ?`},
-		{&a.out, `INSERT OR IGNORE INTO outbox(url, host, lane, depth, found_on, kind) VALUES (?, ?, ?, ?, ?, ?)`},
+		{&a.out, `INSERT OR IGNORE INTO outbox(url, host, lane, depth, found_on, kind, hops) VALUES (?, ?, ?, ?, ?, ?, ?)`},
 	} {
 		st, err := tx.Prepare(q.sql)
 		if err != nil {
@@ -327,8 +366,8 @@ func (d *discoverer) add(tx *sql.Tx, batch []*found) (foundCount, error) {
 		*q.st = st
 	}
 	for _, fd := range batch {
-		var base int
-		if err := a.depthOf.QueryRow(fd.parent).Scan(&base); err != nil {
+		var base, hops int
+		if err := a.depthOf.QueryRow(fd.parent).Scan(&base, &hops); err != nil {
 			return nil, fmt.Errorf("the depth of URL %d: %w", fd.parent, err)
 		}
 		for _, l := range fd.links {
@@ -336,6 +375,11 @@ func (d *discoverer) add(tx *sql.Tx, batch []*found) (foundCount, error) {
 			var parent any = fd.parent
 			if l.robots {
 				depth, parent = 0, nil
+			} else if l.delta == 0 {
+				if l.hops = hops + 1; l.hops > MaxRedirects {
+					a.skip(TooManyHops, fd.host, 1, l.url)
+					continue
+				}
 			}
 			var err error
 			if d.fleet {
@@ -374,7 +418,18 @@ func (a *addTx) link(l foundLink, depth int, parent any, lane Lane, from string)
 	if slot.hash == h && slot.depth <= depth {
 		return nil // in the job, no deeper than this
 	}
+	var id int64
+	var had int
+	var state string
+	err := a.find.QueryRow(l.url).Scan(&id, &had, &state)
 	if max := d.f.Rules.MaxDepth; max > 0 && depth > max {
+		switch {
+		case err == nil:
+			*slot = seenURL{h, had} // in the job already, within the bound
+			return nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
 		// Kept with its page: a shorter path to the page brings it in.
 		if _, err := a.deep.Exec(l.url, l.host, lane, depth, parent, l.kind); err != nil {
 			return err
@@ -382,10 +437,6 @@ func (a *addTx) link(l foundLink, depth int, parent any, lane Lane, from string)
 		a.skip(scope.MaxDepth, from, 1, l.url)
 		return nil
 	}
-	var id int64
-	var had int
-	var state string
-	err := a.find.QueryRow(l.url).Scan(&id, &had, &state)
 	switch {
 	case err == nil:
 		*slot = seenURL{h, min(had, depth)}
@@ -408,7 +459,7 @@ func (a *addTx) link(l foundLink, depth int, parent any, lane Lane, from string)
 		a.skip(scope.MaxPerHost, l.host, 1, l.url)
 		return nil
 	}
-	if _, err := a.ins.Exec(l.url, l.host, lane, depth, parent, l.kind); err != nil {
+	if _, err := a.ins.Exec(l.url, l.host, lane, depth, parent, l.kind, l.hops); err != nil {
 		return err
 	}
 	*slot = seenURL{h, depth}
@@ -446,7 +497,7 @@ func (a *addTx) send(l foundLink, depth int, lane Lane, from, page string) error
 	if l.robots {
 		page = ""
 	}
-	r, err := a.out.Exec(l.url, l.host, lane, depth, page, l.kind)
+	r, err := a.out.Exec(l.url, l.host, lane, depth, page, l.kind, l.hops)
 	if err != nil {
 		return err
 	}
@@ -619,6 +670,45 @@ func (j *Job) seed(l *Line) {
 	if n, err := scope.Normalize(l.Text, j.opts.Follow.Rules.Norm); err == nil {
 		l.Text = n
 	}
+	j.addListed(l.Text)
+}
+
+// addListed notes the host of a listed URL: credentials go to it.
+func (j *Job) addListed(u string) {
+	if j.listed == nil {
+		return
+	}
+	if p, err := url.Parse(u); err == nil {
+		j.listed[p.Host] = true
+	}
+}
+
+// hasSecrets reports whether h carries credentials (secret).
+func hasSecrets(h http.Header) bool {
+	for k := range h {
+		if secret[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// openListed reads the hosts the job's listed URLs name, when it follows
+// links with credentials (or a Host) in its Header (see Job.listed).
+func (j *Job) openListed() error {
+	if j.opts.Follow == nil || !hasSecrets(j.opts.Header) && j.opts.Header.Get("Host") == "" {
+		return nil
+	}
+	j.listed = map[string]bool{}
+	return each(j.st.db, `SELECT url FROM urls WHERE parent IS NULL AND via IS NULL AND depth = 0 AND kind = 0 AND host != ''`,
+		func(rows *sql.Rows) error {
+			var u string
+			if err := rows.Scan(&u); err != nil {
+				return err
+			}
+			j.addListed(u)
+			return nil
+		})
 }
 
 // saveRoots keeps the scope's roots in state.db.

@@ -7,10 +7,12 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -419,7 +421,7 @@ func (f *linkFrontier) Enqueue(_ context.Context, found []Found) error {
 	for _, x := range found {
 		if !f.known[x.URL] {
 			f.known[x.URL] = true
-			f.queue = append(f.queue, Leased{URL: x.URL, Host: x.Host, Lane: x.Lane, Depth: x.Depth, FoundOn: x.FoundOn, Kind: x.Kind})
+			f.queue = append(f.queue, Leased{URL: x.URL, Host: x.Host, Lane: x.Lane, Depth: x.Depth, FoundOn: x.FoundOn, Kind: x.Kind, Hops: x.Hops})
 		}
 	}
 	return nil
@@ -525,5 +527,257 @@ func TestSinceOldJob(t *testing.T) {
 	sum := runJob(t, second, followTransport(base), list, Options{Bodies: BodiesNone, Since: first})
 	if sum.Outcomes[NotModified] != 2 {
 		t.Errorf("outcomes %v, want 2 not_modified", sum.Outcomes)
+	}
+}
+
+// A re-crawl keeps what the earlier crawl had: /c was found through /a,
+// which no longer links it; /b, unchanged (304), still does. /c is asked
+// for again.
+func TestSinceKeepsEarlierURLs(t *testing.T) {
+	s := &site{hits: map[string]int{}, pages: map[string]string{
+		"a.test/":  `<a href="/a">a</a> <a href="/b">b</a>`,
+		"a.test/a": `<a href="/c">c</a>`,
+		"a.test/b": `<a href="/c">c</a>`,
+		"a.test/c": `c`,
+	}}
+	base := serveAll(t, s.serve)
+	first := t.TempDir()
+	o := followOpts(scope.Host, 0, false)
+	o.Workers = 1 // / then /a then /b: /c's parent is /a
+	runJob(t, first, followTransport(base), "http://a.test/\n", o)
+	s.mu.Lock()
+	s.pages["a.test/a"] = `changed, no link`
+	s.mu.Unlock()
+	second := t.TempDir()
+	o.Since = first
+	runJob(t, second, followTransport(base), "http://a.test/\n", o)
+	rs := byURL(t, readResults(t, second))
+	if r, ok := rs["http://a.test/c"]; !ok || r.Outcome != NotModified {
+		t.Errorf("/c in the re-crawl: %+v, %v", r, ok)
+	}
+	if r := rs["http://a.test/a"]; r.Outcome != OK || r.Status != 200 {
+		t.Errorf("/a, changed: %s %d", r.Outcome, r.Status)
+	}
+	if r := rs["http://a.test/c"]; r.Depth != 2 || r.FoundOn != "http://a.test/a" {
+		t.Errorf("/c keeps the earlier crawl's depth and page: %d, %q", r.Depth, r.FoundOn)
+	}
+}
+
+// A crawl's credentials go to the hosts its list named, never to a host a
+// page led to: a page controls its links.
+func TestFollowCredentialsStayHome(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]string{} // host → Authorization seen
+	base := serveAll(t, func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := strings.Cut(r.Host, ":")
+		mu.Lock()
+		if r.URL.Path != "/robots.txt" {
+			got[host] += r.Header.Get("Authorization") + "|"
+		}
+		mu.Unlock()
+		if r.URL.Path == "/" && host == "a.test" {
+			fmt.Fprint(w, `<a href="http://evil.test/">x</a> <a href="http://www.a.test/">y</a> <a href="/p">p</a>`)
+			return
+		}
+		fmt.Fprint(w, "<p>nothing</p>")
+	})
+	dir := t.TempDir()
+	o := followOpts(scope.Any, 2, false)
+	o.Header = http.Header{"Authorization": {"Bearer s3cret"}}
+	runJob(t, dir, followTransport(base), "http://a.test/\n", o)
+	mu.Lock()
+	defer mu.Unlock()
+	if got["a.test"] != "Bearer s3cret|Bearer s3cret|" {
+		t.Errorf("a.test, listed, got %q", got["a.test"])
+	}
+	for _, h := range []string{"evil.test", "www.a.test"} {
+		if got[h] != "|" {
+			t.Errorf("%s, found by a link, got Authorization %q", h, got[h])
+		}
+	}
+	// A resumed job knows its listed hosts from state.db.
+	j, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if !j.listed["a.test"] || j.listed["evil.test"] || len(j.listed) != 1 {
+		t.Errorf("listed hosts on reopening: %v", j.listed)
+	}
+}
+
+// Links committed while the feeder reads a host in memory are not
+// forgotten when the read comes back short (found in the review of issue
+// 35: the job ended "complete" with URLs pending).
+func TestFoundDuringRefill(t *testing.T) {
+	s := newSched(nil)
+	s.revive = true
+	h := &host{key: "a.test"}
+	s.hosts[h.key] = h
+	h.lanes[LaneNormal].unloaded = 3
+	s.low(h)
+	if !h.refill {
+		t.Fatal("no refill asked")
+	}
+	s.mu.Lock()
+	asks := h.asks()
+	h.reading(asks)
+	s.mu.Unlock()
+	// The read sees 3 rows; meanwhile the committer adds 10 links.
+	rows := []row{{id: 1, lane: LaneNormal}, {id: 2, lane: LaneNormal}, {id: 3, lane: LaneNormal}}
+	s.finds()
+	s.foundAdded(1, foundCount{"a.test": {LaneNormal: 10}})
+	s.mu.Lock()
+	h.refill = false
+	s.take(h, asks, rows, time.Now())
+	got := h.unloaded()
+	s.mu.Unlock()
+	if got != 10 {
+		t.Errorf("after the refill, %d URLs unloaded, want 10", got)
+	}
+}
+
+// A one-host crawl whose pages each lead to new ones ends with every URL
+// done, run after run.
+func TestFollowEndsComplete(t *testing.T) {
+	s := &site{hits: map[string]int{}, pages: map[string]string{}}
+	const n = 2000
+	for i := range n {
+		var b strings.Builder
+		for k := 1; k <= 6; k++ {
+			fmt.Fprintf(&b, `<a href="/p/%d">x</a>`, (i*6+k)%n)
+		}
+		s.pages[fmt.Sprintf("a.test/p/%d", i)] = b.String()
+	}
+	base := serveAll(t, s.serve)
+	for round := range 3 {
+		o := followOpts(scope.Host, 0, false)
+		o.Workers, o.CommitInterval = 16, time.Millisecond
+		sum := runJob(t, t.TempDir(), followTransport(base), "http://a.test/p/0\n", o)
+		if sum.Interrupted || sum.Done != sum.Total || sum.Total != n {
+			t.Errorf("round %d: interrupted %v, done %d of %d (want %d)", round, sum.Interrupted, sum.Done, sum.Total, n)
+		}
+	}
+}
+
+// A redirect's Location is the server's to size and may carry a password:
+// results.jsonl keeps it redacted and cut.
+func TestFollowLocationKept(t *testing.T) {
+	long := "http://a.test/" + strings.Repeat("x", 3<<20)
+	base := serveAll(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/pw":
+			w.Header().Set("Location", "http://user:hunter2@a.test/next?x=1")
+		case "/long":
+			w.Header().Set("Location", long)
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusFound)
+	})
+	dir := t.TempDir()
+	runJob(t, dir, followTransport(base), "http://a.test/pw\nhttp://a.test/long\n", followOpts(scope.Host, 2, false))
+	b, _ := os.ReadFile(filepath.Join(dir, ResultsFile))
+	if bytes.Contains(b, []byte("hunter2")) {
+		t.Error("results.jsonl holds the Location's password")
+	}
+	if len(b) > 64<<10 {
+		t.Errorf("results.jsonl is %d bytes for two redirects", len(b))
+	}
+}
+
+// A chain of redirects that never ends keeps its depth, so the depth bound
+// does not end it: it is cut after MaxRedirects in a row.
+func TestFollowRedirectChainBounded(t *testing.T) {
+	var n atomic.Int64
+	base := serveAll(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		n.Add(1)
+		var i int
+		fmt.Sscanf(r.URL.Path, "/r/%d", &i)
+		http.Redirect(w, r, fmt.Sprintf("/r/%d", i+1), http.StatusFound)
+	})
+	dir := t.TempDir()
+	o := followOpts(scope.Host, 2, false)
+	o.Follow.MaxPerHost = 500
+	runJob(t, dir, followTransport(base), "http://a.test/r/0\n", o)
+	if got := n.Load(); got != MaxRedirects+1 {
+		t.Errorf("an endless redirect chain made %d requests, want %d", got, MaxRedirects+1)
+	}
+	j, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	skips, _ := j.Skips()
+	if len(skips) != 1 || skips[0].Reason != string(TooManyHops) {
+		t.Errorf("skips %v, want one %s", skips, TooManyHops)
+	}
+}
+
+// A sitemap a page links to (a footer's link), met before robots.txt
+// names it, is read as a sitemap all the same.
+func TestFollowSitemapLinkedFirst(t *testing.T) {
+	base := serveAll(t, func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := strings.Cut(r.Host, ":")
+		switch host + r.URL.Path {
+		case "www.a.test/robots.txt":
+			fmt.Fprint(w, "User-agent: *\nSitemap: http://www.a.test/sitemap.xml\n")
+		case "a.test/":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<a href="http://www.a.test/sitemap.xml">sitemap</a> <a href="http://www.a.test/">www</a>`)
+		case "www.a.test/":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `www home`)
+		case "www.a.test/sitemap.xml":
+			w.Header().Set("Content-Type", "application/xml")
+			fmt.Fprint(w, `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>http://www.a.test/only-in-sitemap</loc></url></urlset>`)
+		case "www.a.test/only-in-sitemap":
+			fmt.Fprint(w, "x")
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	dir := t.TempDir()
+	runJob(t, dir, followTransport(base), "http://a.test/\n", followOpts(scope.Domain, 3, true))
+	rs := byURL(t, readResults(t, dir))
+	if _, ok := rs["http://www.a.test/only-in-sitemap"]; !ok {
+		t.Error("a sitemap linked as a page was not read as one")
+	}
+	if k := rs["http://www.a.test/sitemap.xml"].Kind; k != "sitemap" {
+		t.Errorf("its kind %q", k)
+	}
+}
+
+// Hosts let go and taken in again as links to them are found, under a
+// bound of one or two hosts in memory: the crawl ends complete.
+func TestFollowHostsComeBack(t *testing.T) {
+	s := &site{hits: map[string]int{}, pages: map[string]string{}}
+	hosts := []string{"a.test", "b.test", "c.test", "d.test"}
+	for hi, h := range hosts {
+		for i := range 30 {
+			o := hosts[(hi+1)%len(hosts)]
+			s.pages[fmt.Sprintf("%s/p/%d", h, i)] = fmt.Sprintf(`<a href="http://%s/p/%d">x</a><a href="/p/%d">y</a>`, o, (i+1)%30, (i*7+3)%30)
+		}
+	}
+	base := serveAll(t, s.serve)
+	for _, mh := range []int{1, 2} {
+		o := followOpts(scope.Any, 0, false)
+		o.MaxHosts = mh
+		sum := runJob(t, t.TempDir(), followTransport(base), "http://a.test/p/0\n", o)
+		if sum.Interrupted || sum.Done != sum.Total || sum.Total != 120 {
+			t.Errorf("MaxHosts %d: interrupted %v, done %d of %d, want 120", mh, sum.Interrupted, sum.Done, sum.Total)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, n := range s.hits {
+		if n > 2 && !strings.HasSuffix(k, "robots.txt") { // once per run
+			t.Errorf("%s requested %d times", k, n)
+		}
 	}
 }

@@ -51,6 +51,7 @@ func (j *Job) feed(ctx context.Context, paused map[string]hostPause) error {
 			s.want[0] = nil
 			s.want = s.want[1:]
 			asks := h.asks()
+			h.reading(asks)
 			s.mu.Unlock()
 			err = j.refill(ctx, h, asks)
 		} else {
@@ -66,6 +67,15 @@ func (j *Job) feed(ctx context.Context, paused map[string]hostPause) error {
 			}
 			return fmt.Errorf("crawl: reading pending URLs from %s: %w", StateFile, err)
 		}
+	}
+}
+
+// reading notes that the lanes of asks are about to be read: the URLs
+// discovery adds from now on may be missed by the read. Called with mu
+// held, or before h is shared.
+func (h *host) reading(asks []laneAsk) {
+	for _, a := range asks {
+		h.lanes[a.lane].found = 0
 	}
 }
 
@@ -116,10 +126,18 @@ func (j *Job) takeIn(ctx context.Context, after string, paused map[string]hostPa
 	}
 	s.mu.Lock()
 	_, in := s.hosts[key]
+	if !in {
+		s.taking, s.takingFound = key, [numLanes]int{}
+	}
 	s.mu.Unlock()
 	if in {
 		return key, nil // in memory already (a scan again, for links found)
 	}
+	defer func() {
+		s.mu.Lock()
+		s.taking = ""
+		s.mu.Unlock()
+	}()
 	n, err := j.st.hostPending(ctx, key)
 	if err != nil {
 		return after, err
@@ -139,6 +157,7 @@ func (j *Job) takeIn(ctx context.Context, after string, paused map[string]hostPa
 		h.persisted.Store(p.until.UnixMilli())
 	}
 	asks := h.asks() // h is not shared yet
+	h.reading(asks)
 	rows, err := j.read(ctx, key, asks)
 	if err != nil {
 		return after, err
@@ -148,6 +167,13 @@ func (j *Job) takeIn(ctx context.Context, after string, paused map[string]hostPa
 	s.hosts[key] = h
 	now := time.Now()
 	s.take(h, asks, rows, now)
+	// URLs discovery added to the host while it was read: maybe read,
+	// maybe not; one more read tells.
+	for l, k := range s.takingFound {
+		h.lanes[l].unloaded += k
+		h.lanes[l].found += k
+	}
+	s.taking = ""
 	s.low(h)
 	s.letGo(h, now)
 	return key, nil

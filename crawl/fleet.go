@@ -69,6 +69,7 @@ type Leased struct {
 	Depth   int
 	FoundOn string
 	Kind    Kind
+	Hops    int // redirects in a row that led to it (see foundLink)
 }
 
 // A LinkFrontier is a Frontier a fleet's crawl (Options.Follow) adds the
@@ -92,6 +93,7 @@ type Found struct {
 	Depth     int
 	FoundOn   string
 	Kind      Kind
+	Hops      int
 }
 
 // Committed is a URL's result sent to the frontier under its lease.
@@ -756,7 +758,7 @@ func (j *Job) sendFound(ctx context.Context) error {
 		return nil
 	}
 	for {
-		rows, err := j.st.db.QueryContext(ctx, `SELECT rowid, url, host, lane, depth, found_on, kind FROM outbox ORDER BY rowid LIMIT 1000`)
+		rows, err := j.st.db.QueryContext(ctx, `SELECT rowid, url, host, lane, depth, found_on, kind, hops FROM outbox ORDER BY rowid LIMIT 1000`)
 		if err != nil {
 			return err
 		}
@@ -764,7 +766,7 @@ func (j *Job) sendFound(ctx context.Context) error {
 		var last int64
 		for rows.Next() {
 			var f Found
-			if err := rows.Scan(&last, &f.URL, &f.Host, &f.Lane, &f.Depth, &f.FoundOn, &f.Kind); err != nil {
+			if err := rows.Scan(&last, &f.URL, &f.Host, &f.Lane, &f.Depth, &f.FoundOn, &f.Kind, &f.Hops); err != nil {
 				rows.Close()
 				return err
 			}

@@ -23,9 +23,9 @@ func (s *store) addLeased(ls []Leased) (rows []row, again []pendingAck, err erro
 		return nil, nil, err
 	}
 	defer tx.Rollback()
-	up, err := tx.Prepare(`INSERT INTO urls(url, host, lane, depth, via, kind) VALUES(?, ?, ?, ?, nullif(?, ''), ?)
+	up, err := tx.Prepare(`INSERT INTO urls(url, host, lane, depth, via, kind, hops) VALUES(?, ?, ?, ?, nullif(?, ''), ?, ?)
 		ON CONFLICT(url) DO UPDATE SET host = excluded.host, lane = excluded.lane, depth = excluded.depth, via = excluded.via,
-			kind = excluded.kind
+			kind = excluded.kind, hops = excluded.hops
 		RETURNING id, state, attempts, not_before, reason, started, coalesce(outcome, ''), coalesce(result, '')`)
 	if err != nil {
 		return nil, nil, err
@@ -55,7 +55,7 @@ func (s *store) addLeased(ls []Leased) (rows []row, again []pendingAck, err erro
 		if r.lane >= numLanes {
 			r.lane = LaneNormal // a frontier's lane this worker does not know
 		}
-		if err := up.QueryRow(l.URL, l.Host, r.lane, l.Depth, l.FoundOn, l.Kind).Scan(&id, &state, &r.attempts, &nb, &r.reason, &st, &out, &line); err != nil {
+		if err := up.QueryRow(l.URL, l.Host, r.lane, l.Depth, l.FoundOn, l.Kind, l.Hops).Scan(&id, &state, &r.attempts, &nb, &r.reason, &st, &out, &line); err != nil {
 			return nil, nil, err
 		}
 		if state == "done" {

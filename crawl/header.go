@@ -29,6 +29,9 @@ func (j *Job) addHeader(req *http.Request, it *item) {
 	if same && j.opts.CredentialsFor != nil && !j.opts.CredentialsFor(req.URL.Host) {
 		same = false // a fleet's URL from another worker's list
 	}
+	if same && j.listed != nil && !j.listed[req.URL.Host] {
+		same = false // a crawl's URL on a host no list named
+	}
 	for k, vs := range j.opts.Header {
 		if secret[k] && !same || k == "Content-Type" && it.asGet {
 			continue // a redirect's GET carries no body to describe

@@ -284,9 +284,14 @@ type Job struct {
 	scope    *scope.Scope
 	linkBufs *sync.Pool
 	disc     *discoverer
-	discBase int           // disc.total when Job.total last took it in (guarded by mu)
-	since    *since        // Options.Since
-	drain    time.Duration // fleetDrain; tests shorten it
+	discBase int    // disc.total when Job.total last took it in (guarded by mu)
+	since    *since // Options.Since
+	// listed are the hosts (host[:port] as in the URLs) the job's lists
+	// named, when it follows links and Header carries credentials: they
+	// go to those hosts only (addHeader). Written by Open and Load, read
+	// by Run.
+	listed map[string]bool
+	drain  time.Duration // fleetDrain; tests shorten it
 
 	// hopBytes are the bytes of redirect hops kept for the WARC files by
 	// URLs not finished yet, at most hopBudget (keepHop).
@@ -353,7 +358,7 @@ func Open(dir string, opts Options) (*Job, error) {
 		return nil, err
 	}
 	if opts.Follow != nil {
-		if err := j.openScope(); err != nil {
+		if err := errors.Join(j.openScope(), j.openListed()); err != nil {
 			j.Close()
 			return nil, err
 		}

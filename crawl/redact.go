@@ -55,6 +55,8 @@ func redactResult(r *Result) {
 	r.URL = redact(r.URL)
 	r.FinalURL = redact(r.FinalURL)
 	r.RedirectNotFollowed = redact(r.RedirectNotFollowed)
+	r.Location = cutTo(redact(r.Location), maxTarget) // a server's header, to size
+	r.FoundOn = redact(r.FoundOn)
 	r.Error = cut(redact(r.Error))
 }
 

@@ -49,6 +49,9 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 			return Summary{}, err
 		}
 	}
+	if err := j.importURLs(); err != nil {
+		return Summary{}, err
+	}
 	paused, err := j.loadPending()
 	if err != nil {
 		return Summary{}, err
@@ -644,7 +647,7 @@ func (j *Job) finishErr(it *item, outcome string, status int, msg string) {
 
 // finish hands a finished URL to the committer and the scheduler.
 func (j *Job) finish(it *item, res *Result, k *kept) {
-	res.Depth, res.FoundOn = it.depth, redact(it.foundOn)
+	res.Depth, res.FoundOn = it.depth, it.foundOn
 	if it.kind == KindSitemap {
 		res.Kind = "sitemap"
 	}
@@ -656,7 +659,7 @@ func (j *Job) finish(it *item, res *Result, k *kept) {
 	j.logDone(it, res)
 	hops := it.hopsKept
 	it.hopsKept = nil
-	n := k.size()
+	n := k.size() + fd.size() // the links too: a page may name 10,000
 	for _, h := range hops {
 		n += h.size()
 		j.hopBytes.Add(-h.size()) // now in the backlog

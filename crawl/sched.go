@@ -163,6 +163,10 @@ type laneQueue struct {
 	loaded   int
 	unloaded int
 	cursor   int64
+	// found counts the URLs discovery added to the lane since its last
+	// read began (foundAdded): a read that comes back short cannot have
+	// seen them all.
+	found int
 }
 
 func (q *laneQueue) queued() int { return len(q.queue) - q.head }
@@ -321,6 +325,10 @@ type sched struct {
 	// it scans the hosts again.
 	finding int
 	rescan  bool
+	// taking is the host the feeder is taking in (reading it unlocked),
+	// takingFound the URLs discovery added to it meanwhile, by lane.
+	taking      string
+	takingFound [numLanes]int
 	// revive: hosts let go may come back (fleet mode, discovery); keep
 	// goneByKey for them.
 	revive bool
@@ -405,7 +413,9 @@ func (s *sched) take(h *host, asks []laneAsk, rows []row, now time.Time) {
 	}
 	for _, a := range asks {
 		if got[a.lane] < a.n {
-			h.lanes[a.lane].unloaded = 0 // the count was off: nothing more to read
+			// The count was off: nothing more to read, but for URLs
+			// discovery added since the read began.
+			h.lanes[a.lane].unloaded = h.lanes[a.lane].found
 		}
 	}
 	s.peakLoaded = max(s.peakLoaded, s.loaded)
@@ -478,8 +488,15 @@ func (s *sched) foundAdded(n int, added foundCount) {
 		if h := s.hosts[key]; h != nil {
 			for l, k := range c {
 				h.lanes[l].unloaded += k
+				h.lanes[l].found += k
 			}
 			s.low(h)
+			continue
+		}
+		if key == s.taking {
+			for l, k := range c {
+				s.takingFound[l] += k
+			}
 			continue
 		}
 		s.rescan = true

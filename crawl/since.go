@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -21,18 +22,17 @@ const NotModified = "not_modified"
 // each URL an earlier job answered with an ETag or a Last-Modified with
 // If-None-Match and If-Modified-Since, as a browser's cache does (RFC
 // 9110 §13). A 304 costs the server a head and no body, and the result is
-// not_modified. With Follow, the links a page had are those the earlier
-// job found on it (the URLs it added with that page as their parent),
-// taken again under this job's scope: a site that did not change is
-// crawled again in full with 304s.
+// not_modified. With Follow, the job takes in the earlier job's URLs
+// (importURLs): a 304 page has no body to read links from, and its links
+// were in the earlier crawl.
 
 // since is an earlier job read for its validators, through a read-only
 // connection of its own.
 type since struct {
-	db       *sql.DB
-	mu       sync.Mutex // the statements are used by every worker
-	prev     *sql.Stmt
-	children *sql.Stmt
+	db   *sql.DB
+	mu   sync.Mutex // the statements are used by every worker
+	prev *sql.Stmt
+	dir  string
 }
 
 // prevAnswer is what an earlier job kept of a URL's answer.
@@ -55,19 +55,10 @@ func openSince(dir string) (*since, error) {
 		return nil, fmt.Errorf("crawl: --since %s: %w", dir, err)
 	}
 	db.SetMaxOpenConns(1)
-	s := &since{db: db}
+	s := &since{db: db, dir: dir}
 	if s.prev, err = db.Prepare(`SELECT id, coalesce(result, '') FROM urls WHERE url = ? AND state = 'done'`); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("crawl: --since %s: not a job's %s: %w", dir, StateFile, err)
-	}
-	// A job from before --follow found no links: it has no parent column,
-	// and its 304s bring none.
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('urls') WHERE name = 'parent'`).Scan(&n); err == nil && n > 0 {
-		if s.children, err = db.Prepare(`SELECT url, kind FROM urls WHERE parent = ? ORDER BY id`); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("crawl: --since %s: %w", dir, err)
-		}
 	}
 	return s, nil
 }
@@ -102,28 +93,61 @@ func (s *since) answer(u string) (prevAnswer, bool) {
 	return a, a.etag != "" || a.lastMod != ""
 }
 
-// linksOf returns the URLs the earlier job added with the URL of id as
-// their parent, and their kinds.
-func (s *since) linksOf(id int64) ([]foundLink, error) {
-	if s.children == nil {
-		return nil, nil
+// importURLs adds the earlier job's URLs to the job, once (a crawl,
+// Options.Follow): each at the depth it had, with the page that named it,
+// to be asked for with its validators. So a re-crawl fetches every URL the
+// earlier crawl had, a 304 page's links included (a page that changed
+// brings its new links), whatever path led to it then, and nothing of the
+// earlier crawl is lost to a page that changed or failed this time.
+func (j *Job) importURLs() error {
+	if j.since == nil || j.opts.Follow == nil {
+		return nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rows, err := s.children.Query(id)
+	if v, err := j.st.meta(metaSinceImported); err != nil || v == 1 {
+		return err
+	}
+	path := filepath.Join(j.since.dir, StateFile)
+	ctx := context.Background()
+	conn, err := j.st.db.Conn(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer rows.Close()
-	var out []foundLink
-	for rows.Next() {
-		var l foundLink
-		if err := rows.Scan(&l.url, &l.kind); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
+	defer conn.Close()
+	ro := (&url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: "mode=ro"}).String()
+	if _, err := conn.ExecContext(ctx, `ATTACH DATABASE ? AS prev`, ro); err != nil {
+		return fmt.Errorf("crawl: --since %s: %w", j.since.dir, err)
 	}
-	return out, rows.Err()
+	defer conn.ExecContext(ctx, `DETACH DATABASE prev`)
+	var parent string // an earlier job from before --follow has no parent column
+	var n int
+	if err := conn.QueryRowContext(ctx, `SELECT count(*) FROM prev.pragma_table_info('urls') WHERE name = 'parent'`).Scan(&n); err != nil {
+		return fmt.Errorf("crawl: --since %s: %w", j.since.dir, err)
+	}
+	cols := `u.url, u.host, u.lane, 0, 0, NULL`
+	if n > 0 {
+		parent = ` LEFT JOIN prev.urls p ON p.id = u.parent`
+		cols = `u.url, u.host, u.lane, u.depth, u.kind, p.url`
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	r, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO urls(url, host, lane, depth, kind, via)
+		SELECT `+cols+` FROM prev.urls u`+parent+` WHERE u.host != ''`)
+	if err != nil {
+		return fmt.Errorf("crawl: --since %s: taking in its URLs: %w", j.since.dir, err)
+	}
+	if err := setMeta(tx, metaSinceImported, 1); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if added, _ := r.RowsAffected(); added > 0 && j.opts.Logger != nil {
+		j.opts.Logger.Info("crawl: took in the earlier job's URLs (--since)", "dir", j.since.dir, "urls", added)
+	}
+	return nil
 }
 
 // conditional adds the validators of the earlier job's answer to req, a

@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS urls (
 	depth      INTEGER NOT NULL DEFAULT 0, -- links followed from a listed URL to it (--follow); 0 for a listed one
 	parent     INTEGER,                 -- the id of the URL whose page or sitemap named it (--follow); NULL for a listed one
 	kind       INTEGER NOT NULL DEFAULT 0, -- 0 a page, 1 a sitemap (--sitemaps)
-	via        TEXT                     -- a fleet worker's leased URL: the page that named it (the frontier's found_on)
+	via        TEXT,                    -- a fleet worker's leased URL: the page that named it (the frontier's found_on)
+	hops       INTEGER NOT NULL DEFAULT 0 -- redirects (refreshes, sitemap indexes) in a row that led to it (--follow)
 );
 -- Fleet mode (fleet.go): the frontier's lease on each URL leased, and whether
 -- the frontier took its result (1), refused it (-1: the lease had gone to
@@ -52,18 +53,19 @@ CREATE TABLE IF NOT EXISTS leases (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 -- Discovery (--follow; discover.go): the roots of the scope the listed URLs
 -- set, the URLs found per host (for --max-per-host), and the links not
--- taken, by reason and by the host of the page that named them, with the
--- first such link.
+-- taken, by reason and by the host of the page that named them (for
+-- max_per_host, the host that reached its cap), with the first such link.
 CREATE TABLE IF NOT EXISTS roots (root TEXT PRIMARY KEY);
--- Links past --max-depth, with the page that named them: a shorter path
--- to the page later brings them in (discoverer).
+-- Links past --max-depth, with each page that named them: a shorter path
+-- to one of those pages later brings them in (discoverer).
 CREATE TABLE IF NOT EXISTS deep (
-	url    TEXT    PRIMARY KEY,
+	url    TEXT    NOT NULL,
 	host   TEXT    NOT NULL,
 	lane   INTEGER NOT NULL,
 	depth  INTEGER NOT NULL,
-	parent INTEGER,
-	kind   INTEGER NOT NULL
+	parent INTEGER NOT NULL,
+	kind   INTEGER NOT NULL,
+	PRIMARY KEY (url, parent)
 );
 CREATE INDEX IF NOT EXISTS deep_parent ON deep(parent);
 -- A fleet worker's links found (--follow with a frontier), committed with
@@ -75,7 +77,8 @@ CREATE TABLE IF NOT EXISTS outbox (
 	lane     INTEGER NOT NULL,
 	depth    INTEGER NOT NULL,
 	found_on TEXT    NOT NULL,
-	kind     INTEGER NOT NULL
+	kind     INTEGER NOT NULL,
+	hops     INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS found_hosts (host TEXT PRIMARY KEY, n INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS skips (
@@ -117,6 +120,7 @@ func migrate(db *sql.DB) error {
 		{"parent", "INTEGER"},
 		{"kind", "INTEGER NOT NULL DEFAULT 0"},
 		{"via", "TEXT"},
+		{"hops", "INTEGER NOT NULL DEFAULT 0"},
 	} {
 		has := func() (bool, error) {
 			var n int
@@ -139,14 +143,15 @@ func migrate(db *sql.DB) error {
 
 // Marks in the meta table.
 const (
-	metaResultsSeq = "results_seq" // the last seq whose line results.jsonl holds
-	metaResultsOff = "results_off" // results.jsonl's size after that line
-	metaWARCOff    = "warc_off"    // the current WARC file's size after the last committed record
-	metaWARCFile   = "warc_file"   // the current WARC file's number (WARCName)
-	metaWARCGzip   = "warc_gzip"   // 1: the job's WARC files are gzipped, 2: not; 0: a job from before either
-	metaSeq        = "seq"         // the last seq given out
-	metaFleet      = "fleet"       // a fleet worker's frontier (Options.FrontierID)
-	metaLoading    = "loading"     // 1 while a Load has not read its list to the end
+	metaResultsSeq    = "results_seq"    // the last seq whose line results.jsonl holds
+	metaResultsOff    = "results_off"    // results.jsonl's size after that line
+	metaWARCOff       = "warc_off"       // the current WARC file's size after the last committed record
+	metaWARCFile      = "warc_file"      // the current WARC file's number (WARCName)
+	metaWARCGzip      = "warc_gzip"      // 1: the job's WARC files are gzipped, 2: not; 0: a job from before either
+	metaSeq           = "seq"            // the last seq given out
+	metaFleet         = "fleet"          // a fleet worker's frontier (Options.FrontierID)
+	metaLoading       = "loading"        // 1 while a Load has not read its list to the end
+	metaSinceImported = "since_imported" // 1 once the URLs of Options.Since's job are in the job (with Follow)
 )
 
 // store is the job's SQLite database. All writes go through one connection

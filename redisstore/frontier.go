@@ -118,33 +118,37 @@ func (l Lane) String() string {
 // a known URL again changes nothing, so a fleet's depth of a URL is the
 // depth it was first enqueued at, not the least depth any worker found
 // it at. Sitemap says the URL is a sitemap, read for its entries (polite
-// fetch --sitemaps): the record's depth field holds Depth × 2, plus 1 for
-// a sitemap, so Depth is at most 2³⁰-1.
+// fetch --sitemaps); Hops counts the redirects in a row that led to it
+// (at most 15 kept). The record's depth field holds them all, Depth × 32
+// + Hops × 2 + Sitemap, so Depth is at most 2²⁶-1.
 type Entry struct {
 	URL, Host string
 	Lane      Lane
 	Depth     int
 	FoundOn   string
 	Sitemap   bool
+	Hops      int
 }
 
-// maxDepth bounds the records' depth field (Depth × 2 + Sitemap), as the
-// records' readers do; maxEntryDepth bounds Entry.Depth.
+// maxDepth bounds the records' depth field (see Entry), as the records'
+// readers do; maxEntryDepth bounds Entry.Depth, maxHops Entry.Hops.
 const (
 	maxDepth      = math.MaxInt32
-	maxEntryDepth = maxDepth / 2
+	maxEntryDepth = maxDepth >> 5
+	maxHops       = 15
 )
 
-// packDepth is a record's depth field: depth × 2, plus 1 for a sitemap.
-func packDepth(depth int, sitemap bool) int {
+// packDepth is a record's depth field: depth × 32 + hops × 2 + sitemap.
+func packDepth(depth, hops int, sitemap bool) int {
+	v := (depth<<4 | min(max(hops, 0), maxHops)) << 1
 	if sitemap {
-		return depth*2 + 1
+		v |= 1
 	}
-	return depth * 2
+	return v
 }
 
 // unpackDepth is packDepth's inverse.
-func unpackDepth(v int) (depth int, sitemap bool) { return v / 2, v%2 == 1 }
+func unpackDepth(v int) (depth, hops int, sitemap bool) { return v >> 5, v >> 1 & maxHops, v&1 == 1 }
 
 // Lease is a URL leased to a worker until Expires.
 type Lease struct {
@@ -156,6 +160,7 @@ type Lease struct {
 	Depth     int       // as enqueued (see Entry)
 	FoundOn   string    // as enqueued (see Entry)
 	Sitemap   bool      // as enqueued (see Entry)
+	Hops      int       // as enqueued (see Entry)
 }
 
 // Commit is a lease's result.
@@ -520,7 +525,7 @@ func (f *Frontier) Enqueue(ctx context.Context, es []Entry) (added int, err erro
 		if e.Depth < 0 || e.Depth > maxEntryDepth {
 			return 0, fmt.Errorf("redisstore: frontier: %s: depth %d out of range [0, %d]", e.URL, e.Depth, maxEntryDepth)
 		}
-		e.Depth = packDepth(e.Depth, e.Sitemap)
+		e.Depth = packDepth(e.Depth, e.Hops, e.Sitemap)
 		u, err := NormalizeURL(e.URL)
 		if err != nil {
 			return 0, err
@@ -723,9 +728,9 @@ func parseLeaseReply(v any, ttl time.Duration) (ls []Lease, now, next int64, err
 			depth < 0 || depth > maxDepth {
 			return nil, 0, 0, fmt.Errorf("redisstore: frontier: malformed lease in reply %.200v", a[i:i+leaseFields])
 		}
-		d, sm := unpackDepth(int(depth))
+		d, hops, sm := unpackDepth(int(depth))
 		ls = append(ls, Lease{URL: u, Host: h, Lane: Lane(lane), Token: tok, Leases: int(n), Expires: exp,
-			Depth: d, FoundOn: found, Sitemap: sm})
+			Depth: d, FoundOn: found, Sitemap: sm, Hops: hops})
 	}
 	return ls, now, next, nil
 }

@@ -15,11 +15,11 @@ func encRecord(r record) string {
 	if r.State == 'c' {
 		return head
 	}
-	return head + encExt(packDepth(r.Depth, r.Sitemap), r.FoundOn) + fmt.Sprintf("%d:%s%d:%s%s", len(r.Host), r.Host, len(r.Worker), r.Worker, r.URL)
+	return head + encExt(packDepth(r.Depth, r.Hops, r.Sitemap), r.FoundOn) + fmt.Sprintf("%d:%s%d:%s%s", len(r.Host), r.Host, len(r.Worker), r.Worker, r.URL)
 }
 
 func encResult(r Result) string {
-	return fmt.Sprintf("%d%d,%d,%s%d:%s%d:%s%d:%s%d:%s%s", r.Lane, r.Leases, r.Token, encExt(packDepth(r.Depth, r.Sitemap), r.FoundOn),
+	return fmt.Sprintf("%d%d,%d,%s%d:%s%d:%s%d:%s%d:%s%s", r.Lane, r.Leases, r.Token, encExt(packDepth(r.Depth, r.Hops, r.Sitemap), r.FoundOn),
 		len(r.Host), r.Host, len(r.URL), r.URL, len(r.Worker), r.Worker, len(r.Outcome), r.Outcome, r.Record)
 }
 
@@ -126,7 +126,7 @@ func TestParseLeasesMalformed(t *testing.T) {
 	}
 	ls, err := parseLeases([]any{"1000000", int64(-1), "https://a/", "a", int64(2), int64(9), int64(1), int64(3), "https://b/"}, time.Second)
 	if err != nil || len(ls) != 1 || ls[0].Lane != LaneBulk || ls[0].Token != 9 || !ls[0].Expires.Equal(time.UnixMicro(2e6)) ||
-		ls[0].Depth != 1 || !ls[0].Sitemap || ls[0].FoundOn != "https://b/" { // the reply's 3: depth 1, a sitemap
+		ls[0].Depth != 0 || ls[0].Hops != 1 || !ls[0].Sitemap || ls[0].FoundOn != "https://b/" { // the reply's 3: a sitemap, 1 hop
 		t.Errorf("parseLeases = %+v, %v", ls, err)
 	}
 }

@@ -1122,7 +1122,7 @@ func TestFrontierDepthOrder(t *testing.T) {
 	var es []Entry
 	for i := range 30 {
 		es = append(es, Entry{URL: fmt.Sprintf("https://a.example/p/%d", i), Depth: i % 3, FoundOn: fmt.Sprintf("https://a.example/f/%d", i/4),
-			Sitemap: i%5 == 0})
+			Sitemap: i%5 == 0, Hops: i % 4})
 	}
 	mustEnqueue(t, f, es)
 	ls := mustLease(t, f, "w", 100)
@@ -1130,7 +1130,7 @@ func TestFrontierDepthOrder(t *testing.T) {
 		t.Fatalf("Lease = %d, want %d", len(ls), len(es))
 	}
 	for i, l := range ls {
-		if l.URL != es[i].URL || l.Depth != es[i].Depth || l.FoundOn != es[i].FoundOn || l.Sitemap != es[i].Sitemap {
+		if l.URL != es[i].URL || l.Depth != es[i].Depth || l.FoundOn != es[i].FoundOn || l.Sitemap != es[i].Sitemap || l.Hops != es[i].Hops {
 			t.Errorf("lease %d = %s (depth %d, on %s, sitemap %v), want %+v", i, l.URL, l.Depth, l.FoundOn, l.Sitemap, es[i])
 		}
 	}

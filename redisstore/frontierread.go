@@ -173,6 +173,7 @@ type Result struct {
 	Depth                      int    // as enqueued (see Entry)
 	FoundOn                    string // as enqueued (see Entry)
 	Sitemap                    bool   // as enqueued (see Entry)
+	Hops                       int    // as enqueued (see Entry)
 }
 
 // parseResult reads a stored result: lane leases "," token "," [ext]
@@ -198,7 +199,7 @@ func parseResult(v string) (Result, error) {
 	if r.Depth, r.FoundOn, rest, ok = parseExt(rest); !ok {
 		return bad("depth")
 	}
-	r.Depth, r.Sitemap = unpackDepth(r.Depth)
+	r.Depth, r.Hops, r.Sitemap = unpackDepth(r.Depth)
 	var fields [4]string
 	for i := range fields {
 		if fields[i], rest, ok = field(rest); !ok {
@@ -264,6 +265,7 @@ type record struct {
 	Depth        int    // 0 in a committed record: its result has it
 	FoundOn      string // "" in a committed record
 	Sitemap      bool   // false in a committed record
+	Hops         int    // 0 in a committed record
 }
 
 // parseRecord reads a URL's stored record.
@@ -296,7 +298,7 @@ func parseRecord(v string) (record, error) {
 	if r.Depth, r.FoundOn, rest, ok = parseExt(rest); !ok {
 		return bad("depth")
 	}
-	r.Depth, r.Sitemap = unpackDepth(r.Depth)
+	r.Depth, r.Hops, r.Sitemap = unpackDepth(r.Depth)
 	if r.Host, rest, ok = field(rest); !ok {
 		return bad("host")
 	}

@@ -41,7 +41,7 @@ func addFollowFlags(f *pflag.FlagSet, o *followOptions) {
 	f.BoolVar(&o.Assets, "assets", false, "with --follow, also follow img, script, stylesheet and media links")
 	f.BoolVar(&o.Sitemaps, "sitemaps", false, "with --follow, read the sitemaps each host's robots.txt names (indexes and .xml.gz parts too) for more URLs")
 	f.StringSliceVar(&o.StripParams, "strip-params", nil, "with --follow, remove these query `PARAMS` from links before deduplicating (comma-separated; NAME* is a prefix; \"tracking\" is utm_*, fbclid, gclid and the like)")
-	f.StringVar(&o.Since, "since", "", "re-crawl: ask each URL an earlier job in `DIR` answered with an ETag or Last-Modified with If-None-Match/If-Modified-Since; a 304 ends it not_modified (with --follow, its links are those the earlier job found on it)")
+	f.StringVar(&o.Since, "since", "", "re-crawl: ask each URL an earlier job in `DIR` answered with an ETag or Last-Modified with If-None-Match/If-Modified-Since; a 304 ends it not_modified (with --follow, the crawl takes in every URL the earlier one had)")
 }
 
 // parse checks the discovery flags.

@@ -70,7 +70,7 @@ func (a fleetFrontier) Lease(ctx context.Context, max int, skip []string) ([]cra
 	for i, l := range ls {
 		// The two number their lanes alike (normal 0, interactive 1, bulk 2).
 		out[i] = crawl.Leased{URL: l.URL, Host: l.Host, Lane: crawl.Lane(l.Lane), Token: l.Token, Leases: l.Leases, Expires: l.Expires,
-			Depth: l.Depth, FoundOn: l.FoundOn, Kind: kindOf(l.Sitemap)}
+			Depth: l.Depth, FoundOn: l.FoundOn, Kind: kindOf(l.Sitemap), Hops: l.Hops}
 	}
 	return out, err
 }
@@ -80,7 +80,7 @@ func (a fleetFrontier) Enqueue(ctx context.Context, found []crawl.Found) error {
 	es := make([]redisstore.Entry, len(found))
 	for i, f := range found {
 		es[i] = redisstore.Entry{URL: f.URL, Host: f.Host, Lane: redisstore.Lane(f.Lane), Depth: f.Depth, FoundOn: f.FoundOn,
-			Sitemap: f.Kind == crawl.KindSitemap}
+			Sitemap: f.Kind == crawl.KindSitemap, Hops: f.Hops}
 	}
 	_, err := a.f.Enqueue(ctx, es)
 	return err
