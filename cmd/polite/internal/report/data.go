@@ -126,7 +126,7 @@ type Host struct {
 	Measured     bool
 	Paused       float64 // seconds
 	BreakerOpens int
-	lat          []float64
+	idx          uint32    // its place in the reading's hosts (attemptAt.host)
 	steps        []point   // rate set over time
 	caps         []point   // capacity estimate over time
 	capErrs      []float64 // how far off each of caps may be, either way (0: unknown)
@@ -135,8 +135,8 @@ type Host struct {
 	pauses       []span
 	breaker      []span
 	openAt       int64 // an open breaker's start, 0 when closed
-	okAt         []int64
-	latAt        []point
+	okAt         []int64 // the detail hosts' ok answers (ms), see detail
+	latAt        []point // and their latencies
 	blockedAt    int64 // the first block, 0 for none
 	rateSet      bool  // a rate event was read
 }
@@ -178,11 +178,13 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 	d.Retries = make([]int, len(RetryBins))
 	errs := errGroups{}
 	hosts := map[string]*Host{}
+	var byIdx []*Host
 	host := func(name string) *Host {
 		h := hosts[name]
 		if h == nil {
-			h = &Host{Name: name, Rate: math.NaN(), MinRate: math.Inf(1), MaxRate: math.Inf(-1)}
+			h = &Host{Name: name, Rate: math.NaN(), MinRate: math.Inf(1), MaxRate: math.Inf(-1), idx: uint32(len(byIdx))}
 			hosts[name] = h
+			byIdx = append(byIdx, h)
 		}
 		return h
 	}
@@ -238,7 +240,7 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 		}
 	}
 	var first, last int64 = math.MaxInt64, math.MinInt64
-	var attempts []attemptAt
+	var attempts attempts
 	if events != nil {
 		var err error
 		d.Unread, err = audit.ReadSkipping(events, func(r *audit.Record) error {
@@ -247,8 +249,9 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 			h := host(r.Host)
 			switch r.Kind {
 			case "attempt":
-				lat := int64(math.Round(r.Latency * 1e3)) // µs
-				attempts = append(attempts, attemptAt{t: r.T, lat: lat, class: uint8(classOf(r.Status)), host: h})
+				lat := min(max(int64(math.Round(r.Latency*1e3)), 0), math.MaxInt32) // µs
+				attempts.add(attemptAt{t: r.T, lat: int32(lat), class: uint8(classOf(r.Status)),
+					ok: r.Outcome == "ok", answered: r.Status != 0, host: h.idx})
 				first = min(first, (r.T*1000-lat)/1000) // its start, in the plots' span
 				d.Wire += lat
 				d.Requests++
@@ -256,7 +259,6 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 				h.Requests++
 				if r.Outcome == "ok" {
 					h.OK++
-					h.okAt = append(h.okAt, r.T)
 				}
 				switch r.Status {
 				case 429:
@@ -265,10 +267,6 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 				case 503:
 					h.S503++
 					h.ticks503 = append(h.ticks503, r.T)
-				}
-				if r.Status != 0 {
-					h.lat = append(h.lat, r.Latency)
-					h.latAt = append(h.latAt, point{r.T, r.Latency})
 				}
 			case "wait":
 				d.WaitBy[r.Reason] += r.Delay / 1e3
@@ -328,7 +326,8 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 	if first <= last {
 		d.Start, d.End = time.UnixMilli(first).UTC(), time.UnixMilli(last).UTC()
 	}
-	d.bucket(attempts, first, last)
+	d.bucket(&attempts, first, last)
+	lats := attempts.latencies(byIdx)
 	d.Errors, d.ErrsCut = errs.top(MaxErrGroups)
 	d.Running = job.Pending > 0
 	for _, h := range hosts {
@@ -338,7 +337,7 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 		if h.Requests == 0 && h.URLs == 0 {
 			continue // robots.txt fetches' own host keys, say: nothing to show
 		}
-		h.P50, h.P95 = quantiles(h.lat)
+		h.P50, h.P95 = quantiles(lats[h.idx])
 		if !h.rateSet {
 			h.MinRate, h.MaxRate = math.NaN(), math.NaN()
 		}
@@ -359,7 +358,8 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 			d.Detail = append(d.Detail, h)
 		}
 	}
-	d.states(attempts, last)
+	d.states(&attempts, byIdx, last)
+	attempts.detail(d.Detail, byIdx)
 	d.AllHosts = d.Hosts
 	if len(d.Hosts) > MaxHosts {
 		d.HostsCut = len(d.Hosts) - MaxHosts
@@ -368,15 +368,91 @@ func Read(results, events io.Reader, job Job) (*Data, error) {
 	return d, nil
 }
 
+// attemptAt is one attempt, as the report keeps it: 24 bytes and no
+// pointer, since a job of a million URLs has a million of them (issue 35:
+// the report took 176 MB of a 1M-page crawl's peak, 40 MB at 100k).
 type attemptAt struct {
-	t     int64 // its end, ms
-	lat   int64 // µs
-	class uint8
-	host  *Host
+	t        int64 // its end, ms
+	lat      int32 // µs
+	class    uint8
+	ok       bool   // its outcome was ok
+	answered bool   // it had a status
+	host     uint32 // Host.idx
+}
+
+// attempts holds attemptAt in chunks of attemptsChunk: a slice grown by
+// append would hold up to twice what it needs.
+type attempts struct{ chunks [][]attemptAt }
+
+const attemptsChunk = 8192
+
+func (as *attempts) add(a attemptAt) {
+	n := len(as.chunks)
+	if n == 0 || len(as.chunks[n-1]) == attemptsChunk {
+		as.chunks = append(as.chunks, make([]attemptAt, 0, attemptsChunk))
+		n++
+	}
+	as.chunks[n-1] = append(as.chunks[n-1], a)
+}
+
+// each calls fn for each attempt, in the order added.
+func (as *attempts) each(fn func(*attemptAt)) {
+	for _, c := range as.chunks {
+		for i := range c {
+			fn(&c[i])
+		}
+	}
+}
+
+// latencies returns each host's answered latencies (ms), by Host.idx:
+// slices of one array, filled host by host.
+func (as *attempts) latencies(hosts []*Host) [][]float64 {
+	n := make([]int, len(hosts))
+	total := 0
+	as.each(func(a *attemptAt) {
+		if a.answered {
+			n[a.host]++
+			total++
+		}
+	})
+	all := make([]float64, total)
+	out := make([][]float64, len(hosts))
+	at := 0
+	for i, k := range n {
+		out[i] = all[at : at : at+k]
+		at += k
+	}
+	as.each(func(a *attemptAt) {
+		if a.answered {
+			out[a.host] = append(out[a.host], float64(a.lat)/1e3)
+		}
+	})
+	return out
+}
+
+// detail fills the detail hosts' series for their plots: their ok answers
+// and latencies over time.
+func (as *attempts) detail(hs []*Host, byIdx []*Host) {
+	want := make([]bool, len(byIdx))
+	for _, h := range hs {
+		want[h.idx] = true
+	}
+	as.each(func(a *attemptAt) {
+		if !want[a.host] {
+			return
+		}
+		h := byIdx[a.host]
+		if a.ok {
+			h.okAt = append(h.okAt, a.t)
+		}
+		if a.answered {
+			h.latAt = append(h.latAt, point{a.t, float64(a.lat) / 1e3})
+		}
+	})
 }
 
 // bucket counts attempts into time buckets spanning first..last.
-func (d *Data) bucket(attempts []attemptAt, first, last int64) {
+func (d *Data) bucket(attempts *attempts, first, last int64) {
 	d.Throughput = make([][]int, len(Classes))
 	for i := range d.Throughput {
 		d.Throughput[i] = make([]int, Buckets)
@@ -388,9 +464,7 @@ func (d *Data) bucket(attempts []attemptAt, first, last int64) {
 	}
 	w := (last - first + Buckets) / Buckets // ms, at least 1
 	d.Width = time.Duration(w) * time.Millisecond
-	for _, a := range attempts {
-		d.Throughput[a.class][d.index(a.t)]++
-	}
+	attempts.each(func(a *attemptAt) { d.Throughput[a.class][d.index(a.t)]++ })
 	d.inFlight(attempts)
 }
 

@@ -14,7 +14,7 @@ var States = [...]string{"active", "paused", "breaker-open", "blocked"}
 
 // states counts, per time bucket, the hosts in each state. last is the
 // end of the events (ms).
-func (d *Data) states(attempts []attemptAt, last int64) {
+func (d *Data) states(attempts *attempts, byIdx []*Host, last int64) {
 	for i := range d.States {
 		d.States[i] = make([]int, Buckets)
 	}
@@ -37,9 +37,7 @@ func (d *Data) states(attempts []attemptAt, last int64) {
 			row[k] = max(row[k], st)
 		}
 	}
-	for _, a := range attempts {
-		mark(a.host, (a.t*1000-a.lat)/1000, a.t, 1)
-	}
+	attempts.each(func(a *attemptAt) { mark(byIdx[a.host], (a.t*1000-int64(a.lat))/1000, a.t, 1) })
 	for _, h := range d.Hosts {
 		for _, s := range h.pauses {
 			mark(h, s.from, s.to, 2)
@@ -60,13 +58,13 @@ func (d *Data) states(attempts []attemptAt, last int64) {
 
 // inFlight spreads each attempt's time on the wire over the buckets it
 // overlaps, in µs: exact integers, so the series sums to Wire.
-func (d *Data) inFlight(attempts []attemptAt) {
+func (d *Data) inFlight(attempts *attempts) {
 	d.InFlight = make([]int64, Buckets)
 	w := d.Width.Microseconds()
 	s0 := d.Start.UnixMicro()
-	for _, a := range attempts {
+	attempts.each(func(a *attemptAt) {
 		end := a.t * 1000
-		from := end - a.lat
+		from := end - int64(a.lat)
 		for k := d.index(from / 1000); k < Buckets && from < end; k++ {
 			edge := s0 + int64(k+1)*w
 			if k == Buckets-1 {
@@ -78,7 +76,7 @@ func (d *Data) inFlight(attempts []attemptAt) {
 				from = to
 			}
 		}
-	}
+	})
 }
 
 // RetryAfters counts the Retry-After answers: what the hosts asked for and
