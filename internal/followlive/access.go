@@ -107,6 +107,9 @@ type Windows struct {
 	// a token bucket of the rate and burst asked (≤ 0: they fit).
 	Slack     time.Duration
 	SlackHost string
+	// Busiest is the worst host's busiest window: its requests, in
+	// order of arrival.
+	Busiest []testbed.Request
 }
 
 // windows measures reqs per host against rate and burst.
@@ -124,6 +127,7 @@ func windows(reqs []testbed.Request, rate float64, burst int) Windows {
 		e := fleetscale.Measure(all[h], rate, burst)
 		if e.Window > w.Worst {
 			w.Worst, w.WorstHost = e.Window, h
+			w.Busiest = busiest(reqs, h)
 		}
 		if e.Slack > w.Slack {
 			w.Slack, w.SlackHost = e.Slack, h
@@ -134,6 +138,27 @@ func windows(reqs []testbed.Request, rate float64, burst int) Windows {
 		w.WorstPages = max(w.WorstPages, fleetscale.Measure(pages[h], rate, burst).Window)
 	}
 	return w
+}
+
+// busiest returns host's requests in its busiest 1-second window.
+func busiest(reqs []testbed.Request, host string) []testbed.Request {
+	var rs []testbed.Request
+	for _, r := range reqs {
+		if r.Host == host {
+			rs = append(rs, r)
+		}
+	}
+	slices.SortFunc(rs, func(a, b testbed.Request) int { return a.Time.Compare(b.Time) })
+	bi, bn, j := 0, 0, 0
+	for i := range rs {
+		for j < len(rs) && rs[j].Time.Sub(rs[i].Time) <= time.Second {
+			j++
+		}
+		if j-i > bn {
+			bi, bn = i, j-i
+		}
+	}
+	return rs[bi : bi+bn]
 }
 
 // Problems is what Expectation.Check found, by kind: how many URLs, and
@@ -187,6 +212,8 @@ type Result struct {
 	Status  int    `json:"status"`
 	Depth   int    `json:"depth"`
 	Kind    string `json:"kind"`
+	// LatencyMS is the time polite measured from sending to the answer.
+	LatencyMS float64 `json:"latency_ms"`
 }
 
 // readResults reads a job's results.jsonl; a last line cut short (a

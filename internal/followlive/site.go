@@ -70,8 +70,8 @@ func (h *Harness) Setup() error {
 	if len(h.expect.Fetch) != len(all.Fetch) {
 		return fmt.Errorf("followlive: depth %d leaves %d of %d URLs out", h.Depth, len(all.Fetch)-len(h.expect.Fetch), len(all.Fetch))
 	}
-	h.DepthWhy = fmt.Sprintf("the deepest of the %d URLs an unbounded crawl from the %d roots fetches (calendar aside) is at depth %d: --max-depth %d covers the site, and the calendar to %d months",
-		len(all.Fetch), len(h.seeds), h.Depth, h.Depth, len(h.expect.Trap))
+	h.DepthWhy = fmt.Sprintf("an unbounded crawl's deepest URL is at depth %d (of %d, calendar aside); at it, %d calendar months",
+		h.Depth, len(all.Fetch), len(h.expect.Trap))
 	return nil
 }
 
@@ -207,7 +207,8 @@ func (h *Harness) SitePart(ctx context.Context) (*crawl, SiteFigures, []Row, err
 		rows = append(rows, Row{Part: "site", Figure: fig, Measured: val, Goal: goal, From: src, Bad: bad})
 	}
 	row("command", strings.Join(append([]string{"polite"}, f.Args...), " "), "", "", false)
-	row("seeds, --max-depth", fmt.Sprintf("%d roots (every host's), %d", f.Seeds, f.Depth), "site covered", h.DepthWhy, false)
+	row("seeds, --max-depth", fmt.Sprintf("%d roots (every host's), %d", f.Seeds, f.Depth), "every page but the calendar's", "", false)
+	row("  why that depth", h.DepthWhy, "", "Website.Expected", false)
 	row("load average before", f.Load, "", "/proc/loadavg", false)
 	row("expected: fetch once / calendar ≤ once / sitemaps / robots / never", fmt.Sprintf("%d / %d / %d / %d / %d", f.ExpFetch, f.ExpTrap, f.ExpSitemaps, f.ExpRobots, f.ExpNever), "", "Website.Expected", false)
 	row("Expectation.Check", f.Problems.Short(), "none", from, len(f.Problems) > 0)
@@ -218,6 +219,9 @@ func (h *Harness) SitePart(ctx context.Context) (*crawl, SiteFigures, []Row, err
 	row("429s", strconv.Itoa(f.Status429), "0 (capacity 20+5 > asked 10+2)", from, f.Status429 > 0)
 	row("busiest 1-s window of a host: all / pages", fmt.Sprintf("%d / %d (%s)", f.Windows.Worst, f.Windows.WorstPages, f.Windows.WorstHost), fmt.Sprintf("≤ rate + burst = %d", f.Windows.Allowed), from, f.Windows.Worst > f.Windows.Allowed)
 	row("hosts over rate + burst in a 1-s window", strconv.Itoa(f.Windows.Over), "0", from, f.Windows.Over > 0)
+	if f.Windows.Worst > f.Windows.Allowed {
+		row("  its arrivals (s from the first) / polite's latency (ms)", windowDetail(f.Windows.Busiest, c.Results), "", from+"; results.jsonl latency_ms", false)
+	}
 	row("slack the arrivals need to fit the bucket", fmt.Sprintf("%v (%s)", f.Windows.Slack.Round(time.Microsecond), f.Windows.SlackHost), "≤ 0 fits; a few ms: scheduling", from, false)
 	row("calendar months requested", fmt.Sprintf("%d of the %d within depth %d", f.TrapMonths, f.ExpTrap, f.Depth), "bounded", from, f.TrapMonths > f.ExpTrap)
 	row("max_depth skips on "+host0, f.TrapSkips, "", "state.db skips", false)
@@ -465,6 +469,22 @@ func (h *Harness) SincePart(ctx context.Context, ref *crawl) (SinceFigures, []Ro
 	}
 	row("wall", f.Wall.Round(time.Millisecond).String(), "", "fetch process", false)
 	return f, rows, nil
+}
+
+// windowDetail is each request of a window as its arrival, from the
+// first, and the latency polite measured for its URL: a latency far above
+// the testbed's (under a millisecond) is time the request spent before
+// the server logged it, which moves its arrival later.
+func windowDetail(win []testbed.Request, results []Result) string {
+	lat := map[string]float64{}
+	for _, r := range results {
+		lat[r.URL] = r.LatencyMS
+	}
+	var parts []string
+	for _, r := range win {
+		parts = append(parts, fmt.Sprintf("%.3f/%.0f", r.Time.Sub(win[0].Time).Seconds(), lat[urlOf(r)]))
+	}
+	return strings.Join(parts, " ")
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
