@@ -249,11 +249,18 @@ type KillFigures struct {
 	// 429/503) after the next run started.
 	Again []string
 	// Repeats lists every URL answered more than once over the whole
-	// series (in flight at a kill).
-	Repeats  []string
-	Requests int
-	Status   map[int]int
-	Problems Problems
+	// series (in flight at a kill). SameRun lists those answered twice
+	// within one run (arrivals between one run's start and the next's);
+	// AcrossKill counts the others, and BeforeKill is the longest any of
+	// them was answered before its run's SIGKILL (negative: logged after
+	// the signal, the request already on its way).
+	Repeats    []string
+	SameRun    []string
+	AcrossKill int
+	BeforeKill time.Duration
+	Requests   int
+	Status     map[int]int
+	Problems   Problems
 }
 
 // Kill is one kill: when the process was started and killed, and how
@@ -366,6 +373,14 @@ func (h *Harness) KillPart(ctx context.Context, ref *crawl) (KillFigures, []Row,
 	}
 	f.Again = slices.Sorted(maps.Keys(again))
 	f.Repeats = repeats(reqs)
+	starts := []time.Time{}
+	for _, k := range f.Kills {
+		starts = append(starts, k.Started)
+	}
+	if last != nil {
+		starts = append(starts, last.Start)
+	}
+	f.SameRun, f.AcrossKill, f.BeforeKill = byRun(reqs, starts, f.Kills)
 	f.Requests = len(reqs)
 	f.Status = statuses(reqs)
 	f.Problems = problems(h.expect.Check(reqs))
@@ -386,6 +401,8 @@ func (h *Harness) KillPart(ctx context.Context, ref *crawl) (KillFigures, []Row,
 	row("URLs with a result: only killed run / only uninterrupted", fmt.Sprintf("%d / %d %s %s", f.OnlyKilled, f.OnlyRef, f.ExOnlyKilled, f.ExOnlyRef), "0 / 0", "results.jsonl of both", f.OnlyKilled+f.OnlyRef > 0)
 	row("URLs in results.jsonl at a kill requested again after", fmt.Sprintf("%d %s", len(f.Again), first(f.Again, 5)), "0", from+" vs results.jsonl snapshots", len(f.Again) > 0)
 	row("URLs answered more than once (in flight at a kill)", fmt.Sprintf("%d %s", len(f.Repeats), first(f.Repeats, 5)), "few; each in flight at a kill", from, false)
+	row("  of them answered twice within one run", fmt.Sprintf("%d %s", len(f.SameRun), first(f.SameRun, 5)), "0", from+" (runs split at each start)", len(f.SameRun) > 0)
+	row("  across a kill: URLs, longest answered before the SIGKILL", fmt.Sprintf("%d, %v", f.AcrossKill, f.BeforeKill.Round(time.Millisecond)), "in flight: ms", from+"; kill instants", false)
 	row("requests, by status", fmt.Sprintf("%d: %s", f.Requests, fmtCounts(f.Status)), "", from, false)
 	other := Problems{}
 	for k, p := range f.Problems {
@@ -398,6 +415,53 @@ func (h *Harness) KillPart(ctx context.Context, ref *crawl) (KillFigures, []Row,
 		row("  "+k, other[k].Examples, "", from, true)
 	}
 	return f, rows, nil
+}
+
+// byRun splits the answers (429/503/504 and robots.txt aside) of URLs
+// answered more than once by run, runs starting at starts: the URLs
+// answered twice within one run, the count of the others (answered in
+// different runs: in flight at a kill), and the longest time from a URL's
+// first answer to its run's kill.
+func byRun(reqs []testbed.Request, starts []time.Time, kills []Kill) (same []string, across int, before time.Duration) {
+	runOf := func(t time.Time) int {
+		i, _ := slices.BinarySearchFunc(starts, t, func(s, t time.Time) int {
+			if s.After(t) {
+				return 1
+			}
+			return -1
+		})
+		return i - 1 // the last run started at or before t
+	}
+	answers := map[string][]time.Time{}
+	for _, r := range reqs {
+		if !retried(r.Status) && r.URI != "/robots.txt" {
+			answers[urlOf(r)] = append(answers[urlOf(r)], r.Time)
+		}
+	}
+	before = -time.Hour
+	for _, u := range slices.Sorted(maps.Keys(answers)) {
+		ts := answers[u]
+		if len(ts) < 2 {
+			continue
+		}
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		runs := map[int]bool{}
+		twice := false
+		for _, t := range ts {
+			i := runOf(t)
+			twice = twice || runs[i]
+			runs[i] = true
+		}
+		if twice {
+			same = append(same, u)
+			continue
+		}
+		across++
+		if i := runOf(ts[0]); i >= 0 && i < len(kills) {
+			before = max(before, kills[i].Started.Add(kills[i].After).Sub(ts[0]))
+		}
+	}
+	return same, across, before
 }
 
 // SinceFigures are part 3's.
