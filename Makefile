@@ -208,8 +208,8 @@ proxy-live:
 # (Expectation.Check, each host's 1-s windows, the calendar trap), the same
 # crawl SIGKILLed 20 times and resumed, a --since re-crawl of version 1
 # (304 share, bytes), wget -r beside polite against nginx, and the peak RSS
-# of a 1,000,000-page crawl against a 100,000-page one. About 40 minutes
-# (wget's --wait 0.1 alone takes 17); installs nginx-light when missing.
+# of a 1,000,000-page crawl against a 100,000-page one. About 35 minutes
+# (wget's --wait 0.1 alone takes 23); installs nginx-light when missing.
 # Table and figures.json in FOLLOW_DIR (default a new /tmp/follow-live-*);
 # FOLLOW_PARTS picks some of site,kill,since,wget,memory; FOLLOW_ARGS
 # passes more (-kills 5, -seed N, -memory-sizes 10000/10,100000/100 …).
@@ -219,5 +219,5 @@ FOLLOW_ARGS ?=
 follow-live:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(GO) build -o "$$tmp/polite" ./cmd/polite && \
-	$(GO) test ./internal/followlive -count 1 -run '^TestLive$$' -v -timeout 90m -args -live \
+	$(GO) test ./internal/followlive -count 1 -run '^TestLive$$' -v -timeout 60m -args -live \
 	  -polite "$$tmp/polite" -parts '$(FOLLOW_PARTS)' -dir '$(FOLLOW_DIR)' $(FOLLOW_ARGS)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/polite-go/polite/testbed"
 )
 
 // MemorySize is one crawl of the memory part: a site of Pages pages over
@@ -35,6 +37,9 @@ type MemoryRun struct {
 	Results  int
 	Outcomes map[string]int
 	PerSec   float64 // results over wall
+	// Problems is Expectation.Check's findings on the testbed's log (the
+	// site generated here too, after the testbed has stopped).
+	Problems Problems
 	Load     string
 	Err      string
 }
@@ -68,6 +73,7 @@ func (h *Harness) MemoryPart(ctx context.Context, sizes []MemorySize, workers, c
 		row(name+": polite peak RSS", mib(m.MaxRSS), "", "rusage ru_maxrss of the fetch process", m.Err != "")
 		row(name+": wall, URLs/s, CPU", fmt.Sprintf("%v, %.0f, %v", m.Wall.Round(time.Millisecond), m.PerSec, m.CPU.Round(time.Millisecond)), "", "fetch process; results.jsonl", false)
 		row(name+": results, outcomes", fmt.Sprintf("%d: %s", m.Results, fmtCounts(m.Outcomes)), "", "results.jsonl", false)
+		row(name+": Expectation.Check", m.Problems.Short(), "none", "testbed --access-log", len(m.Problems) > 0)
 		row(name+": requests, by status", fmt.Sprintf("%d: %s", m.Requests, fmtCounts(m.Status)), "", "testbed --access-log", false)
 		row(name+": testbed generation, peak RSS", fmt.Sprintf("%v, %s", m.TestbedReady.Round(time.Millisecond), mib(m.TestbedRSS)), "", "testbed process", false)
 		row(name+": load average before", m.Load, "", "/proc/loadavg", false)
@@ -119,6 +125,11 @@ func (h *Harness) memoryRun(ctx context.Context, m *MemoryRun, deadline time.Tim
 	}
 	m.Requests = len(reqs)
 	m.Status = statuses(reqs)
+	web, err := testbed.Site{Pages: m.Pages, Hosts: m.Hosts}.Generate()
+	if err != nil {
+		return err
+	}
+	m.Problems = problems(web.Expected(testbed.Crawl{Seeds: web.Seeds(), Scope: "domain", MaxDepth: memoryDepth, Sitemaps: true}).Check(reqs))
 	rs, err := readResults(filepath.Join(out, "results.jsonl"))
 	if err != nil {
 		return err
