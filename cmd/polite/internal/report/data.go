@@ -134,11 +134,11 @@ type Host struct {
 	ticks503     []int64   // 503s, ms
 	pauses       []span
 	breaker      []span
-	openAt       int64 // an open breaker's start, 0 when closed
+	openAt       int64   // an open breaker's start, 0 when closed
 	okAt         []int64 // the detail hosts' ok answers (ms), see detail
 	latAt        []point // and their latencies
-	blockedAt    int64 // the first block, 0 for none
-	rateSet      bool  // a rate event was read
+	blockedAt    int64   // the first block, 0 for none
+	rateSet      bool    // a rate event was read
 }
 
 type point struct {
