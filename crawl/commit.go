@@ -56,6 +56,8 @@ type commitMsg struct {
 	robots *robotsFetch
 	found  *found // the links its answer named (Options.Follow)
 	size   int64  // kept's bytes, held in the job's backlog until written
+	// foundSize is found's, held in the job's foundBacklog until added.
+	foundSize int64
 }
 
 const maxBatch = 2048
@@ -108,6 +110,7 @@ func (j *Job) committer() error {
 		}
 		for _, m := range batch {
 			j.backlog.release(m.size)
+			j.foundBacklog.release(m.foundSize)
 		}
 		clear(batch)
 	}

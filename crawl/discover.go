@@ -186,7 +186,12 @@ func (j *Job) discover(it *item, resp *http.Response, body []byte, res *Result) 
 	return fd
 }
 
-// size is about the bytes fd holds, for the job's backlog (nil: 0).
+// maxFoundBacklog bounds the bytes of links on their way to the committer:
+// workers that find faster than it adds wait. A sitemap's 200 links take
+// about 24 KB; a page's 10,000, at most, about 1.2 MB.
+const maxFoundBacklog = 16 << 20
+
+// size is about the bytes fd holds, for the job's foundBacklog (nil: 0).
 func (fd *found) size() int64 {
 	if fd == nil {
 		return 0

@@ -274,11 +274,14 @@ type Job struct {
 	robotsMu   sync.RWMutex
 	robotsOpen bool
 	backlog    *byteSem // bounds the bytes in commits
-	fatal      func()   // stops the fetchers after a fatal commit error
-	res        *resultsFile
-	warc       *warcWriter
-	events     *audit.Log // events.jsonl
-	fl         *fleet     // fleet mode, while Run runs
+	// foundBacklog bounds the links on their way to the committer
+	// (maxFoundBacklog).
+	foundBacklog *byteSem
+	fatal        func() // stops the fetchers after a fatal commit error
+	res          *resultsFile
+	warc         *warcWriter
+	events       *audit.Log // events.jsonl
+	fl           *fleet     // fleet mode, while Run runs
 	// Discovery (Options.Follow): the scope, buffers of links, and the
 	// committer's side.
 	scope    *scope.Scope

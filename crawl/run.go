@@ -74,6 +74,7 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	}
 	j.commits = make(chan commitMsg, 4*j.opts.Workers+1024)
 	j.backlog = newByteSem(max(j.opts.MaxBacklog, j.opts.MaxBody))
+	j.foundBacklog = newByteSem(maxFoundBacklog)
 	commitErr := make(chan error, 1)
 	go func() { commitErr <- j.committer() }()
 	j.openRobots(true)
@@ -659,7 +660,7 @@ func (j *Job) finish(it *item, res *Result, k *kept) {
 	j.logDone(it, res)
 	hops := it.hopsKept
 	it.hopsKept = nil
-	n := k.size() + fd.size() // the links too: a page may name 10,000
+	n := k.size()
 	for _, h := range hops {
 		n += h.size()
 		j.hopBytes.Add(-h.size()) // now in the backlog
@@ -667,7 +668,14 @@ func (j *Job) finish(it *item, res *Result, k *kept) {
 	if n > 0 {
 		j.backlog.acquire(n) // back-pressure: the committer is behind
 	}
-	j.commits <- commitMsg{it: it, res: res, kept: k, hops: hops, size: n, found: fd}
+	fn := fd.size()
+	if fn > 0 {
+		// Links wait for the committer within their own bound: a crawl
+		// that meets thousands of sitemaps at once (a million-page site's
+		// first seconds) would otherwise hold them all.
+		j.foundBacklog.acquire(fn)
+	}
+	j.commits <- commitMsg{it: it, res: res, kept: k, hops: hops, size: n, found: fd, foundSize: fn}
 	j.mu.Lock()
 	if j.stats.Statuses == nil {
 		j.stats.Statuses = map[int]int{}
