@@ -70,7 +70,7 @@ func (h *Harness) MemoryPart(ctx context.Context, sizes []MemorySize, workers, c
 		if len(runs) == 1 {
 			row("command ("+name+")", "polite "+joinArgs(m.Args), "", "", false)
 		}
-		row(name+": polite peak RSS", mib(m.MaxRSS), "", "rusage ru_maxrss of the fetch process", m.Err != "")
+		row(name+": polite peak RSS", mib(m.MaxRSS), "", "VmHWM of the fetch process (/proc, every 20 ms)", m.Err != "")
 		row(name+": wall, URLs/s, CPU", fmt.Sprintf("%v, %.0f, %v", m.Wall.Round(time.Millisecond), m.PerSec, m.CPU.Round(time.Millisecond)), "", "fetch process; results.jsonl", false)
 		row(name+": results, outcomes", fmt.Sprintf("%d: %s", m.Results, fmtCounts(m.Outcomes)), "", "results.jsonl", false)
 		row(name+": Expectation.Check", m.Problems.Short(), "none", "testbed --access-log", len(m.Problems) > 0)
