@@ -36,7 +36,7 @@
 // pages each requested, repeats, requests no correct crawl makes (by
 // Expectation.Never's reasons) and the busiest 1-second windows.
 //
-// memory: the peak RSS (rusage ru_maxrss) of the polite process crawling
+// memory: the peak RSS (VmHWM, see Proc.MaxRSS) of the polite process crawling
 // sites of 100,000 and 1,000,000 pages, 1,000 pages a host, at --rate inf
 // with --bodies none: the ratio of the two.
 //

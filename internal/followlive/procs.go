@@ -69,9 +69,14 @@ func start(ctx context.Context, bin, dir, name string, args ...string) (*Proc, e
 		p.err.Close()
 		return nil, err
 	}
+	p.watchRSS()
+	return p, nil
+}
+
+// watchRSS starts watching the started process's VmHWM (see MaxRSS).
+func (p *Proc) watchRSS() {
 	p.stopHW, p.hwDone = make(chan struct{}), make(chan struct{})
 	go p.watchHWM()
-	return p, nil
 }
 
 // watchHWM keeps the process's VmHWM, as read from /proc, until stopHW.
@@ -118,8 +123,10 @@ func (p *Proc) Wait() error {
 	p.waited = true
 	err := p.cmd.Wait()
 	p.End = time.Now()
-	close(p.stopHW)
-	<-p.hwDone
+	if p.stopHW != nil {
+		close(p.stopHW)
+		<-p.hwDone
+	}
 	p.Wall = p.End.Sub(p.Start)
 	if st := p.cmd.ProcessState; st != nil {
 		p.CPU = st.UserTime() + st.SystemTime()
@@ -220,6 +227,7 @@ func startTestbed(ctx context.Context, bin, dir, name, site string, wait time.Du
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("followlive: testbed: %w", err)
 	}
+	p.watchRSS()
 	tb := &Testbed{Log: log, Proc: p, done: make(chan struct{})}
 	found := make(chan string, 1)
 	copied := make(chan struct{})

@@ -227,7 +227,7 @@ func (h *Harness) SitePart(ctx context.Context) (*crawl, SiteFigures, []Row, err
 	row("max_depth skips on "+host0, f.TrapSkips, "", "state.db skips", false)
 	row("results, outcomes", fmt.Sprintf("%d: %s", f.Results, fmtCounts(f.Outcomes)), "", "results.jsonl", false)
 	row("wall, URLs/s, requests/s", fmt.Sprintf("%v, %.0f, %.0f", f.Wall.Round(time.Millisecond), f.PagesPerSec, f.RequestsPerSec), fmt.Sprintf("floor: %d URLs a host at %d/s", len(e.Fetch)/len(h.seeds), crawlRate), "fetch process; results.jsonl; testbed log", false)
-	row("CPU polite / testbed, polite peak RSS", fmt.Sprintf("%v / %v, %s", f.CPU.Round(time.Millisecond), f.TestbedCPU.Round(time.Millisecond), mib(f.MaxRSS)), "", "rusage", false)
+	row("CPU polite / testbed, polite peak RSS", fmt.Sprintf("%v / %v, %s", f.CPU.Round(time.Millisecond), f.TestbedCPU.Round(time.Millisecond), mib(f.MaxRSS)), "", "rusage CPU; VmHWM", false)
 	row("polite report: Crawl section", fmt.Sprint(f.ReportCrawl)+f.ReportErr, "true", "report.html", !f.ReportCrawl)
 	return c, f, rows, nil
 }
