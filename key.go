@@ -182,6 +182,18 @@ var idnaProfile = idna.New(
 	idna.StrictDomainName(false), // allow '_' as real hosts use it
 )
 
+// CanonicalHost returns a host name or address (no port, no brackets) as
+// HostKey writes it: IDNA to ASCII, lower case, no trailing dot, an IPv4
+// address in dotted form, an IPv6 one unmapped. Zoned addresses and names
+// IDNA would not map back to themselves are refused. A crawl's URL
+// normaliser (crawl/scope) uses it so that its hosts are HostKey's.
+func CanonicalHost(host string) (string, error) {
+	if canonicalName(host) {
+		return host, nil
+	}
+	return normalizeHost(host)
+}
+
 func normalizeHost(host string) (string, error) {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if ip.Zone() != "" {

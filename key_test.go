@@ -212,3 +212,25 @@ func TestKeyIPSweepsExpired(t *testing.T) {
 		}
 	}
 }
+
+// CanonicalHost writes a host as HostKey does, and is a fixed point.
+func TestCanonicalHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"example.com": "example.com", "Example.COM.": "example.com", "bücher.example": "xn--bcher-kva.example",
+		"127.0.0.1": "127.0.0.1", "::ffff:10.0.0.1": "10.0.0.1", "a_b.example": "a_b.example",
+	} {
+		got, err := CanonicalHost(in)
+		if err != nil || got != want {
+			t.Errorf("CanonicalHost(%q) = %q, %v; want %q", in, got, err, want)
+			continue
+		}
+		if again, err := CanonicalHost(got); err != nil || again != got {
+			t.Errorf("CanonicalHost(%q) = %q, %v: not a fixed point", got, again, err)
+		}
+	}
+	for _, bad := range []string{"", "a..b", "fe80::1%eth0", "exa mple.com"} {
+		if got, err := CanonicalHost(bad); err == nil {
+			t.Errorf("CanonicalHost(%q) = %q, want an error", bad, got)
+		}
+	}
+}

@@ -8,9 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
-	"golang.org/x/net/idna"
+	"github.com/polite-go/polite"
 )
 
 // NormOptions tune Normalize. The zero value keeps every query parameter in
@@ -478,7 +477,8 @@ func appendLower(b []byte, host string) ([]byte, bool) {
 // canonicalName reports whether host is already a canonical DNS name: only
 // [a-z0-9-.], labels that do not start or end with '-', no empty label, no
 // trailing dot, no "xn--" label (those go through IDNA validation). It is
-// polite.HostKey's fast path.
+// polite.CanonicalHost's fast path, on bytes too, so that a URL already
+// normal is read without an allocation; the rest is CanonicalHost's.
 func canonicalName[T string | []byte](host T) bool {
 	if len(host) == 0 || len(host) > 253 {
 		return false
@@ -503,15 +503,6 @@ func canonicalName[T string | []byte](host T) bool {
 	}
 	return true
 }
-
-// idnaProfile is polite's (key.go): lookup mapping, nontransitional, the
-// Bidi rule, and '_' allowed as real hosts use it.
-var idnaProfile = idna.New(
-	idna.MapForLookup(),
-	idna.Transitional(false),
-	idna.BidiRule(),
-	idna.StrictDomainName(false),
-)
 
 // normalizeHost returns a name or IPv4 address (not in brackets) in the
 // form polite.HostKey gives it: percent-escapes decoded (as browsers do),
@@ -543,33 +534,12 @@ func normalizeHost(host string) (string, error) {
 	if h == "" || strings.HasSuffix(h, ".") {
 		return "", fmt.Errorf("host %q: empty label", host)
 	}
-	if !utf8.ValidString(h) {
-		return "", fmt.Errorf("host %q: not valid UTF-8", host)
-	}
 	if l := strings.ToLower(h); canonicalName(l) {
 		return l, nil
 	}
-	a, err := idnaProfile.ToASCII(h)
+	a, err := polite.CanonicalHost(h)
 	if err != nil {
 		return "", fmt.Errorf("host %q: %w", host, err)
-	}
-	a = strings.ToLower(a)
-	// The result must be a fixed point, or two spellings of one host could
-	// normalise apart: refuse what IDNA maps to a label it would not accept.
-	if b, err := idnaProfile.ToASCII(a); err != nil || b != a {
-		return "", fmt.Errorf("host %q: IDNA form %q does not validate", host, a)
-	}
-	if a == "" || len(a) > 253 {
-		return "", fmt.Errorf("host %q: bad length", host)
-	}
-	for i := 0; i < len(a); i++ {
-		c := a[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
-			return "", fmt.Errorf("host %q: character %q not allowed", host, c)
-		}
-	}
-	if strings.Contains(a, "..") || a[0] == '.' || a[len(a)-1] == '.' {
-		return "", fmt.Errorf("host %q: empty label", host)
 	}
 	return a, nil
 }
