@@ -136,6 +136,7 @@ func (s *Server) StartAt(addr string) error {
 		return fmt.Errorf("testbed: listen %q: got non-loopback %v", addr, ip)
 	}
 	s.started = true
+	s.spin()
 	s.addr = ln.Addr().String()
 	s.srv = newHTTPServer(s)
 	go s.srv.Serve(ln)
@@ -176,6 +177,7 @@ func (s *Server) StartPerHostIP() error {
 		hostAddr[h] = a
 	}
 	s.started = true
+	s.spin()
 	s.hostAddr = hostAddr
 	s.byAddr.Store(&byAddr)
 	s.srv = newHTTPServer(s)
@@ -183,6 +185,15 @@ func (s *Server) StartPerHostIP() error {
 		go s.srv.Serve(ln)
 	}
 	return nil
+}
+
+// spin has every host spin through its short waits (see Host.sleep): on
+// sockets the server runs in real time, never in a synctest bubble, whose
+// clock would not move while a goroutine spins.
+func (s *Server) spin() {
+	for _, h := range s.hosts {
+		h.spin.Store(true)
+	}
 }
 
 // StartInMemory serves the hosts over an in-memory Network instead of
