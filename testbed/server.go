@@ -136,7 +136,7 @@ func (s *Server) StartAt(addr string) error {
 		return fmt.Errorf("testbed: listen %q: got non-loopback %v", addr, ip)
 	}
 	s.started = true
-	s.spin()
+	s.beprecise()
 	s.addr = ln.Addr().String()
 	s.srv = newHTTPServer(s)
 	go s.srv.Serve(ln)
@@ -177,7 +177,7 @@ func (s *Server) StartPerHostIP() error {
 		hostAddr[h] = a
 	}
 	s.started = true
-	s.spin()
+	s.beprecise()
 	s.hostAddr = hostAddr
 	s.byAddr.Store(&byAddr)
 	s.srv = newHTTPServer(s)
@@ -187,12 +187,12 @@ func (s *Server) StartPerHostIP() error {
 	return nil
 }
 
-// spin has every host spin through its short waits (see Host.sleep): on
-// sockets the server runs in real time, never in a synctest bubble, whose
-// clock would not move while a goroutine spins.
-func (s *Server) spin() {
+// beprecise has every host end its waits with a kernel sleep (see
+// preciseTail): on sockets the server runs in real time, never in a
+// synctest bubble, whose fake clock a kernel sleep would not wait for.
+func (s *Server) beprecise() {
 	for _, h := range s.hosts {
-		h.spin.Store(true)
+		h.precise.Store(true)
 	}
 }
 
