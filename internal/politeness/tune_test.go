@@ -17,6 +17,7 @@ var (
 	flagBackoff = flag.Float64("backoff", 0, "with -tune: adaptive.Config.Backoff")
 	flagTarget  = flag.Float64("target", 0, "with -tune: adaptive.Config.Target")
 	flagPolicy  = flag.String("policy", "polite", "with -tune: the policy")
+	flagInitial = flag.Float64("initial", 0, "with -tune: adaptive.Config.Initial (the live benchmark's --rate is 5)")
 )
 
 // TestTune averages a policy's results over variants of the scenarios
@@ -25,7 +26,7 @@ func TestTune(t *testing.T) {
 	if !*flagTune {
 		t.Skip("run with -tune")
 	}
-	cfg := adaptive.Config{Backoff: *flagBackoff, Target: *flagTarget}
+	cfg := adaptive.Config{Backoff: *flagBackoff, Target: *flagTarget, Initial: *flagInitial}
 	pols := append([]Policy{Ours(cfg)}, Peers()[1:]...)
 	var p Policy
 	for _, q := range pols {
@@ -33,7 +34,7 @@ func TestTune(t *testing.T) {
 			p = q
 		}
 	}
-	scs := pick(testbed.Scenarios(), *flagScenarios, func(s testbed.Scenario) string { return s.Name })
+	scs := pick(append(testbed.Scenarios(), liveOnly()...), *flagScenarios, func(s testbed.Scenario) string { return s.Name })
 	for _, sc := range scs {
 		var g, r, s, p95 float64
 		never := 0
@@ -72,6 +73,28 @@ func TestTune(t *testing.T) {
 		fmt.Printf("%-16s %-13s goodput %5.1f%%  refused %5.2f%%  settle %4.1f s (never %d)  p95 %.2fx\n",
 			sc.Name, p.Name, 100*g/float64(n), 100*r/float64(n), s/float64(max(n-never, 1)), never, p95/float64(n))
 	}
+}
+
+// liveOnly returns the live benchmark's scenarios of testbed hosts that
+// have no simulated twin (issue 16's bucket-load and queue-knee), as
+// simulated scenarios, so -tune can run them in fake time too.
+func liveOnly() []testbed.Scenario {
+	var out []testbed.Scenario
+	for _, l := range LiveScenarios() {
+		if l.Twin != "" || len(l.Hosts) == 0 || l.Nginx != nil {
+			continue
+		}
+		sec := l.Seconds
+		if sec == 0 && l.URLs > 0 && l.Hosts[0].Rate > 0 {
+			sec = float64(l.URLs) / l.Hosts[0].Rate // the time its list takes at capacity
+		}
+		if sec == 0 {
+			sec = 30
+		}
+		out = append(out, testbed.Scenario{Name: l.Name, About: l.About, Hosts: l.Hosts,
+			Duration: time.Duration(sec * float64(time.Second)), Concurrency: l.Concurrency})
+	}
+	return out
 }
 
 var (
