@@ -243,11 +243,7 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 	key := h.Key()
 	if len(qs) == 0 && len(reps) == 0 {
 		if len(rels) > 0 {
-			args := make([]any, len(rels))
-			for i, r := range rels {
-				args[i] = r
-			}
-			s.run(releaseScript, key, args, 0)
+			s.release(key, rels)
 		}
 		return
 	}
