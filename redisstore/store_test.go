@@ -228,3 +228,47 @@ func TestLogRolledBack(t *testing.T) {
 		t.Errorf("after the log rolled back, the first worker's replica differs from one that heard the log from its start")
 	}
 }
+
+// TestExpiredLeasesDropped: leases whose workers never gave them back
+// leave the host's lease set within a second of the next admission past
+// their expiry, though the cap is far from full: the count skips dropping
+// them between (see inflight in prelude.lua), never for longer.
+func TestExpiredLeasesDropped(t *testing.T) {
+	addr := redistest.Start(t)
+	reg := &polite.Registry{Limits: polite.Limits{Rate: 1000, Burst: 100, Concurrency: 1000}}
+	s, client := newStore(t, addr, reg, Options{Prefix: "exp:", CallerClock: true, LeaseTTL: time.Second})
+	h := reg.Get("a.test")
+	defer reg.Put(h)
+	leases := func() int64 {
+		t.Helper()
+		n, err := client.ZCard(context.Background(), "exp:{a.test}:l").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	t0 := time.Now()
+	for range 5 {
+		if a := s.Admit(h, polite.Query{Now: t0}); !a.Granted {
+			t.Fatalf("admission at t0 refused: %+v", a)
+		}
+	}
+	if n := leases(); n != 5 {
+		t.Fatalf("leases after 5 admissions = %d, want 5", n)
+	}
+	// Half a second on, none has expired: all count.
+	if a := s.Admit(h, polite.Query{Now: t0.Add(500 * time.Millisecond)}); !a.Granted {
+		t.Fatalf("admission at t0+0.5s refused: %+v", a)
+	}
+	if n := leases(); n != 6 {
+		t.Errorf("leases at t0+0.5s = %d, want 6", n)
+	}
+	// At t0+1.2s the first five have expired, and the last drop was 1.2 s
+	// ago: they go; the one of t0+0.5s stays.
+	if a := s.Admit(h, polite.Query{Now: t0.Add(1200 * time.Millisecond)}); !a.Granted {
+		t.Fatalf("admission at t0+1.2s refused: %+v", a)
+	}
+	if n := leases(); n != 2 {
+		t.Errorf("leases at t0+1.2s = %d, want 2 (the 5 expired ones dropped)", n)
+	}
+}

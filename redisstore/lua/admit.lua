@@ -81,7 +81,8 @@ local function admitCall()
 
   -- The leases live when the call began (counted once; -1: none, so that
   -- L is new) and those its grants take, leased together at the end.
-  local counted, grants = nil, {}
+  -- purged: counted again without the expired leases (once a call at most).
+  local counted, grants, purged = nil, {}, false
 
   local function admitOne(maxWait, first, id, cost)
     if st.blk ~= '' and not keepBlocked then return result(1, 0, st.blk) end
@@ -92,10 +93,16 @@ local function admitCall()
     local live = 0
     if cap > 0 then
       if counted == nil then
-        counted = inflight()
+        counted = inflight(false)
         if counted == 0 then counted = -1 end -- L is created by this call, if at all
       end
       live = math.max(counted, 0) + #grants / 2
+      if live >= cap and not purged then
+        -- Full, perhaps of expired leases: counted again without them.
+        counted, purged = inflight(true), true
+        if counted == 0 then counted = -1 end
+        live = math.max(counted, 0) + #grants / 2
+      end
       if live >= cap then
         st.pr = now
         return result(5, 0, '')

@@ -37,6 +37,7 @@
 --   fl       1: F may hold breaker failures
 --   pr       when a request last waited for a token or a slot (0: never):
 --            demand pressed on the host, whichever worker's it was
+--   pg       when expired leases were last dropped from L (see inflight)
 
 -- A call's keys and arguments: the script's own, or (admit) those of each
 -- call a merged call carries in turn (see the end of admit.lua), which
@@ -96,7 +97,7 @@ local function begin()
   st.cbs, st.cbu, st.cbd, st.lt = v[8] or 0, v[9] or 0, v[10] or 0, v[11] or 0
   st.bf, st.be, st.bt, st.ln = v[12] or nil, v[13] or 0, v[14] or 0, v[15] or 0
   st.sq, st.lf, st.t0, st.ss, st.rs, st.cc = v[16] or 0, v[17] or 0, v[18] or 0, v[19] or 0, v[20] or 0, v[21] or 0
-  st.ex, st.fl, st.pr = v[22] or 0, v[23] or 0, v[24] or 0
+  st.ex, st.fl, st.pr, st.pg = v[22] or 0, v[23] or 0, v[24] or 0, v[25] or 0
 
   -- fresh names the keys besides the hash this call created, which have
   -- no expiry yet (see save); leased the latest lease expiry it set (µs,
@@ -224,9 +225,16 @@ local function advance(ratio, minps, window)
   if st.be > 0 then st.be = st.be * math.exp(-sec / window) end
 end
 
--- inflight drops expired leases and returns how many are live.
-local function inflight()
-  redis.call('ZREMRANGEBYSCORE', L, '-inf', now)
+-- inflight returns how many leases L holds. It drops the expired ones
+-- (their workers were killed) first when purge says so, or when it last
+-- did a second ago or more: a count with expired leases in it can only
+-- refuse, never admit more, and a caller whose count would refuse asks
+-- again with purge.
+local function inflight(purge)
+  if purge or now - st.pg >= 1000000 then
+    redis.call('ZREMRANGEBYSCORE', L, '-inf', now)
+    st.pg = now
+  end
   return redis.call('ZCARD', L)
 end
 
@@ -266,7 +274,7 @@ local function save(out)
   local moved = now + keep > st.ex
   if moved then st.ex = now + keep + math.floor(idle / 8) end
   local e = cmsgpack.pack(st.f or false, st.r or false, st.c, st.rc, st.pu, st.pw, st.blk, st.cbs, st.cbu, st.cbd,
-    st.lt, st.bf or false, st.be, st.bt, st.ln, st.sq, st.lf, st.t0, st.ss, st.rs, st.cc, st.ex, st.fl, st.pr)
+    st.lt, st.bf or false, st.be, st.bt, st.ln, st.sq, st.lf, st.t0, st.ss, st.rs, st.cc, st.ex, st.fl, st.pr, st.pg)
   local kv = {}
   if e ~= raw[1] then kv = {'s', e} end
   if lane and out then
