@@ -241,7 +241,7 @@ func TestExpiredLeasesDropped(t *testing.T) {
 	defer reg.Put(h)
 	leases := func() int64 {
 		t.Helper()
-		n, err := client.ZCard(context.Background(), "exp:{a.test}:l").Result()
+		n, err := client.ZCount(context.Background(), "exp:{a.test}:l", "-inf", "(+inf").Result() // not its keeper
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,5 +270,33 @@ func TestExpiredLeasesDropped(t *testing.T) {
 	}
 	if n := leases(); n != 2 {
 		t.Errorf("leases at t0+1.2s = %d, want 2 (the 5 expired ones dropped)", n)
+	}
+}
+
+// TestLeaseSetKept: releases that give back every lease leave the host's
+// lease set in place (its keeper), with its expiry: the next admission
+// need not create it again, and it never lives without one.
+func TestLeaseSetKept(t *testing.T) {
+	addr := redistest.Start(t)
+	reg := &polite.Registry{Limits: polite.Limits{Rate: 1000, Burst: 100, Concurrency: 4}} // scarce: released at once
+	s, client := newStore(t, addr, reg, Options{Prefix: "keep:"})
+	h := reg.Get("a.test")
+	defer reg.Put(h)
+	ctx := context.Background()
+	for i := range 3 {
+		a := s.Admit(h, polite.Query{Now: time.Now()})
+		if !a.Granted {
+			t.Fatalf("admission %d refused: %+v", i, a)
+		}
+		s.Release(h, a.Lease)
+		n, err := client.ZCount(ctx, "keep:{a.test}:l", "-inf", "(+inf").Result()
+		ttl := client.PTTL(ctx, "keep:{a.test}:l").Val()
+		if err != nil || n != 0 || ttl <= 0 {
+			t.Errorf("after admission and release %d: %d leases (%v), the set's expiry %v; want none, the set kept with an expiry",
+				i, n, err, ttl)
+		}
+	}
+	if st := s.State(h, time.Now()); st.InFlight != 0 || st.Concurrency != 4 {
+		t.Errorf("State = %d of %d in flight, want 0 of 4 (the keeper is no lease)", st.InFlight, st.Concurrency)
 	}
 }

@@ -79,9 +79,9 @@ local function admitCall()
     return res
   end
 
-  -- The leases live when the call began (counted once; -1: none, so that
-  -- L is new) and those its grants take, leased together at the end.
-  -- purged: counted again without the expired leases (once a call at most).
+  -- The leases live when the call began (counted once) and those its
+  -- grants take, leased together at the end. purged: counted again
+  -- without the expired leases (once a call at most).
   local counted, grants, purged = nil, {}, false
 
   local function admitOne(maxWait, first, id, cost)
@@ -92,16 +92,12 @@ local function admitCall()
     if st.cbs ~= 0 and now < st.cbu then return result(3, st.cbu - now, '') end
     local live = 0
     if cap > 0 then
-      if counted == nil then
-        counted = inflight(false)
-        if counted == 0 then counted = -1 end -- L is created by this call, if at all
-      end
-      live = math.max(counted, 0) + #grants / 2
+      if counted == nil then counted = inflight(false) end
+      live = counted + #grants / 2
       if live >= cap and not purged then
         -- Full, perhaps of expired leases: counted again without them.
         counted, purged = inflight(true), true
-        if counted == 0 then counted = -1 end
-        live = math.max(counted, 0) + #grants / 2
+        live = counted + #grants / 2
       end
       if live >= cap then
         st.pr = now
@@ -150,8 +146,14 @@ local function admitCall()
   end
   out[B.breaker], out[B.failures] = st.cbs, st.fl
   if #grants > 0 then
-    redis.call('ZADD', L, unpack(grants))
-    if counted == -1 then fresh[#fresh + 1] = L end
+    -- With the leases, L's keeper: the empty member at +inf, which no
+    -- release or expiry removes and no count counts (inflight). Without
+    -- it, releases that empty L delete it, and nearly every admission to
+    -- a host of a few requests in flight created it again, its expiry to
+    -- be set again (a PEXPIRE more). L is new only when the keeper is.
+    grants[#grants + 1] = '+inf'
+    grants[#grants + 1] = ''
+    if redis.call('ZADD', L, unpack(grants)) > (#grants - 2) / 2 then fresh[#fresh + 1] = L end
   end
   local seen = num(ARGV[A.seen], -2)
   if seen ~= -2 then
