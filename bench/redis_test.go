@@ -137,8 +137,8 @@ func BenchmarkRedisRequest(b *testing.B) {
 				name = "polite-adaptive"
 			}
 			b.Run(fmt.Sprintf("%s/hosts=%d", name, hosts), func(b *testing.B) {
-				var degraded atomic.Int64
-				o := redisstore.Options{Prefix: fmt.Sprintf("r%d%v:", hosts, adapt), Logger: slog.New(countWarns{&degraded})}
+				warns := &countWarns{}
+				o := redisstore.Options{Prefix: fmt.Sprintf("r%d%v:", hosts, adapt), Logger: slog.New(warns)}
 				if adapt {
 					o.Adaptive = &adaptive.Config{Max: 1e9} // DefaultMax (1000/s) would refuse the hot host
 				}
@@ -165,9 +165,9 @@ func BenchmarkRedisRequest(b *testing.B) {
 						}
 					}
 				}
-				runRequests(b, client, hosts, request)
-				if st := s.Status(); st.Degraded || degraded.Load() > 0 {
-					b.Fatalf("the store degraded (Redis did not answer in time): its numbers are the local store's")
+				runRequests(b, client, hosts, request, warns.first)
+				if st := s.Status(); st.Degraded || warns.n.Load() > 0 {
+					b.Fatalf("the store degraded (%s): its numbers are the local store's", warns.first())
 				}
 			})
 		}
@@ -180,7 +180,7 @@ func BenchmarkRedisRequest(b *testing.B) {
 			runRequests(b, client, hosts, func(i int) bool {
 				r, err := l.Allow(ctx, keys[i], limit)
 				return err == nil && r.Allowed == 1
-			})
+			}, func() string { return "" })
 		})
 	}
 }
@@ -188,8 +188,9 @@ func BenchmarkRedisRequest(b *testing.B) {
 // runRequests calls do from 64 goroutines, each with a host index drawn at
 // random from [0, hosts), and reports requests/s and the Redis server's
 // CPU per request (see BenchmarkRedisRequest). Every request must be
-// admitted.
-func runRequests(b *testing.B, c *redis.Client, hosts int, do func(i int) bool) {
+// admitted; why says what degraded the store ("" if nothing did: a store
+// degraded answers from its local one, which may refuse).
+func runRequests(b *testing.B, c *redis.Client, hosts int, do func(i int) bool, why func() string) {
 	b.SetParallelism(32) // 64 callers on 2 cores
 	var seed atomic.Uint64
 	var denied atomic.Int64
@@ -212,6 +213,9 @@ func runRequests(b *testing.B, c *redis.Client, hosts int, do func(i int) bool) 
 		fmt.Println(b.N, c.Info(context.Background(), "commandstats").Val())
 	}
 	if n := denied.Load(); n > 0 {
+		if w := why(); w != "" {
+			b.Fatalf("%d requests refused or failed, the store degraded (%s); every one should be admitted", n, w)
+		}
 		b.Fatalf("%d requests refused or failed; every one should be admitted", n)
 	}
 	n := float64(b.N)
@@ -267,13 +271,32 @@ var scriptInner = map[string]bool{"hget": true, "hset": true, "hmget": true, "hd
 	"hsetnx": true, "incrby": true, "exists": true, "unlink": true, "pttl": true, "ttl": true}
 
 // countWarns is a slog.Handler that counts the records at Warn and above
-// (a store's "degraded") and drops the rest.
-type countWarns struct{ n *atomic.Int64 }
+// (a store's "degraded"), keeps the first one's reason and drops the rest.
+type countWarns struct {
+	n      atomic.Int64
+	reason atomic.Pointer[string]
+}
 
-func (c countWarns) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
-func (c countWarns) Handle(context.Context, slog.Record) error {
+func (c *countWarns) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (c *countWarns) Handle(_ context.Context, r slog.Record) error {
 	c.n.Add(1)
+	why := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "reason" {
+			why += ": " + a.Value.String()
+		}
+		return true
+	})
+	c.reason.CompareAndSwap(nil, &why)
 	return nil
 }
-func (c countWarns) WithAttrs([]slog.Attr) slog.Handler { return c }
-func (c countWarns) WithGroup(string) slog.Handler      { return c }
+func (c *countWarns) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *countWarns) WithGroup(string) slog.Handler      { return c }
+
+// first returns what the first warning said, or "" when none came.
+func (c *countWarns) first() string {
+	if p := c.reason.Load(); p != nil {
+		return *p
+	}
+	return ""
+}

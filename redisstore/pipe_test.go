@@ -3,9 +3,12 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/polite-go/polite"
 	"github.com/polite-go/polite/adaptive"
@@ -143,11 +146,124 @@ func TestCloseSendsQueue(t *testing.T) {
 		t.Fatalf("admission = %+v, want granted", a)
 	}
 	s.Release(h, a.Lease)
-	if n := client.ZCard(context.Background(), "close:{a.test}:l").Val(); n != 1 {
+	if n := client.ZCount(context.Background(), "close:{a.test}:l", "-inf", "(+inf").Val(); n != 1 {
 		t.Fatalf("%d leases before the queue is sent, want 1 (the release waits for a call)", n)
 	}
 	s.Close()
-	if n := client.ZCard(context.Background(), "close:{a.test}:l").Val(); n != 0 {
+	if n := client.ZCount(context.Background(), "close:{a.test}:l", "-inf", "(+inf").Val(); n != 0 {
 		t.Errorf("%d leases after Close, want 0", n)
+	}
+}
+
+// TestMerge: on a single Redis, every admit call and release of a
+// pipeline goes in one run of the admit script (up to maxMerged calls);
+// on a Cluster only those of one host (one slot) share one. Other
+// scripts' calls go as they are.
+func TestMerge(t *testing.T) {
+	calls := func(n int) []*call {
+		var cs []*call
+		for i := range n {
+			kind := byte('a')
+			if i%3 == 2 {
+				kind = 'r'
+			}
+			cs = append(cs, &call{kind: kind, tag: fmt.Sprintf("h%d.test", i%4), args: []any{1}})
+		}
+		return append(cs, &call{script: stateScript, tag: "h0.test"})
+	}
+	single := &Store{c: redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})}
+	cluster := &Store{c: redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})}
+	defer single.c.Close()
+	defer cluster.c.Close()
+	sizes := func(gs [][]*call) []int {
+		var n []int
+		for _, g := range gs {
+			n = append(n, len(g))
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name  string
+		s     *Store
+		calls int
+		want  []int
+	}{
+		{"single", single, 12, []int{12}},
+		{"single, past maxMerged", single, maxMerged + 6, []int{maxMerged, 6}},
+		{"cluster", cluster, 12, []int{3, 3, 3, 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			groups, rest := tc.s.merge(calls(tc.calls))
+			if got := sizes(groups); !slices.Equal(got, tc.want) || len(rest) != 1 || rest[0].script != stateScript {
+				t.Errorf("merge = groups %v, %d left, want groups %v and the state call left", got, len(rest), tc.want)
+			}
+			for _, g := range groups {
+				if tc.s == cluster && slices.ContainsFunc(g, func(c *call) bool { return c.tag != g[0].tag }) {
+					t.Errorf("a Cluster's merged call spans hosts: %v", g)
+				}
+			}
+		})
+	}
+}
+
+// TestMergedCall: one merged call carries admissions to two hosts and a
+// release of a third's lease, each answered as its own call would be.
+func TestMergedCall(t *testing.T) {
+	addr := redistest.Start(t)
+	reg := &polite.Registry{Limits: polite.Limits{Rate: 1000, Burst: 1, Concurrency: 100}}
+	s, client := newStore(t, addr, reg, Options{Prefix: "merge:", CallerClock: true})
+	ctx := context.Background()
+	now := time.Now()
+	c := reg.Get("c.test")
+	defer reg.Put(c)
+	lease := s.Admit(c, polite.Query{Now: now}).Lease
+	leases := func(key string) int64 { return client.ZCount(ctx, "merge:{"+key+"}:l", "-inf", "(+inf").Val() } // not its keeper
+	if n := leases("c.test"); lease == 0 || n != 1 {
+		t.Fatalf("c.test's lease %d, %d in its set, want one", lease, n)
+	}
+	admit := func(key string, admissions int) *call {
+		args := s.args(now, reg.LimitsFor(key), nAdmit)
+		a := args[nCommon:]
+		for i := range nAdmit {
+			a[i] = 0
+		}
+		a[adCap], a[adLeaseTTL], a[adSeen], a[adSnap] = 100, int64(60e6), -2, ""
+		args = append(args, 0, admissions)
+		for i := range admissions {
+			args = append(args, 0, 1, fmt.Sprintf("%s:%d", key, i), 1)
+		}
+		base := "merge:{" + key + "}:"
+		return &call{kind: 'a', tag: key, keys: []string{base + "h", base + "f", base + "l", base + "g", base + "s", base + "d"},
+			args: append(args, "w.0/"+key)}
+	}
+	calls := []*call{admit("a.test", 2), {kind: 'r', tag: "c.test", keys: []string{"merge:{c.test}:l"}, args: []any{s.leaseID(lease)}},
+		admit("b.test", 1)}
+	keys, args := mergedArgs(calls)
+	res, err := admitScript.Run(ctx, client, keys, args...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies, _ := res.([]any)
+	if len(replies) != 3 {
+		t.Fatalf("a merged call of 3 = %v, want 3 replies", res)
+	}
+	// Burst 1: a.test's first admission has its token, its second not;
+	// b.test's has its own.
+	for i, want := range []struct {
+		reply int
+		slot  int
+		code  int64
+	}{{0, 0, 0}, {0, 1, 4}, {2, 0, 0}} {
+		if got := integer(slot(replies[want.reply], nAdmitHead+want.slot), aoCode); got != want.code {
+			t.Errorf("admission %d: code %d, want %d (%v)", i, got, want.code, replies[want.reply])
+		}
+	}
+	if replies[1] != int64(1) {
+		t.Errorf("the release's reply = %v, want 1 (one lease given back)", replies[1])
+	}
+	for key, want := range map[string]int64{"a.test": 1, "b.test": 1, "c.test": 0} {
+		if n := leases(key); n != want {
+			t.Errorf("%s holds %d leases, want %d", key, n, want)
+		}
 	}
 }

@@ -296,11 +296,16 @@ func build(args, out []string, batch bool, src string) string {
 }
 
 // luaScript is a script as Redis runs it (build): the prelude (unless it
-// runs without), then its body.
+// runs without), which loads the call's host (begin; a repeated call's
+// first reply ends it there), then its body.
 func luaScript(args, out []string, withPrelude bool, body string) *redis.Script {
 	src := body
 	if withPrelude {
-		src = prelude + logLua + body
+		src = prelude + logLua + beginCall + body
 	}
 	return redis.NewScript(build(args, out, false, src))
 }
+
+// beginCall loads a script's one call (see begin in prelude.lua); admit
+// loads each of a merged call's in turn.
+const beginCall = "do local first = begin() if first then return first end end\n"

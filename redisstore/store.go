@@ -8,7 +8,9 @@
 // together in its next call, and releases and quiet reports (an answer
 // that changes nothing to say: a success with the breaker closed, no retry
 // asked) ride with them, so a request costs about one round trip, not
-// three (see combine.go). Time comes from Redis's TIME, in
+// three (see combine.go); the admit calls and releases a worker has for
+// one Redis node at once go in one script run (see pipe.go). Time comes
+// from Redis's TIME, in
 // integer microseconds, never from a worker's clock; a worker converts its
 // own instants (a request's send time) with the offset it measures on every
 // reply. The host's keys are "<prefix>{<host key>}:…", so in a Redis Cluster
@@ -67,8 +69,6 @@ var (
 	setCeilingLua string
 	//go:embed lua/state.lua
 	stateLua string
-	//go:embed lua/release.lua
-	releaseLua string
 	//go:embed lua/unblock.lua
 	unblockLua string
 	//go:embed lua/log.lua
@@ -78,7 +78,8 @@ var (
 // Each script is the shared prelude and its own body, its names of
 // arguments and reply slots numbered from its tables (schema.go). go-redis
 // runs them with EVALSHA (in pipelines, pipe.go), and with EVAL when Redis
-// does not have them yet.
+// does not have them yet. The admit script runs merged calls: admit calls
+// and releases of any hosts on one node, in one run (pipe.go).
 var (
 	admitScript      = redis.NewScript(build(admitArgs[:], admitOut[:], true, prelude+logLua+admitLua))
 	reportScript     = luaScript(reportArgs[:], reportOut[:], true, reportLua)
@@ -87,7 +88,6 @@ var (
 	setRateScript    = luaScript(setRateArgs[:], nil, true, setRateLua)
 	setCeilingScript = luaScript(setCeilingArgs[:], setCeilingOut[:], true, setCeilingLua)
 	stateScript      = luaScript(nil, stateOut[:], true, stateLua)
-	releaseScript    = redis.NewScript(releaseLua) // no prelude: it touches the leases only
 	unblockScript    = luaScript(nil, nil, true, unblockLua)
 )
 
@@ -675,12 +675,16 @@ func (s *Store) run(script *redis.Script, key string, args []any, lane int) (any
 		}
 		args = append(args, name+"/"+strconv.FormatUint(s.calls.Add(1), 10))
 	}
+	c := &call{script: script, tag: key, keys: keys, args: args}
+	if script == admitScript {
+		c.kind = 'a' // merged with the node's other admit calls and releases (pipe.go)
+	}
 	sent := time.Now()
-	res, err := s.pipelined(deadline, script, keys, args)
+	res, err := s.pipelined(deadline, c)
 	if err != nil && mutating && time.Now().Before(deadline) && !errors.Is(err, redis.Nil) {
 		// Once more within the call's time: the first may have run and
 		// lost its reply; then this one gets that reply.
-		res, err = s.pipelined(deadline, script, keys, args)
+		res, err = s.pipelined(deadline, c)
 	}
 	if err != nil {
 		err = fmt.Errorf("redisstore: %w", err)
@@ -693,6 +697,20 @@ func (s *Store) run(script *redis.Script, key string, args []any, lane int) (any
 		s.offset.Store(integer(res, 0) - mid.UnixMicro())
 	}
 	return res, nil
+}
+
+// release gives back key's leases ids, in a release call merged with the
+// node's next admit calls (pipe.go). A lease Redis does not hear of
+// expires there.
+func (s *Store) release(key string, ids []string) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	c := &call{kind: 'r', tag: key, keys: []string{s.o.Prefix + "{" + key + "}:l"}, args: args}
+	if _, err := s.pipelined(time.Now().Add(s.o.Timeout), c); err != nil {
+		s.failed(fmt.Errorf("redisstore: %w", err))
+	}
 }
 
 func flag(b bool) int {

@@ -228,3 +228,75 @@ func TestLogRolledBack(t *testing.T) {
 		t.Errorf("after the log rolled back, the first worker's replica differs from one that heard the log from its start")
 	}
 }
+
+// TestExpiredLeasesDropped: leases whose workers never gave them back
+// leave the host's lease set within a second of the next admission past
+// their expiry, though the cap is far from full: the count skips dropping
+// them between (see inflight in prelude.lua), never for longer.
+func TestExpiredLeasesDropped(t *testing.T) {
+	addr := redistest.Start(t)
+	reg := &polite.Registry{Limits: polite.Limits{Rate: 1000, Burst: 100, Concurrency: 1000}}
+	s, client := newStore(t, addr, reg, Options{Prefix: "exp:", CallerClock: true, LeaseTTL: time.Second})
+	h := reg.Get("a.test")
+	defer reg.Put(h)
+	leases := func() int64 {
+		t.Helper()
+		n, err := client.ZCount(context.Background(), "exp:{a.test}:l", "-inf", "(+inf").Result() // not its keeper
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	t0 := time.Now()
+	for range 5 {
+		if a := s.Admit(h, polite.Query{Now: t0}); !a.Granted {
+			t.Fatalf("admission at t0 refused: %+v", a)
+		}
+	}
+	if n := leases(); n != 5 {
+		t.Fatalf("leases after 5 admissions = %d, want 5", n)
+	}
+	// Half a second on, none has expired: all count.
+	if a := s.Admit(h, polite.Query{Now: t0.Add(500 * time.Millisecond)}); !a.Granted {
+		t.Fatalf("admission at t0+0.5s refused: %+v", a)
+	}
+	if n := leases(); n != 6 {
+		t.Errorf("leases at t0+0.5s = %d, want 6", n)
+	}
+	// At t0+1.2s the first five have expired, and the last drop was 1.2 s
+	// ago: they go; the one of t0+0.5s stays.
+	if a := s.Admit(h, polite.Query{Now: t0.Add(1200 * time.Millisecond)}); !a.Granted {
+		t.Fatalf("admission at t0+1.2s refused: %+v", a)
+	}
+	if n := leases(); n != 2 {
+		t.Errorf("leases at t0+1.2s = %d, want 2 (the 5 expired ones dropped)", n)
+	}
+}
+
+// TestLeaseSetKept: releases that give back every lease leave the host's
+// lease set in place (its keeper), with its expiry: the next admission
+// need not create it again, and it never lives without one.
+func TestLeaseSetKept(t *testing.T) {
+	addr := redistest.Start(t)
+	reg := &polite.Registry{Limits: polite.Limits{Rate: 1000, Burst: 100, Concurrency: 4}} // scarce: released at once
+	s, client := newStore(t, addr, reg, Options{Prefix: "keep:"})
+	h := reg.Get("a.test")
+	defer reg.Put(h)
+	ctx := context.Background()
+	for i := range 3 {
+		a := s.Admit(h, polite.Query{Now: time.Now()})
+		if !a.Granted {
+			t.Fatalf("admission %d refused: %+v", i, a)
+		}
+		s.Release(h, a.Lease)
+		n, err := client.ZCount(ctx, "keep:{a.test}:l", "-inf", "(+inf").Result()
+		ttl := client.PTTL(ctx, "keep:{a.test}:l").Val()
+		if err != nil || n != 0 || ttl <= 0 {
+			t.Errorf("after admission and release %d: %d leases (%v), the set's expiry %v; want none, the set kept with an expiry",
+				i, n, err, ttl)
+		}
+	}
+	if st := s.State(h, time.Now()); st.InFlight != 0 || st.Concurrency != 4 {
+		t.Errorf("State = %d of %d in flight, want 0 of 4 (the keeper is no lease)", st.InFlight, st.Concurrency)
+	}
+}

@@ -19,142 +19,178 @@
 -- one), 5 every in-flight slot leased, 6 the cost exceeds the burst (µs:
 -- 0); and spare (1: the bucket was full and a slot left over, so neither
 -- the rate nor the cap held the request back).
-local keepBlocked, openDelay, cut = ARGV[A.keepBlocked] == '1', num(ARGV[A.openDelay], 0), num(ARGV[A.cut], 0)
-local ratio, minps, window = num(ARGV[A.budgetRatio], 0), num(ARGV[A.budgetMin], 0), num(ARGV[A.budgetWindow], 10)
-local cap, leaseTTL, pressed = num(ARGV[A.cap], 0), num(ARGV[A.leaseTTL], 0), ARGV[A.pressed] == '1'
-if ARGV[A.adaptive] == '1' then
-  logStart()
-  if st.rs == 0 then
-    -- The controller has written nothing yet: its cold start's rate and
-    -- cap stand, as one process's do from the host's first request.
-    local initRate, initConc = num(ARGV[A.initRate], 0), num(ARGV[A.initConc], 0)
-    if st.r == nil and initRate > 0 then
-      local r0, b0 = inforce()
-      st.r = initRate
-      local r1, b1 = inforce()
-      retime(r0, b0, r1, b1)
-    end
-    if st.cc == 0 and initConc > 0 then st.cc = initConc end
-  end
-end
--- The fleet's controller caps the requests in flight too (Little's law
--- at the host's unloaded latency), under the configured cap.
-if st.cc > 0 and (cap == 0 or st.cc < cap) then cap = st.cc end
-if pressed then st.pr = now end -- a request of the caller's waited for the rate (NoteDemand)
-
-local i = A.releases
-local r = num(ARGV[i], 0)
-if r > 0 then redis.call('ZREM', L, unpack(ARGV, i + 1, i + r)) end
-i = i + r + 1
-
--- A quiet report, as report.lua hears a success (or an answer that is
--- neither success nor failure) and its signal.
-local function hear(j)
-  if st.cbd <= 0 then st.cbd = openDelay end
-  if ARGV[j + R.success] == '1' then
-    if st.cbs == 2 then
-      st.cbs, st.cbd = 0, openDelay
-      unfailed()
-    elseif st.cbs == 0 then
-      unfailed()
+local function admitCall()
+  local keepBlocked, openDelay, cut = ARGV[A.keepBlocked] == '1', num(ARGV[A.openDelay], 0), num(ARGV[A.cut], 0)
+  local ratio, minps, window = num(ARGV[A.budgetRatio], 0), num(ARGV[A.budgetMin], 0), num(ARGV[A.budgetWindow], 10)
+  local cap, leaseTTL, pressed = num(ARGV[A.cap], 0), num(ARGV[A.leaseTTL], 0), ARGV[A.pressed] == '1'
+  if ARGV[A.adaptive] == '1' then
+    logStart()
+    if st.rs == 0 then
+      -- The controller has written nothing yet: its cold start's rate and
+      -- cap stand, as one process's do from the host's first request.
+      local initRate, initConc = num(ARGV[A.initRate], 0), num(ARGV[A.initConc], 0)
+      if st.r == nil and initRate > 0 then
+        local r0, b0 = inforce()
+        st.r = initRate
+        local r1, b1 = inforce()
+        retime(r0, b0, r1, b1)
+      end
+      if st.cc == 0 and initConc > 0 then st.cc = initConc end
     end
   end
-  local kind = num(ARGV[j + R.kind], -1)
-  if ARGV[A.adaptive] == '1' and kind >= 0 and kind <= 3 then
-    logAppend(kind .. ' ' .. int(num(ARGV[j + R.latency], 0)) .. ' ' .. int(num(ARGV[j + R.wait], 0)) .. ' ' ..
-      int(num(ARGV[j + R.spare], 0)), num(ARGV[j + R.at], 0))
-  end
-end
-local m = num(ARGV[i], 0)
-for k = 0, m - 1 do hear(i + 1 + k * NITEM) end
-i = i + 1 + m * NITEM
+  -- The fleet's controller caps the requests in flight too (Little's law
+  -- at the host's unloaded latency), under the configured cap.
+  if st.cc > 0 and (cap == 0 or st.cc < cap) then cap = st.cc end
+  if pressed then st.pr = now end -- a request of the caller's waited for the rate (NoteDemand)
 
-local n = num(ARGV[i], 0)
-i = i + 1
+  local i = A.releases
+  local r = num(ARGV[i], 0)
+  if r > 0 then redis.call('ZREM', L, unpack(ARGV, i + 1, i + r)) end
+  i = i + r + 1
 
-local function result(code, us, why, spare)
-  local res = {}
-  res[O.code], res[O.micros], res[O.reason], res[O.spare] = code, us, why, spare or 0
-  return res
-end
-
--- The leases live when the call began (counted once; -1: none, so that
--- L is new) and those its grants take, leased together at the end.
-local counted, grants = nil, {}
-
-local function admitOne(maxWait, first, id, cost)
-  if st.blk ~= '' and not keepBlocked then return result(1, 0, st.blk) end
-  if st.pu > now then return result(2, st.pu - now, st.pw) end
-  -- The breaker is asked without taking its probe, which goes to the
-  -- request that gets a token.
-  if st.cbs ~= 0 and now < st.cbu then return result(3, st.cbu - now, '') end
-  local live = 0
-  if cap > 0 then
-    if counted == nil then
-      counted = inflight()
-      if counted == 0 then counted = -1 end -- L is created by this call, if at all
-    end
-    live = math.max(counted, 0) + #grants / 2
-    if live >= cap then
-      st.pr = now
-      return result(5, 0, '')
-    end
-  end
-  local rr, bb = inforce()
-  -- Spare: the bucket full, a slot left over, and no request (of any
-  -- worker) waited for a token or a slot within two token intervals (10
-  -- ms to 1 s): neither the rate nor the cap held this one back.
-  local win = math.min(math.max(2 * interval(rr), 10000), 1000000)
-  local spare = 0
-  if tokens(rr, bb) >= bb and (cap == 0 or live + 1 < cap) and (st.pr == 0 or now - st.pr > win) then spare = 1 end
-  local ok, wait, over = take(maxWait, cost)
-  if over then return result(6, 0, '') end
-  if not ok then
-    st.pr = now
-    return result(4, wait, '')
-  end
-  if wait > 0 then st.pr = now end
-  if st.cbs ~= 0 then
-    -- Open with its delay over, or half-open with its probe presumed
-    -- lost: this request is the probe.
+  -- A quiet report, as report.lua hears a success (or an answer that is
+  -- neither success nor failure) and its signal.
+  local function hear(j)
     if st.cbd <= 0 then st.cbd = openDelay end
-    st.cbs, st.cbu = 2, now + jittered(st.cbd, cut)
+    if ARGV[j + R.success] == '1' then
+      if st.cbs == 2 then
+        st.cbs, st.cbd = 0, openDelay
+        unfailed()
+      elseif st.cbs == 0 then
+        unfailed()
+      end
+    end
+    local kind = num(ARGV[j + R.kind], -1)
+    if ARGV[A.adaptive] == '1' and kind >= 0 and kind <= 3 then
+      logAppend(kind .. ' ' .. int(num(ARGV[j + R.latency], 0)) .. ' ' .. int(num(ARGV[j + R.wait], 0)) .. ' ' ..
+        int(num(ARGV[j + R.spare], 0)), num(ARGV[j + R.at], 0))
+    end
   end
-  if cap > 0 then
-    -- The slot is held from now, through the wait for a reserved token.
-    local u = now + wait + leaseTTL
-    grants[#grants + 1] = int(u)
-    grants[#grants + 1] = id
-    leased = math.max(leased, u)
+  local m = num(ARGV[i], 0)
+  for k = 0, m - 1 do hear(i + 1 + k * NITEM) end
+  i = i + 1 + m * NITEM
+
+  local n = num(ARGV[i], 0)
+  i = i + 1
+
+  local function result(code, us, why, spare)
+    local res = {}
+    res[O.code], res[O.micros], res[O.reason], res[O.spare] = code, us, why, spare or 0
+    return res
   end
-  if first then
-    advance(ratio, minps, window)
-    if ratio > 0 then st.be = st.be + ratio end
+
+  -- The leases live when the call began (counted once) and those its
+  -- grants take, leased together at the end. purged: counted again
+  -- without the expired leases (once a call at most).
+  local counted, grants, purged = nil, {}, false
+
+  local function admitOne(maxWait, first, id, cost)
+    if st.blk ~= '' and not keepBlocked then return result(1, 0, st.blk) end
+    if st.pu > now then return result(2, st.pu - now, st.pw) end
+    -- The breaker is asked without taking its probe, which goes to the
+    -- request that gets a token.
+    if st.cbs ~= 0 and now < st.cbu then return result(3, st.cbu - now, '') end
+    local live = 0
+    if cap > 0 then
+      if counted == nil then counted = inflight(false) end
+      live = counted + #grants / 2
+      if live >= cap and not purged then
+        -- Full, perhaps of expired leases: counted again without them.
+        counted, purged = inflight(true), true
+        live = counted + #grants / 2
+      end
+      if live >= cap then
+        st.pr = now
+        return result(5, 0, '')
+      end
+    end
+    local rr, bb = inforce()
+    -- Spare: the bucket full, a slot left over, and no request (of any
+    -- worker) waited for a token or a slot within two token intervals (10
+    -- ms to 1 s): neither the rate nor the cap held this one back.
+    local win = math.min(math.max(2 * interval(rr), 10000), 1000000)
+    local spare = 0
+    if tokens(rr, bb) >= bb and (cap == 0 or live + 1 < cap) and (st.pr == 0 or now - st.pr > win) then spare = 1 end
+    local ok, wait, over = take(maxWait, cost)
+    if over then return result(6, 0, '') end
+    if not ok then
+      st.pr = now
+      return result(4, wait, '')
+    end
+    if wait > 0 then st.pr = now end
+    if st.cbs ~= 0 then
+      -- Open with its delay over, or half-open with its probe presumed
+      -- lost: this request is the probe.
+      if st.cbd <= 0 then st.cbd = openDelay end
+      st.cbs, st.cbu = 2, now + jittered(st.cbd, cut)
+    end
+    if cap > 0 then
+      -- The slot is held from now, through the wait for a reserved token.
+      local u = now + wait + leaseTTL
+      grants[#grants + 1] = int(u)
+      grants[#grants + 1] = id
+      leased = math.max(leased, u)
+    end
+    if first then
+      advance(ratio, minps, window)
+      if ratio > 0 then st.be = st.be + ratio end
+    end
+    return result(0, wait, '', spare)
   end
-  return result(0, wait, '', spare)
+
+  local out = {}
+  out[B.now], out[B.breaker], out[B.failures], out[B.log] = now, 0, 0, 0
+  for k = 0, n - 1 do
+    local j = i + 4 * k
+    out[#out + 1] = admitOne(num(ARGV[j], 0), ARGV[j + 1] == '1', ARGV[j + 2], math.max(num(ARGV[j + 3], 1), 1))
+  end
+  out[B.breaker], out[B.failures] = st.cbs, st.fl
+  if #grants > 0 then
+    -- With the leases, L's keeper: the empty member at +inf, which no
+    -- release or expiry removes and no count counts (inflight). Without
+    -- it, releases that empty L delete it, and nearly every admission to
+    -- a host of a few requests in flight created it again, its expiry to
+    -- be set again (a PEXPIRE more). L is new only when the keeper is.
+    grants[#grants + 1] = '+inf'
+    grants[#grants + 1] = ''
+    if redis.call('ZADD', L, unpack(grants)) > (#grants - 2) / 2 then fresh[#fresh + 1] = L end
+  end
+  local seen = num(ARGV[A.seen], -2)
+  if seen ~= -2 then
+    -- The reports' signals are in the log: the replica hears them, and any
+    -- other worker's since its last call (as report.lua answers).
+    local epoch, snapSeq = num(ARGV[A.epoch], 0), num(ARGV[A.snapSeq], 0)
+    if snapSeq > st.ss and snapSeq <= sq0 and epoch == st.t0 and ARGV[A.snap] ~= '' then
+      snapshot(ARGV[A.snap])
+      st.ss = snapSeq
+    end
+    out[B.log] = catchup(epoch, seen)
+  end
+  save(out)
+  return out
 end
 
-local out = {}
-out[B.now], out[B.breaker], out[B.failures], out[B.log] = now, 0, 0, 0
-for k = 0, n - 1 do
-  local j = i + 4 * k
-  out[#out + 1] = admitOne(num(ARGV[j], 0), ARGV[j + 1] == '1', ARGV[j + 2], math.max(num(ARGV[j + 3], 1), 1))
-end
-out[B.breaker], out[B.failures] = st.cbs, st.fl
-if #grants > 0 then
-  redis.call('ZADD', L, unpack(grants))
-  if counted == -1 then fresh[#fresh + 1] = L end
-end
-local seen = num(ARGV[A.seen], -2)
-if seen ~= -2 then
-  -- The reports' signals are in the log: the replica hears them, and any
-  -- other worker's since its last call (as report.lua answers).
-  local epoch, snapSeq = num(ARGV[A.epoch], 0), num(ARGV[A.snapSeq], 0)
-  if snapSeq > st.ss and snapSeq <= sq0 and epoch == st.t0 and ARGV[A.snap] ~= '' then
-    snapshot(ARGV[A.snap])
-    st.ss = snapSeq
+-- The script runs a merged call: ARGV[1] is how many calls it carries,
+-- each then its kind ('a' an admit call, on six keys: the host's, as
+-- every script's, and D; 'r' a release, on the host's lease set: each
+-- argument a lease id to give back), its number of arguments, and those.
+-- The keys are the calls' in turn. A worker merges the calls it has for
+-- one Redis node (pipe.go): one script run carries them all (and reads
+-- TIME once). Returns one reply per call.
+local calls, keys, replies = ARGV, KEYS, {}
+local ki, ai = 1, 2
+for c = 1, num(calls[1], 0) do
+  local n = num(calls[ai + 1], 0)
+  ARGV = {unpack(calls, ai + 2, ai + 1 + n)}
+  if calls[ai] == 'r' then
+    replies[c] = 0
+    if n > 0 then replies[c] = redis.call('ZREM', keys[ki], unpack(ARGV)) end
+    ki = ki + 1
+  else
+    KEYS = {keys[ki], keys[ki + 1], keys[ki + 2], keys[ki + 3], keys[ki + 4], keys[ki + 5]}
+    ki = ki + 6
+    replies[c] = begin() or admitCall()
   end
-  out[B.log] = catchup(epoch, seen)
+  ai = ai + 2 + n
 end
-save(out)
-return out
+return replies

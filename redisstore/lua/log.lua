@@ -17,9 +17,7 @@
 -- snapshot covers them, never more than logMax.
 local logKeep, logMax = 512, 4096
 
--- sq0 is the log's last entry as this call found it, before it appended
--- any: a replica that heard more than that heard a log since rolled back.
-local sq0 = st.sq
+-- sq0 (set by begin) is the log's last entry as the call found it.
 
 -- logStart begins the host's log at now, unless it has begun: at the
 -- host's first admission, as one process's controller is born when its

@@ -2,9 +2,9 @@
 --
 -- KEYS[1] is the host's hash, KEYS[2] its list of recent breaker failure
 -- times, KEYS[3] its in-flight leases (a sorted set: member a worker's
--- lease id, score when the lease expires), KEYS[4] the fleet controller's
--- log (a list of entries, see log.lua) and KEYS[5] a snapshot of the
--- controller; all carry the host key as their hash tag, so one host's keys
+-- lease id, score when the lease expires; and a keeper, see admit.lua),
+-- KEYS[4] the fleet controller's log (a list of entries, see log.lua) and
+-- KEYS[5] a snapshot of the controller; all carry the host key as their hash tag, so one host's keys
 -- share a Cluster slot. Arguments and reply slots are named (A.<name>,
 -- O.<name>) in schema.go, which numbers them when it builds the script;
 -- the first four are the same for every script: the caller's clock in microseconds (0: Redis's
@@ -37,27 +37,18 @@
 --   fl       1: F may hold breaker failures
 --   pr       when a request last waited for a token or a slot (0: never):
 --            demand pressed on the host, whichever worker's it was
-local H, F, L, G, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+--   pg       when expired leases were last dropped from L (see inflight)
 
--- A mutating script (admit, report) is safe to repeat: its caller names
--- the call (the last ARGV, "<worker>/<n>") and keeps its reply. A call
--- repeated because its reply was lost gets the first reply back and
--- changes nothing again: no second token, no second failure. A worker's
--- admit calls to a host go one after the other (combine.go), so admit
--- keeps only the last one's reply, in the host's hash under the field
--- "i<worker>" (read and written with the rest of it); a report keeps its
--- reply in KEYS[6], a hash of the replies by name, for a minute after
--- the host's last report (4096 replies at most).
-local D, rid, lane = KEYS[6], nil, nil
-if D then
-  rid = ARGV[#ARGV]
-  if BATCH then
-    lane = 'i' .. (string.match(rid, '^(.*)/') or rid)
-  else
-    local prev = redis.call('HGET', D, rid)
-    if prev then return cmsgpack.unpack(prev) end
-  end
-end
+-- A call's keys and arguments: the script's own, or (admit) those of each
+-- call a merged call carries in turn (see the end of admit.lua), which
+-- begin loads. The host's state and the call's names below are set by
+-- begin for each call; the functions after it read them.
+local KEYS, ARGV = KEYS, ARGV
+local H, F, L, G, S, D, rid, lane
+local st, raw, fresh, leased, now, baseRate, baseBurst, idle, sq0
+-- clock is Redis's TIME (µs), read once per script run: the calls a
+-- merged call carries run at one instant, as a batch's admissions do.
+local clock
 
 local function num(v, d)
   local n = tonumber(v)
@@ -68,13 +59,36 @@ end
 local function int(x) return string.format('%.0f', x) end
 local function flt(x) return string.format('%.17g', x) end
 
-local st = {}
-local raw = redis.call('HMGET', H, 's', lane or 's') -- as stored, so save writes only what changed
-if lane then
-  local prev = raw[2]
-  if prev and string.sub(prev, 1, #rid + 1) == rid .. ' ' then return cmsgpack.unpack(string.sub(prev, #rid + 2)) end
-end
-do
+-- begin loads the call's host and names (KEYS, ARGV). It returns the
+-- first reply of a call repeated (below), or nil.
+--
+-- A mutating script (admit, report) is safe to repeat: its caller names
+-- the call (the last ARGV, "<worker>/<n>") and keeps its reply. A call
+-- repeated because its reply was lost gets the first reply back and
+-- changes nothing again: no second token, no second failure. A worker's
+-- admit calls to a host go one after the other on each of its lanes
+-- (combine.go), so admit keeps only each lane's last reply, in the host's
+-- hash under the field "i<worker>.<lane>" (read and written with the rest
+-- of it); a report keeps its reply in KEYS[6], a hash of the replies by
+-- name, for a minute after the host's last report (4096 replies at most).
+local function begin()
+  H, F, L, G, S, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+  rid, lane = nil, nil
+  if D then
+    rid = ARGV[#ARGV]
+    if BATCH then
+      lane = 'i' .. (string.match(rid, '^(.*)/') or rid)
+    else
+      local prev = redis.call('HGET', D, rid)
+      if prev then return cmsgpack.unpack(prev) end
+    end
+  end
+  st = {}
+  raw = redis.call('HMGET', H, 's', lane or 's') -- as stored, so save writes only what changed
+  if lane then
+    local prev = raw[2]
+    if prev and string.sub(prev, 1, #rid + 1) == rid .. ' ' then return cmsgpack.unpack(string.sub(prev, #rid + 2)) end
+  end
   -- As packed: numbers, strings, false for absent (no conversion needed).
   local v = {}
   if raw[1] then v = {cmsgpack.unpack(raw[1])} end
@@ -83,24 +97,31 @@ do
   st.cbs, st.cbu, st.cbd, st.lt = v[8] or 0, v[9] or 0, v[10] or 0, v[11] or 0
   st.bf, st.be, st.bt, st.ln = v[12] or nil, v[13] or 0, v[14] or 0, v[15] or 0
   st.sq, st.lf, st.t0, st.ss, st.rs, st.cc = v[16] or 0, v[17] or 0, v[18] or 0, v[19] or 0, v[20] or 0, v[21] or 0
-  st.ex, st.fl, st.pr = v[22] or 0, v[23] or 0, v[24] or 0
+  st.ex, st.fl, st.pr, st.pg = v[22] or 0, v[23] or 0, v[24] or 0, v[25] or 0
+
+  -- fresh names the keys besides the hash this call created, which have
+  -- no expiry yet (see save); leased the latest lease expiry it set (µs,
+  -- admit).
+  fresh, leased = {}, 0
+
+  now = num(ARGV[A.clock], 0)
+  if now <= 0 then
+    if not clock then
+      local t = redis.call('TIME')
+      clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    end
+    -- After a failover to a replica whose clock is behind, time still
+    -- only moves forward for the host. (A caller's clock, in tests, is
+    -- taken as it is.)
+    now = math.max(clock, st.ln)
+  end
+  st.ln = math.max(now, st.ln)
+
+  baseRate, baseBurst, idle = num(ARGV[A.baseRate], -1), math.max(num(ARGV[A.baseBurst], 1), 1), num(ARGV[A.idle], 0)
+  -- The log's last entry as this call found it, before it appended any: a
+  -- replica that heard more than that heard a log since rolled back.
+  sq0 = st.sq
 end
-
--- fresh names the keys besides the hash this call created, which have no
--- expiry yet (see save); leased the latest lease expiry it set (µs, admit).
-local fresh, leased = {}, 0
-
-local now = num(ARGV[A.clock], 0)
-if now <= 0 then
-  local t = redis.call('TIME')
-  -- After a failover to a replica whose clock is behind, time still
-  -- only moves forward for the host. (A caller's clock, in tests, is
-  -- taken as it is.)
-  now = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), st.ln)
-end
-st.ln = math.max(now, st.ln)
-
-local baseRate, baseBurst, idle = num(ARGV[A.baseRate], -1), math.max(num(ARGV[A.baseBurst], 1), 1), num(ARGV[A.idle], 0)
 
 -- inforce returns the rate in force (-1: unlimited) and the burst.
 local function inforce()
@@ -204,10 +225,17 @@ local function advance(ratio, minps, window)
   if st.be > 0 then st.be = st.be * math.exp(-sec / window) end
 end
 
--- inflight drops expired leases and returns how many are live.
-local function inflight()
-  redis.call('ZREMRANGEBYSCORE', L, '-inf', now)
-  return redis.call('ZCARD', L)
+-- inflight returns how many leases L holds (its keeper, at +inf, not
+-- counted: see admit.lua). It drops the expired ones (their workers were
+-- killed) first when purge says so, or when it last did a second ago or
+-- more: a count with expired leases in it can only refuse, never admit
+-- more, and a caller whose count would refuse asks again with purge.
+local function inflight(purge)
+  if purge or now - st.pg >= 1000000 then
+    redis.call('ZREMRANGEBYSCORE', L, '-inf', now)
+    st.pg = now
+  end
+  return redis.call('ZCOUNT', L, '-inf', '(+inf')
 end
 
 -- failed adds a breaker failure at t to F; unfailed clears F.
@@ -246,7 +274,7 @@ local function save(out)
   local moved = now + keep > st.ex
   if moved then st.ex = now + keep + math.floor(idle / 8) end
   local e = cmsgpack.pack(st.f or false, st.r or false, st.c, st.rc, st.pu, st.pw, st.blk, st.cbs, st.cbu, st.cbd,
-    st.lt, st.bf or false, st.be, st.bt, st.ln, st.sq, st.lf, st.t0, st.ss, st.rs, st.cc, st.ex, st.fl, st.pr)
+    st.lt, st.bf or false, st.be, st.bt, st.ln, st.sq, st.lf, st.t0, st.ss, st.rs, st.cc, st.ex, st.fl, st.pr, st.pg)
   local kv = {}
   if e ~= raw[1] then kv = {'s', e} end
   if lane and out then
