@@ -114,23 +114,54 @@ func newGoLimiter(tb testing.TB, n int) limiter.Store {
 // BenchmarkGetAllow: find a random one of 1,000,000 hosts and take a token.
 // The hosts exist before the timer starts, and the random indexes are drawn
 // ahead so the generator stays off the measured path.
-func BenchmarkGetAllow(b *testing.B) { benchGetAllow(b, false) }
+func BenchmarkGetAllow(b *testing.B) {
+	benchGetAllow(b, false, politePeer, mutexMapPeer, goLimiterPeer)
+}
 
-func BenchmarkGetAllowParallel(b *testing.B) { benchGetAllow(b, true) }
+func BenchmarkGetAllowParallel(b *testing.B) {
+	benchGetAllow(b, true, politePeer, mutexMapPeer, goLimiterPeer)
+}
 
-func benchGetAllow(b *testing.B, parallel bool) {
+// BenchmarkGetAllowFloor sets polite and the mutex map beside what finding
+// one of a million hosts costs at the least, in the same run: a map with no
+// lock (baremap), a random pointer then the object it points to (read2: any
+// index of pointers to per-host objects, as polite's table), and a single
+// random object (read1). Each builds the same key and takes one atomic add
+// on the host's line, as a limiter must take at least one.
+func BenchmarkGetAllowFloor(b *testing.B) {
+	benchGetAllow(b, false, politePeer, mutexMapPeer, bareMapPeer, read2Peer, read1Peer)
+}
+
+// hostIndexes returns the random host indexes every peer goes through,
+// drawn ahead so the generator stays off the measured path.
+func hostIndexes() []int32 {
 	rng := rand.New(rand.NewPCG(1, 2))
 	idx := make([]int32, 1<<20)
 	for i := range idx {
 		idx[i] = rng.Int32N(numHosts)
 	}
-	mask := len(idx) - 1
-	now := time.Now()
+	return idx
+}
 
-	// Each peer is built once per run and kept across the calls RunParallel's
-	// ramp-up makes, then dropped so the next peer's heap starts clean.
+// A peer returns its name, the benchmark of its Get and Allow over idx,
+// and how to drop what the benchmark built.
+type peer func(idx []int32, now time.Time, parallel bool) (name string, bench func(*testing.B), drop func())
+
+// benchGetAllow runs each peer's benchmark in turn. Each peer is built once
+// per run and kept across the calls RunParallel's ramp-up makes, then
+// dropped so the next peer's heap starts clean.
+func benchGetAllow(b *testing.B, parallel bool, peers ...peer) {
+	idx, now := hostIndexes(), time.Now()
+	for _, p := range peers {
+		name, bench, drop := p(idx, now, parallel)
+		b.Run(name, bench)
+		drop()
+	}
+}
+
+func politePeer(idx []int32, now time.Time, parallel bool) (string, func(*testing.B), func()) {
 	var reg *polite.Registry
-	b.Run("polite", func(b *testing.B) {
+	return "polite", func(b *testing.B) {
 		if reg == nil {
 			reg = newPolite(b, numHosts, now)
 			runtime.GC() // finish the collection the build set off before timing
@@ -138,23 +169,29 @@ func benchGetAllow(b *testing.B, parallel bool) {
 		r := reg
 		b.ReportAllocs()
 		b.ResetTimer()
-		run(b, parallel, func(pb next) int64 {
-			var buf [32]byte
-			denied := int64(0)
-			for i := rand.IntN(len(idx)); pb(); i++ {
-				h := r.Get(bytesKey(hostKeyInto(buf[:0], int(idx[i&mask]))))
-				if !h.AllowN(now, 1) {
-					denied++
-				}
-				r.Put(h)
-			}
-			return denied
-		})
-	})
-	reg = nil
+		run(b, parallel, politeBody(r, idx, now))
+	}, func() { reg = nil }
+}
 
+func politeBody(r *polite.Registry, idx []int32, now time.Time) func(next) int64 {
+	mask := len(idx) - 1
+	return func(pb next) int64 {
+		var buf [32]byte
+		denied := int64(0)
+		for i := rand.IntN(len(idx)); pb(); i++ {
+			h := r.Get(bytesKey(hostKeyInto(buf[:0], int(idx[i&mask]))))
+			if !h.AllowN(now, 1) {
+				denied++
+			}
+			r.Put(h)
+		}
+		return denied
+	}
+}
+
+func mutexMapPeer(idx []int32, now time.Time, parallel bool) (string, func(*testing.B), func()) {
 	var mm *mutexMap
-	b.Run("mutexmap", func(b *testing.B) {
+	return "mutexmap", func(b *testing.B) {
 		if mm == nil {
 			mm = newMutexMapN(b, numHosts, now)
 			runtime.GC() // finish the collection the build set off before timing
@@ -162,43 +199,143 @@ func benchGetAllow(b *testing.B, parallel bool) {
 		m := mm
 		b.ReportAllocs()
 		b.ResetTimer()
-		run(b, parallel, func(pb next) int64 {
-			var buf [32]byte
-			denied := int64(0)
-			for i := rand.IntN(len(idx)); pb(); i++ {
-				if !m.get(bytesKey(hostKeyInto(buf[:0], int(idx[i&mask])))).AllowN(now, 1) {
-					denied++
-				}
-			}
-			return denied
-		})
-	})
-	mm = nil
+		run(b, parallel, mutexMapBody(m, idx, now))
+	}, func() { mm = nil }
+}
 
-	var gl limiter.Store
-	b.Run("golimiter", func(b *testing.B) {
-		if gl == nil {
-			gl = newGoLimiter(b, numHosts)
-			runtime.GC() // finish the collection the build set off before timing
-		}
-		s := gl
-		ctx := context.Background()
-		b.ReportAllocs()
-		b.ResetTimer()
-		run(b, parallel, func(pb next) int64 {
-			var buf [32]byte
-			denied := int64(0)
-			for i := rand.IntN(len(idx)); pb(); i++ {
-				// go-limiter reads the clock itself on every Take.
-				if _, _, _, ok, _ := s.Take(ctx, bytesKey(hostKeyInto(buf[:0], int(idx[i&mask])))); !ok {
-					denied++
-				}
+func mutexMapBody(m *mutexMap, idx []int32, now time.Time) func(next) int64 {
+	mask := len(idx) - 1
+	return func(pb next) int64 {
+		var buf [32]byte
+		denied := int64(0)
+		for i := rand.IntN(len(idx)); pb(); i++ {
+			if !m.get(bytesKey(hostKeyInto(buf[:0], int(idx[i&mask])))).AllowN(now, 1) {
+				denied++
 			}
-			return denied
-		})
-	})
-	if gl != nil {
-		gl.Close(context.Background())
+		}
+		return denied
+	}
+}
+
+func goLimiterPeer(idx []int32, _ time.Time, parallel bool) (string, func(*testing.B), func()) {
+	mask := len(idx) - 1
+	var gl limiter.Store
+	return "golimiter", func(b *testing.B) {
+			if gl == nil {
+				gl = newGoLimiter(b, numHosts)
+				runtime.GC() // finish the collection the build set off before timing
+			}
+			s := gl
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			run(b, parallel, func(pb next) int64 {
+				var buf [32]byte
+				denied := int64(0)
+				for i := rand.IntN(len(idx)); pb(); i++ {
+					// go-limiter reads the clock itself on every Take.
+					if _, _, _, ok, _ := s.Take(ctx, bytesKey(hostKeyInto(buf[:0], int(idx[i&mask])))); !ok {
+						denied++
+					}
+				}
+				return denied
+			})
+		}, func() {
+			if gl != nil {
+				gl.Close(context.Background())
+			}
+		}
+}
+
+// cell is a floor peer's per-host object: a counter on a cache line of its
+// own, the size of a polite Host with a 16-byte key.
+type cell struct {
+	n atomic.Int64
+	_ [56]byte
+}
+
+// floorPeer makes a peer of a floor's build and body. The floors are
+// serial only.
+func floorPeer[T any](name string, build func() T, body func(T, []int32) func(next) int64) peer {
+	return func(idx []int32, _ time.Time, _ bool) (string, func(*testing.B), func()) {
+		var v *T
+		return name, func(b *testing.B) {
+			if v == nil {
+				v = new(build())
+				runtime.GC()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			run(b, false, body(*v, idx))
+		}, func() { v = nil }
+	}
+}
+
+var (
+	bareMapPeer = floorPeer("baremap", newBareMap, bareMapBody)
+	read2Peer   = floorPeer("read2", newCellPtrs, read2Body)
+	read1Peer   = floorPeer("read1", newCells, read1Body)
+)
+
+func newBareMap() map[string]*cell {
+	m := make(map[string]*cell)
+	var buf [32]byte
+	for i := range numHosts {
+		c := new(cell)
+		c.n.Store(1) // touch every page, so none reads the zero page
+		m[string(hostKeyInto(buf[:0], i))] = c
+	}
+	return m
+}
+
+func bareMapBody(m map[string]*cell, idx []int32) func(next) int64 {
+	mask := len(idx) - 1
+	return func(pb next) int64 {
+		var buf [32]byte
+		for i := rand.IntN(len(idx)); pb(); i++ {
+			m[bytesKey(hostKeyInto(buf[:0], int(idx[i&mask])))].n.Add(1)
+		}
+		return 0
+	}
+}
+
+func newCellPtrs() []*cell {
+	cells := make([]*cell, numHosts)
+	for i := range cells {
+		cells[i] = new(cell)
+		cells[i].n.Store(1) // touch every page, so none reads the zero page
+	}
+	return cells
+}
+
+func read2Body(cells []*cell, idx []int32) func(next) int64 {
+	return readBody(idx, func(j int) *cell { return cells[j] })
+}
+
+func newCells() []cell {
+	cells := make([]cell, numHosts)
+	for i := range cells {
+		cells[i].n.Store(1) // touch every page, so none reads the zero page
+	}
+	return cells
+}
+
+func read1Body(cells []cell, idx []int32) func(next) int64 {
+	return readBody(idx, func(j int) *cell { return &cells[j] })
+}
+
+// readBody is a floor's work: build the key, find host j's cell with at
+// (one indirect call, a nanosecond or two), and add to its counter.
+func readBody(idx []int32, at func(j int) *cell) func(next) int64 {
+	mask := len(idx) - 1
+	return func(pb next) int64 {
+		var buf [32]byte
+		for i := rand.IntN(len(idx)); pb(); i++ {
+			j := idx[i&mask]
+			key := hostKeyInto(buf[:0], int(j))
+			at(int(j) + len(key) - 16).n.Add(1) // len(key) is 16: keeps the key built
+		}
+		return 0
 	}
 }
 
