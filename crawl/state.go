@@ -252,11 +252,15 @@ func openStore(path string) (*store, error) {
 	}{
 		{&st.qNext, `SELECT min(host) FROM urls WHERE state = 'pending' AND host > ?`},
 		{&st.qCount, `SELECT lane, count(*) FROM urls WHERE state = 'pending' AND host = ? GROUP BY lane`},
-		// A found URL comes with the URL of the page that named it.
+		// A found URL comes with the URL of the page that named it. No
+		// LIMIT: window stops reading after its n rows (the index gives
+		// them in order), where a LIMIT bound to a parameter made SQLite
+		// prepare the statement anew on every run (a fifth of a window's
+		// time; issue 34, part 2).
 		{&st.qWindow, `SELECT u.id, u.url, coalesce(u.invalid, ''), u.attempts, u.not_before, u.reason, u.started,
 			u.depth, u.kind, coalesce(p.url, u.via, '')
 			FROM urls u LEFT JOIN urls p ON p.id = u.parent
-			WHERE u.state = 'pending' AND u.host = ? AND u.lane = ? AND u.id > ? ORDER BY u.id LIMIT ?`},
+			WHERE u.state = 'pending' AND u.host = ? AND u.lane = ? AND u.id > ? ORDER BY u.id`},
 	} {
 		if *q.stmt, err = rd.Prepare(q.sql); err != nil {
 			st.Close()
@@ -440,12 +444,12 @@ func (s *store) hostPending(ctx context.Context, host string) (n [numLanes]int, 
 // after after, in the order they were added ("" is the host of the lines
 // that are not URLs, all in LaneNormal).
 func (s *store) window(ctx context.Context, host string, lane Lane, after int64, n int, fn func(row)) error {
-	rows, err := s.qWindow.QueryContext(ctx, host, lane, after, n)
+	rows, err := s.qWindow.QueryContext(ctx, host, lane, after)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
+	for ; n > 0 && rows.Next(); n-- {
 		r := row{host: host, lane: lane}
 		var nb, st int64
 		if err := rows.Scan(&r.id, &r.url, &r.invalid, &r.attempts, &nb, &r.reason, &st, &r.depth, &r.kind, &r.foundOn); err != nil {
