@@ -108,10 +108,15 @@ func (j *Job) committer() error {
 				j.fatal() // keep draining: workers finishing must not block
 			}
 		}
+		// Released once per batch: each release wakes the waiters on a
+		// channel made anew (an allocation a URL, when per message).
+		var size, foundSize int64
 		for _, m := range batch {
-			j.backlog.release(m.size)
-			j.foundBacklog.release(m.foundSize)
+			size += m.size
+			foundSize += m.foundSize
 		}
+		j.backlog.release(size)
+		j.foundBacklog.release(foundSize)
 		clear(batch)
 	}
 	if firstErr != nil {

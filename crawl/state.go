@@ -610,8 +610,9 @@ func markDone(tx *sql.Tx, finished []done) error {
 		k := min(len(finished), doneRows)
 		args, lines = args[:0], lines[:0]
 		for _, d := range finished[:k] {
-			args = append(args, d.id, d.seq, d.outcome)
-			lines = append(lines, d.seq, d.line)
+			seq := any(d.seq) // boxed once for both statements
+			args = append(args, d.id, seq, d.outcome)
+			lines = append(lines, seq, d.line)
 		}
 		finished = finished[k:]
 		var err error
