@@ -64,7 +64,7 @@ func (j *Job) checkBodies() error {
 	}
 	if v == 0 {
 		var line string
-		err := j.st.db.QueryRow(`SELECT result FROM urls WHERE state = 'done' AND json_extract(result, '$.bytes') > 0 LIMIT 1`).Scan(&line)
+		err := j.st.db.QueryRow(`SELECT line FROM results WHERE json_extract(line, '$.bytes') > 0 LIMIT 1`).Scan(&line)
 		switch {
 		case err == nil:
 			var r Result

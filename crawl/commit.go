@@ -108,10 +108,15 @@ func (j *Job) committer() error {
 				j.fatal() // keep draining: workers finishing must not block
 			}
 		}
+		// Released once per batch: each release wakes the waiters on a
+		// channel made anew (an allocation a URL, when per message).
+		var size, foundSize int64
 		for _, m := range batch {
-			j.backlog.release(m.size)
-			j.foundBacklog.release(m.foundSize)
+			size += m.size
+			foundSize += m.foundSize
 		}
+		j.backlog.release(size)
+		j.foundBacklog.release(foundSize)
 		clear(batch)
 	}
 	if firstErr != nil {
@@ -128,8 +133,8 @@ func (j *Job) flush(batch []commitMsg) error {
 	robots := false
 	seq := j.res.seq
 	// The batch's results lines, one after another: one allocation for
-	// most batches. A line's slice stays valid if lines grows; the array is
-	// the batch's alone (fleet acks hold on to lines), never reused.
+	// most batches, and one string of them all for the database and the
+	// fleet acks (a string per line was a copy per URL).
 	lines := make([]byte, 0, 512*len(batch))
 	for _, m := range batch {
 		if m.robots != nil {
@@ -173,7 +178,12 @@ func (j *Job) flush(batch []commitMsg) error {
 		}
 		lines = append(lines, '\n')
 		seq++
-		finished = append(finished, done{id: m.it.id, seq: seq, outcome: m.res.Outcome, line: lines[from:len(lines):len(lines)]})
+		finished = append(finished, done{id: m.it.id, seq: seq, outcome: m.res.Outcome, size: len(lines) - from})
+	}
+	text, off := string(lines), 0
+	for i := range finished {
+		finished[i].line = text[off : off+finished[i].size]
+		off += finished[i].size
 	}
 	marks := j.res.marks()
 	if len(finished) > 0 {
@@ -240,7 +250,7 @@ type resultsFile struct {
 	buf []byte
 }
 
-func (r *resultsFile) write(seq int64, line []byte) error {
+func (r *resultsFile) write(seq int64, line string) error {
 	r.buf = append(r.buf, line...)
 	r.seq = seq
 	if len(r.buf) >= 256<<10 {
@@ -312,7 +322,7 @@ func (j *Job) reconcile() error {
 	n := 0
 	err = j.st.unwritten(rseq, func(s int64, line string) error {
 		n++
-		return j.res.write(s, []byte(line))
+		return j.res.write(s, line)
 	})
 	if err != nil {
 		return fmt.Errorf("crawl: reading state: %w", err)

@@ -53,9 +53,13 @@ func (s *store) requeue(outcomes []string) (int, error) {
 	for i, o := range outcomes {
 		args[i] = o
 	}
-	r, err := tx.Exec(`UPDATE urls SET state = 'pending', seq = NULL, result = NULL, attempts = 0, not_before = 0,
+	which := `state = 'done' AND invalid IS NULL AND outcome IN (` + in + `)`
+	if _, err := tx.Exec(`DELETE FROM results WHERE seq IN (SELECT seq FROM urls WHERE `+which+`)`, args...); err != nil {
+		return 0, fmt.Errorf("crawl: re-queueing: %w", err)
+	}
+	r, err := tx.Exec(`UPDATE urls SET state = 'pending', seq = NULL, attempts = 0, not_before = 0,
 		started = 0, reason = 're-queued (was ' || outcome || ')', outcome = NULL
-		WHERE state = 'done' AND invalid IS NULL AND outcome IN (`+in+`)`, args...)
+		WHERE `+which, args...)
 	if err != nil {
 		return 0, fmt.Errorf("crawl: re-queueing: %w", err)
 	}
@@ -66,7 +70,7 @@ func (s *store) requeue(outcomes []string) (int, error) {
 	// results.jsonl is written again from the lines left; the next seq
 	// follows the last one left.
 	var last int64
-	if err := tx.QueryRow(`SELECT coalesce(max(seq), 0) FROM urls WHERE seq IS NOT NULL`).Scan(&last); err != nil {
+	if err := tx.QueryRow(`SELECT coalesce(max(seq), 0) FROM results`).Scan(&last); err != nil {
 		return 0, fmt.Errorf("crawl: re-queueing: %w", err)
 	}
 	for k, v := range map[string]int64{metaResultsSeq: 0, metaResultsOff: 0, metaSeq: last} {
@@ -91,7 +95,7 @@ func (j *Job) rewriteResults() error {
 	if _, err := r.f.Seek(0, 0); err != nil {
 		return fmt.Errorf("crawl: %w", err)
 	}
-	if err := j.st.unwritten(0, func(s int64, line string) error { return r.write(s, []byte(line)) }); err != nil {
+	if err := j.st.unwritten(0, func(s int64, line string) error { return r.write(s, line) }); err != nil {
 		return fmt.Errorf("crawl: reading state: %w", err)
 	}
 	if err := r.sync(); err != nil {
@@ -170,7 +174,8 @@ func ReadStatus(dir string, deadLimit int) (*Status, error) {
 		err = st.db.QueryRow(`SELECT count(*) FROM urls WHERE state = 'done' AND outcome NOT IN ('ok', 'not_modified')`).Scan(&s.DeadTotal)
 	}
 	if err == nil {
-		err = each(st.db, `SELECT result FROM urls WHERE state = 'done' AND outcome NOT IN ('ok', 'not_modified') ORDER BY seq LIMIT ?`, func(rows *sql.Rows) error {
+		err = each(st.db, `SELECT r.line FROM urls u JOIN results r ON r.seq = u.seq
+			WHERE u.state = 'done' AND u.outcome NOT IN ('ok', 'not_modified') ORDER BY u.seq LIMIT ?`, func(rows *sql.Rows) error {
 			var line string
 			if err := rows.Scan(&line); err != nil {
 				return err
@@ -186,9 +191,10 @@ func ReadStatus(dir string, deadLimit int) (*Status, error) {
 	if err == nil {
 		err = each(st.db, `SELECT u.host, count(*), sum(u.state = 'done'), sum(u.outcome IN ('ok', 'not_modified')), sum(u.state = 'pending'),
 			sum(u.outcome = 'throttled'), sum(u.outcome = 'blocked'),
-			sum(json_extract(u.result, '$.status') = 429), sum(json_extract(u.result, '$.status') = 503),
+			sum(json_extract(r.line, '$.status') = 429), sum(json_extract(r.line, '$.status') = 503),
 			coalesce(h.paused_until, 0), coalesce(h.reason, '')
-			FROM urls u LEFT JOIN hosts h ON h.host = u.host WHERE u.host != '' GROUP BY u.host ORDER BY u.host`, func(rows *sql.Rows) error {
+			FROM urls u LEFT JOIN hosts h ON h.host = u.host LEFT JOIN results r ON r.seq = u.seq
+			WHERE u.host != '' GROUP BY u.host ORDER BY u.host`, func(rows *sql.Rows) error {
 			var h HostStatus
 			var until int64
 			var ok, t, b, s429, s503 sql.NullInt64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -648,10 +649,7 @@ func fleetAcks(batch []commitMsg, finished []done) []pendingAck {
 		if m.it.lease == nil {
 			continue
 		}
-		line := d.line
-		if n := len(line); n > 0 && line[n-1] == '\n' {
-			line = line[:n-1]
-		}
+		line := []byte(strings.TrimSuffix(d.line, "\n"))
 		acks = append(acks, pendingAck{id: d.id, c: Committed{Leased: m.it.lease.get(), Outcome: d.outcome, Record: line}})
 	}
 	return acks

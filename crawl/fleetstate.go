@@ -26,7 +26,8 @@ func (s *store) addLeased(ls []Leased) (rows []row, again []pendingAck, err erro
 	up, err := tx.Prepare(`INSERT INTO urls(url, host, lane, depth, via, kind, hops) VALUES(?, ?, ?, ?, nullif(?, ''), ?, ?)
 		ON CONFLICT(url) DO UPDATE SET host = excluded.host, lane = excluded.lane, depth = excluded.depth, via = excluded.via,
 			kind = excluded.kind, hops = excluded.hops
-		RETURNING id, state, attempts, not_before, reason, started, coalesce(outcome, ''), coalesce(result, '')`)
+		RETURNING id, state, attempts, not_before, reason, started, coalesce(outcome, ''),
+			coalesce((SELECT line FROM results WHERE results.seq = urls.seq), '')`)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -41,7 +42,16 @@ func (s *store) addLeased(ls []Leased) (rows []row, again []pendingAck, err erro
 		return nil, nil, err
 	}
 	defer acked.Close()
-	reset, err := tx.Prepare(`UPDATE urls SET state = 'pending', attempts = 0, not_before = 0, reason = '', started = 0 WHERE id = ?`)
+	// A URL fetched anew has no result until it is done again: its line
+	// stays in results.jsonl, not in the results table, which keeps one
+	// line per URL done (for the dead letters, and for a rewrite after a
+	// Requeue).
+	unline, err := tx.Prepare(`DELETE FROM results WHERE seq = (SELECT seq FROM urls WHERE id = ?)`)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unline.Close()
+	reset, err := tx.Prepare(`UPDATE urls SET state = 'pending', seq = NULL, attempts = 0, not_before = 0, reason = '', started = 0 WHERE id = ?`)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -77,6 +87,9 @@ func (s *store) addLeased(ls []Leased) (rows []row, again []pendingAck, err erro
 				}
 				again = append(again, pendingAck{id: id, c: Committed{Leased: l, Outcome: out, Record: []byte(strings.TrimSuffix(line, "\n"))}})
 				continue
+			}
+			if _, err := unline.Exec(id); err != nil {
+				return nil, nil, err
 			}
 			if _, err := reset.Exec(id); err != nil {
 				return nil, nil, err
@@ -137,8 +150,8 @@ func (s *store) unacked(fleetID int64) (acks, unfinished []pendingAck, err error
 		return nil, nil, errNotFleetDir
 	}
 	rows, err := s.db.Query(`SELECT l.id, l.token, l.leases, l.expires, u.url, u.host, u.state,
-		coalesce(u.outcome, ''), coalesce(u.result, '')
-		FROM leases l JOIN urls u ON u.id = l.id WHERE l.acked = 0`)
+		coalesce(u.outcome, ''), coalesce(r.line, '')
+		FROM leases l JOIN urls u ON u.id = l.id LEFT JOIN results r ON r.seq = u.seq WHERE l.acked = 0`)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -125,7 +125,7 @@ func TestUserinfoRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	rows, err := st.db.Query(`SELECT result FROM urls`)
+	rows, err := st.db.Query(`SELECT line FROM results`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestLongReasonPhraseCut(t *testing.T) {
 	j := loadJob(t, dir, "", Options{})
 	defer j.Close()
 	var reason, result int
-	if err := j.st.db.QueryRow(`SELECT max(length(reason)), max(length(result)) FROM urls`).Scan(&reason, &result); err != nil {
+	if err := j.st.db.QueryRow(`SELECT (SELECT max(length(reason)) FROM urls), (SELECT max(length(line)) FROM results)`).Scan(&reason, &result); err != nil {
 		t.Fatal(err)
 	}
 	if reason > 2<<10 || result > 4<<10 {

@@ -274,7 +274,7 @@ func BenchmarkCommit(b *testing.B) {
 	for i := range 10_000 {
 		fmt.Fprintf(&list, "http://h%d.test/page/%d\n", i%100, i)
 	}
-	line := []byte(`{"url":"http://h1.test/page/1","host":"h1.test","outcome":"ok","status":200,"attempts":1,"bytes":1024,"sha256":"e6265187e6265187e6265187e6265187e6265187e6265187e6265187e6265187","error":"","started":"2026-11-21T14:06:14.785754018Z","finished":"2026-11-21T14:06:15.30813798Z"}` + "\n")
+	line := string(`{"url":"http://h1.test/page/1","host":"h1.test","outcome":"ok","status":200,"attempts":1,"bytes":1024,"sha256":"e6265187e6265187e6265187e6265187e6265187e6265187e6265187e6265187","error":"","started":"2026-11-21T14:06:14.785754018Z","finished":"2026-11-21T14:06:15.30813798Z"}` + "\n")
 	for b.Loop() {
 		b.StopTimer()
 		j, err := Open(b.TempDir(), Options{})

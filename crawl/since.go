@@ -56,7 +56,13 @@ func openSince(dir string) (*since, error) {
 	}
 	db.SetMaxOpenConns(1)
 	s := &since{db: db, dir: dir}
-	if s.prev, err = db.Prepare(`SELECT id, coalesce(result, '') FROM urls WHERE url = ? AND state = 'done'`); err != nil {
+	// A job from before the results table keeps each line in its URL's
+	// row; read-only, it stays so.
+	q := `SELECT u.id, coalesce(r.line, '') FROM urls u LEFT JOIN results r ON r.seq = u.seq WHERE u.url = ? AND u.state = 'done'`
+	if old, _ := hasColumn(db, "urls", "result"); old {
+		q = `SELECT id, coalesce(result, '') FROM urls WHERE url = ? AND state = 'done'`
+	}
+	if s.prev, err = db.Prepare(q); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("crawl: --since %s: not a job's %s: %w", dir, StateFile, err)
 	}

@@ -30,9 +30,8 @@ CREATE TABLE IF NOT EXISTS urls (
 	not_before INTEGER NOT NULL DEFAULT 0, -- unix ms before which it is not tried again
 	reason     TEXT    NOT NULL DEFAULT '', -- why it waits (last attempt's outcome)
 	started    INTEGER NOT NULL DEFAULT 0, -- unix ms of the first attempt
-	seq        INTEGER,                 -- its line's rank in results.jsonl, once done
+	seq        INTEGER,                 -- its line's rank in results.jsonl, once done (results.seq)
 	outcome    TEXT,                    -- the contract's outcome, once done
-	result     TEXT,                    -- its results.jsonl line, once done
 	lane       INTEGER NOT NULL DEFAULT 0, -- 0 normal, 1 interactive, 2 bulk (crawl.Lane); 0 for an invalid line
 	depth      INTEGER NOT NULL DEFAULT 0, -- links followed from a listed URL to it (--follow); 0 for a listed one
 	parent     INTEGER,                 -- the id of the URL whose page or sitemap named it (--follow); NULL for a listed one
@@ -51,6 +50,14 @@ CREATE TABLE IF NOT EXISTS leases (
 	acked   INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+-- The results.jsonl line of each URL done, by seq: rows are only appended
+-- (at the table's end, seq growing), where a line kept in its URL's row of
+-- urls grew a row in the middle of the table (issue 34, part 2). A
+-- re-queued URL's line goes (Requeue).
+CREATE TABLE IF NOT EXISTS results (
+	seq  INTEGER PRIMARY KEY, -- the line's rank in results.jsonl, the URL's urls.seq
+	line TEXT    NOT NULL     -- the line, newline included
+);
 -- Discovery (--follow; discover.go): the roots of the scope the listed URLs
 -- set, the URLs found per host (for --max-per-host), and the links not
 -- taken, by reason and by the host of the page that named them (for
@@ -110,10 +117,65 @@ CREATE INDEX IF NOT EXISTS urls_parent ON urls(parent) WHERE parent IS NOT NULL;
 // migrate brings the urls table of a job from an earlier version up to
 // schema: jobs from before lanes get the lane column, every URL normal;
 // jobs from before --follow the depth, parent and kind columns, every URL
-// a listed page. Another process may migrate the same file at once
-// (polite status reads a job without its lock): a column added meanwhile
-// is no error.
+// a listed page; jobs from before the results table have their lines moved
+// there (moveResults). Another process may migrate the same file at once
+// (polite status reads a job without its lock): a column added or dropped
+// meanwhile is no error.
 func migrate(db *sql.DB) error {
+	if err := addColumns(db); err != nil {
+		return err
+	}
+	return moveResults(db)
+}
+
+// hasColumn says whether table has the column name.
+func hasColumn(db interface {
+	QueryRow(string, ...any) *sql.Row
+}, table, name string) (bool, error) {
+	var n int
+	err := db.QueryRow(`SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, table, name).Scan(&n)
+	return n > 0, err
+}
+
+// moveResults moves the lines of a job from before the results table from
+// urls's result column to the table, and drops the column, in one
+// transaction: once, rewriting urls (some seconds for a million URLs), so
+// that every reader finds each line in one place. A program from before
+// the table then fails on such a job rather than keep lines where no
+// reader looks.
+func moveResults(db *sql.DB) error {
+	if ok, err := hasColumn(db, "urls", "result"); err != nil || !ok {
+		return err
+	}
+	err := func() error {
+		tx, err := db.Begin()
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if ok, err := hasColumn(tx, "urls", "result"); err != nil || !ok {
+			return err
+		}
+		if _, err := tx.Exec(`INSERT INTO results(seq, line) SELECT seq, result FROM urls
+			WHERE result IS NOT NULL AND seq IS NOT NULL ORDER BY seq`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`ALTER TABLE urls DROP COLUMN result`); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}()
+	if err != nil {
+		if ok, _ := hasColumn(db, "urls", "result"); !ok {
+			return nil // moved by another process meanwhile
+		}
+		return fmt.Errorf("moving results to their table: %w", err)
+	}
+	return nil
+}
+
+// addColumns adds the columns of urls a job from an earlier version lacks.
+func addColumns(db *sql.DB) error {
 	for _, c := range [...]struct{ name, def string }{
 		{"lane", "INTEGER NOT NULL DEFAULT 0"},
 		{"depth", "INTEGER NOT NULL DEFAULT 0"},
@@ -122,11 +184,7 @@ func migrate(db *sql.DB) error {
 		{"via", "TEXT"},
 		{"hops", "INTEGER NOT NULL DEFAULT 0"},
 	} {
-		has := func() (bool, error) {
-			var n int
-			err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('urls') WHERE name = ?`, c.name).Scan(&n)
-			return n > 0, err
-		}
+		has := func() (bool, error) { return hasColumn(db, "urls", c.name) }
 		if ok, err := has(); err != nil {
 			return err
 		} else if ok {
@@ -194,11 +252,15 @@ func openStore(path string) (*store, error) {
 	}{
 		{&st.qNext, `SELECT min(host) FROM urls WHERE state = 'pending' AND host > ?`},
 		{&st.qCount, `SELECT lane, count(*) FROM urls WHERE state = 'pending' AND host = ? GROUP BY lane`},
-		// A found URL comes with the URL of the page that named it.
+		// A found URL comes with the URL of the page that named it. No
+		// LIMIT: window stops reading after its n rows (the index gives
+		// them in order), where a LIMIT bound to a parameter made SQLite
+		// prepare the statement anew on every run (a fifth of a window's
+		// time; issue 34, part 2).
 		{&st.qWindow, `SELECT u.id, u.url, coalesce(u.invalid, ''), u.attempts, u.not_before, u.reason, u.started,
 			u.depth, u.kind, coalesce(p.url, u.via, '')
 			FROM urls u LEFT JOIN urls p ON p.id = u.parent
-			WHERE u.state = 'pending' AND u.host = ? AND u.lane = ? AND u.id > ? ORDER BY u.id LIMIT ?`},
+			WHERE u.state = 'pending' AND u.host = ? AND u.lane = ? AND u.id > ? ORDER BY u.id`},
 	} {
 		if *q.stmt, err = rd.Prepare(q.sql); err != nil {
 			st.Close()
@@ -382,12 +444,12 @@ func (s *store) hostPending(ctx context.Context, host string) (n [numLanes]int, 
 // after after, in the order they were added ("" is the host of the lines
 // that are not URLs, all in LaneNormal).
 func (s *store) window(ctx context.Context, host string, lane Lane, after int64, n int, fn func(row)) error {
-	rows, err := s.qWindow.QueryContext(ctx, host, lane, after, n)
+	rows, err := s.qWindow.QueryContext(ctx, host, lane, after)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
+	for ; n > 0 && rows.Next(); n-- {
 		r := row{host: host, lane: lane}
 		var nb, st int64
 		if err := rows.Scan(&r.id, &r.url, &r.invalid, &r.attempts, &nb, &r.reason, &st, &r.depth, &r.kind, &r.foundOn); err != nil {
@@ -423,7 +485,7 @@ func (s *store) counts() (total int, done map[string]int, err error) {
 
 // unwritten calls fn with every done URL's results line after seq, in order.
 func (s *store) unwritten(after int64, fn func(seq int64, line string) error) error {
-	rows, err := s.db.Query(`SELECT seq, result FROM urls WHERE seq > ? ORDER BY seq`, after)
+	rows, err := s.db.Query(`SELECT seq, line FROM results WHERE seq > ? ORDER BY seq`, after)
 	if err != nil {
 		return err
 	}
@@ -446,7 +508,8 @@ type done struct {
 	id      int64
 	seq     int64
 	outcome string
-	line    []byte // its results.jsonl line, newline included
+	line    string // its results.jsonl line, newline included
+	size    int    // line's length, while the batch's lines are made
 }
 
 // later is a URL put off, on its way to the database.
@@ -534,30 +597,39 @@ func (s *store) commitTx(finished []done, deferred []later, marks map[string]int
 	return tx.Commit()
 }
 
-// markDone records finished URLs done, with their seq, outcome and results
-// line: doneRows of them per statement (UPDATE … FROM VALUES), as add
-// inserts, since one Exec per row through database/sql cost more than
-// SQLite's work for it.
+// markDone records finished URLs done, with their seq and outcome, and
+// appends their results lines to results: doneRows of them per statement
+// (UPDATE … FROM VALUES, INSERT … VALUES), as add inserts, since one Exec
+// per row through database/sql cost more than SQLite's work for it.
 func markDone(tx *sql.Tx, finished []done) error {
-	var full *sql.Stmt
-	args := make([]any, 0, 4*min(len(finished), doneRows))
+	var fullUpdate, fullInsert *sql.Stmt
+	n := min(len(finished), doneRows)
+	args := make([]any, 0, 3*n)
+	lines := make([]any, 0, 2*n)
 	for len(finished) > 0 {
 		k := min(len(finished), doneRows)
-		args = args[:0]
+		args, lines = args[:0], lines[:0]
 		for _, d := range finished[:k] {
-			args = append(args, d.id, d.seq, d.outcome, string(d.line))
+			seq := any(d.seq) // boxed once for both statements
+			args = append(args, d.id, seq, d.outcome)
+			lines = append(lines, seq, d.line)
 		}
 		finished = finished[k:]
 		var err error
 		if k == doneRows {
-			if full == nil {
-				if full, err = tx.Prepare(updateDone(doneRows)); err != nil {
+			if fullUpdate == nil {
+				if fullUpdate, err = tx.Prepare(updateDone(doneRows)); err != nil {
+					return err
+				}
+				if fullInsert, err = tx.Prepare(insertResults(doneRows)); err != nil {
 					return err
 				}
 			}
-			_, err = full.Exec(args...)
-		} else {
-			_, err = tx.Exec(updateDone(k), args...)
+			if _, err = fullUpdate.Exec(args...); err == nil {
+				_, err = fullInsert.Exec(lines...)
+			}
+		} else if _, err = tx.Exec(updateDone(k), args...); err == nil {
+			_, err = tx.Exec(insertResults(k), lines...)
 		}
 		if err != nil {
 			return err
@@ -578,12 +650,23 @@ const doneRows = 128
 // transaction anyway, so the statement need not undo anything.
 func updateDone(k int) string {
 	var b strings.Builder
-	b.WriteString(`UPDATE OR FAIL urls SET state = 'done', seq = v.column2, outcome = v.column3, result = v.column4
-		FROM (VALUES (?, ?, ?, ?)`)
+	b.WriteString(`UPDATE OR FAIL urls SET state = 'done', seq = v.column2, outcome = v.column3
+		FROM (VALUES (?, ?, ?)`)
 	for range k - 1 {
-		b.WriteString(`, (?, ?, ?, ?)`)
+		b.WriteString(`, (?, ?, ?)`)
 	}
 	b.WriteString(`) AS v WHERE urls.id = v.column1`)
+	return b.String()
+}
+
+// insertResults is the statement appending k results lines. OR FAIL, as
+// updateDone: a seq taken already fails the commit.
+func insertResults(k int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT OR FAIL INTO results(seq, line) VALUES (?, ?)`)
+	for range k - 1 {
+		b.WriteString(`, (?, ?)`)
+	}
 	return b.String()
 }
 

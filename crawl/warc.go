@@ -64,8 +64,11 @@ type warcWriter struct {
 	index   int    // the current file's number
 	f       *os.File
 	w       *bufio.Writer
-	cw      countingWriter // w, counting the bytes that reach it
-	hdr     []byte         // scratch for a record's header lines
+	// cw is w, counting the bytes that reach it: a pointer, so that
+	// handing it to the gzip writer as an io.Writer allocates nothing.
+	cw      *countingWriter
+	current string // the current file's name (WARCName)
+	hdr     []byte // scratch for a record's header lines
 	extra   []byte
 	synced  []*os.File // files rotated away from, to fsync and close at the next sync
 	// bare says the current file holds nothing but its warcinfo: it takes
@@ -73,15 +76,15 @@ type warcWriter struct {
 	bare bool
 }
 
-// countingWriter counts the bytes written through it into *n.
+// countingWriter counts the bytes written through it in n.
 type countingWriter struct {
 	w io.Writer
-	n *int64
+	n int64
 }
 
-func (c countingWriter) Write(p []byte) (int, error) {
+func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
-	*c.n += int64(n)
+	c.n += int64(n)
 	return n, err
 }
 
@@ -154,8 +157,8 @@ func (ww *warcWriter) open(size int64) error {
 	} else {
 		ww.w.Reset(f)
 	}
-	ww.cw = countingWriter{w: ww.w, n: new(int64)}
-	*ww.cw.n = size
+	ww.cw = &countingWriter{w: ww.w, n: size}
+	ww.current = WARCName(ww.index, ww.gz != nil)
 	return nil
 }
 
@@ -163,7 +166,7 @@ func (ww *warcWriter) open(size int64) error {
 // old file is flushed now and fsynced at the next sync, before the database
 // records that records went to the new one.
 func (ww *warcWriter) rotate() {
-	if ww.maxSize <= 0 || *ww.cw.n < ww.maxSize || ww.bare {
+	if ww.maxSize <= 0 || ww.cw.n < ww.maxSize || ww.bare {
 		return
 	}
 	if err := ww.w.Flush(); err != nil {
@@ -182,7 +185,7 @@ func (ww *warcWriter) rotate() {
 }
 
 // name is the current file's name.
-func (ww *warcWriter) name() string { return WARCName(ww.index, ww.gz != nil) }
+func (ww *warcWriter) name() string { return ww.current }
 
 // response appends the response and request records of one fetch and
 // returns the file and the response record's offset in it. k.body is what
@@ -193,7 +196,7 @@ func (ww *warcWriter) name() string { return WARCName(ww.index, ww.gz != nil) }
 func (ww *warcWriter) response(target string, at time.Time, k *kept) (string, int64) {
 	ww.rotate()
 	ww.bare = false
-	off := *ww.cw.n
+	off := ww.cw.n
 	var respID [uuidURNLen]byte
 	uuidURN(respID[:], k.respID)
 	b := append(ww.extra[:0], "WARC-Payload-Digest: sha256:"...)
@@ -287,11 +290,15 @@ func (ww *warcWriter) record(gz *gzip.Writer, id [16]byte, typ, target string, a
 	w.Write(b)
 	w.Write(head)
 	w.Write(body)
-	io.WriteString(w, "\r\n\r\n")
+	w.Write(recordEnd)
 	if gz != nil {
 		gz.Close() // the member's end; errors surface at the flush in sync
 	}
 }
+
+// recordEnd is the two CRLFs that end a record: a []byte, as an
+// io.WriteString to the gzip writer would copy the string each time.
+var recordEnd = []byte("\r\n\r\n")
 
 // sync flushes and fsyncs the files written since the last sync, and
 // returns how far they are committed.
@@ -310,7 +317,7 @@ func (ww *warcWriter) sync() (warcMark, error) {
 	if err := ww.f.Sync(); err != nil {
 		return warcMark{}, fmt.Errorf("crawl: syncing %s: %w", ww.name(), err)
 	}
-	return warcMark{ww.index, *ww.cw.n}, nil
+	return warcMark{ww.index, ww.cw.n}, nil
 }
 
 func (ww *warcWriter) Close() error {

@@ -325,3 +325,29 @@ func TestSURT(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWARCResponse is the committer's WARC work for one URL: the
+// response and request records of a 1 KiB page of text, gzipped (a member
+// each), as throughput.sh's testbed serves it.
+func BenchmarkWARCResponse(b *testing.B) {
+	words := strings.Fields("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt")
+	var body []byte
+	for i := 0; len(body) < 1024; i++ {
+		body = append(body, words[(i*7)%len(words)]...)
+		body = append(body, ' ')
+	}
+	req, _ := http.NewRequest("GET", "http://127.0.0.9:8080/page/1", nil)
+	resp := &http.Response{Proto: "HTTP/1.1", ProtoMajor: 1, Status: "200 OK", StatusCode: 200,
+		Header: http.Header{"Content-Type": {"text/html; charset=utf-8"}, "Content-Length": {"1024"}}, Request: req}
+	k := keep(resp, body[:1024], false, sha256.Sum256(body[:1024]), netip.MustParseAddr("127.0.0.9"))
+	ww, err := openWARC(b.TempDir(), warcMark{}, true, 0, "software: bench\r\n")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ww.Close()
+	at := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		ww.response("http://127.0.0.9:8080/page/1", at, k)
+	}
+}

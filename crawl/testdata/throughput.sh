@@ -10,6 +10,7 @@
 #   ADAPTIVE=true bash crawl/testdata/throughput.sh   # the adaptive controller on
 #   WARC_GZIP=false bash crawl/testdata/throughput.sh  # bodies.warc, uncompressed
 #   TAGS=cpuprofile POLITE_CPUPROFILE=/tmp/fetch.cpu bash crawl/testdata/throughput.sh  # where the CPU goes
+#   TAGS=cpuprofile POLITE_MEMPROFILE=/tmp/fetch.mem bash crawl/testdata/throughput.sh  # what it allocates (-sample_index=alloc_objects)
 #
 #   PAGES=10000 MAX_RSS_MB=1000 DURATION=60m bash crawl/testdata/throughput.sh  # 10,000,000 URLs
 #   BARE=true bash crawl/testdata/throughput.sh  # first the floor: net/http alone (bareclient)
@@ -39,7 +40,7 @@ cleanup() {
 trap cleanup EXIT
 
 go build ${TAGS:+-tags "$TAGS"} -o "$tmp/polite" ./cmd/polite
-env -u POLITE_CPUPROFILE "$tmp/polite" testbed --hosts "$HOSTS" --pages "$PAGES" --urls "$tmp/urls.txt" --duration "$DURATION" >"$tmp/testbed.log" 2>&1 &
+env -u POLITE_CPUPROFILE -u POLITE_MEMPROFILE "$tmp/polite" testbed --hosts "$HOSTS" --pages "$PAGES" --urls "$tmp/urls.txt" --duration "$DURATION" >"$tmp/testbed.log" 2>&1 &
 tb=$!
 for _ in $(seq 300); do
   grep -q '^serving' "$tmp/testbed.log" 2>/dev/null && break
