@@ -196,6 +196,7 @@ const (
 	shallowSaved   = 0.1                           // savings under 100 ms of the capacity: a host with no burst to speak of
 	shallowFirst   = 0.1                           // a probe met this far above the estimate shows a host without burst...
 	shallowGap     = 0.05                          // ... whose bounds this close stop narrowing its capacity
+	farMet         = 1.25                          // a throttle met this far over the estimate (or a lower bound) is far: savings, not the capacity, carried the rate there
 	lowProbeReach  = 1.6                           // a refused probe from a lower bound that got this far was spending savings
 	nearBracket    = 0.75                          // a count this near under a fine estimate bounds it; further under, the capacity fell
 )

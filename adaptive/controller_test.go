@@ -520,3 +520,36 @@ func TestClockOfAnyEra(t *testing.T) {
 		}
 	}
 }
+
+// A probe on a host read as keeping no savings, refused far above the
+// estimate, moves the estimate toward what the host served, not toward the
+// rate the probe had run to. Live (issue 34, bucket-load: 20 req/s, burst
+// 5), a controller sat at 97 % of the capacity saved a token or two
+// between probes, took the host for one without burst, and a probe refused
+// at 30.7 req/s moved the estimate to 25.5: four throttles more.
+func TestShallowProbeRefusedFarAbove(t *testing.T) {
+	c := New(Config{}, t0)
+	const sec = int64(time.Second)
+	now := 60 * sec
+	c.phase, c.capEst, c.capErr = probing, 20.35, 0.4
+	c.noBurst, c.bareProbes = true, 2
+	c.emptyAt, c.stored, c.saved = now-5*sec, 5, 1
+	c.probeAt, c.probeBase = now-900*int64(time.Millisecond), 20.35
+	for i := range 21 { // the last second: 21 served
+		c.meter.add(now-sec+int64(i+1)*sec/21, true)
+	}
+	back := float64(now-c.lat.med.ns()-c.probeAt) / 1e9
+	c.probeOK = int32(c.probeBase*back) + 1 // a sliver over the capacity: no savings to speak of
+	sent := c.probeAt + 780*int64(time.Millisecond)
+	if met := c.probeRate(sent); met < 30 {
+		t.Fatalf("the probe's rate at the refused request %.1f, want about 30.7", met)
+	}
+	c.rate, c.want = 29, 29
+	c.congested(now, sent, 0)
+	if c.capEst > 21.5 {
+		t.Errorf("estimate %.2f after the refusal, want ≤ 21.5 (the host served 21 a second)", c.capEst)
+	}
+	if c.capEst <= 20.35 {
+		t.Errorf("estimate %.2f, want it raised above 20.35 (the refusal came past it)", c.capEst)
+	}
+}

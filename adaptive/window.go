@@ -19,7 +19,7 @@ func (c *Controller) congested(t, sent int64, wait time.Duration) {
 	if tracing {
 		c.trace(t, "congested wait=%v okRate=%.2f", wait, c.meter.okRate(t))
 	}
-	nearLow := c.capLow && r <= 1.25*c.capEst
+	nearLow := c.capLow && r <= farMet*c.capEst
 	if nearLow {
 		// Throttled just above a lower bound of the capacity: that bound
 		// is the capacity, near enough; brackets refine it.
@@ -61,7 +61,20 @@ func (c *Controller) congested(t, sent int64, wait time.Duration) {
 			c.bareProbes = 0
 		}
 		shallow = c.noBurst && bare && met > c.capEst*(1+shallowGap)
-		if shallow {
+		switch {
+		case !shallow:
+		case met > farMet*c.capEst:
+			// Refused far above the estimate: a sliver of savings let
+			// the probe's rate run on before the refusal came back, so
+			// what the host served over the last second is the closer
+			// bound. A 20 req/s bucket of burst 5, sat at 97 % of it,
+			// saved a token or two between probes and read as a host
+			// without burst; a probe refused at 30.7 moved the estimate
+			// to the middle, 25.5, and cost four throttles more (issue
+			// 34, bucket-load, live). Nearer the estimate the probe's
+			// rate is the closer bound: the last second lags its climb.
+			r = min(met, max(c.meter.okRate(t), c.capEst*(1+shallowGap)))
+		default:
 			r = met
 		}
 	}
