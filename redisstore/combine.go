@@ -43,8 +43,8 @@ type quiet struct {
 	ok  bool // the breaker hears a success
 }
 
-// combiner queues a host's admissions, releases and quiet reports.
-// hostSenders callers may send it at once, each on its own lane (its
+// combiner queues a host's admissions, releases and quiet reports. Two
+// callers may send it at once (hostSenders), each on its own lane (its
 // admit calls' names, see prelude.lua, so that each lane's calls go one
 // after the other); only one call out carries reports and flushes, so a
 // host's reports reach Redis in the order they were made.
@@ -63,14 +63,11 @@ type combiner struct {
 }
 
 // maxBatch bounds the admissions, the releases and the reports of one call;
-// hostSenders the calls out at once for one host. One: a second call out
-// for a hot host (to keep Redis busy while the first's reply is read)
-// halved the batches and cost Redis more per request, 8.0 against 7.0
-// cpu-µs in BenchmarkRedisRequest's hot host, for no more requests/s;
-// other hosts' calls keep the pipeline busy meanwhile (pipe.go).
+// hostSenders the calls out at once for one host (a second one keeps Redis
+// busy while the first's reply is read and its callers woken).
 const (
 	maxBatch    = 128
-	hostSenders = 1
+	hostSenders = 2
 )
 
 // flushDelay is how long a release or a quiet report waits for an
