@@ -18,6 +18,14 @@ import (
 
 // readTestbedLog reads a testbed --access-log: one testbed.Request a line.
 func readTestbedLog(path string) ([]testbed.Request, error) {
+	return readLog(path, testbed.ParseRequest)
+}
+
+// readNginxLog reads an access log in nginxFormat.
+func readNginxLog(path string) ([]testbed.Request, error) { return readLog(path, parseNginx) }
+
+// readLog reads the access log at path, one request a line, by parse.
+func readLog(path string, parse func(string) (testbed.Request, error)) ([]testbed.Request, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -27,7 +35,7 @@ func readTestbedLog(path string) ([]testbed.Request, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		r, err := testbed.ParseRequest(sc.Text())
+		r, err := parse(sc.Text())
 		if err != nil {
 			return nil, err
 		}
@@ -66,25 +74,6 @@ func parseNginx(line string) (testbed.Request, error) {
 	}
 	at := time.Unix(0, int64((end-took)*1e9)).UTC()
 	return testbed.Request{Time: at, Host: strings.ToLower(f[2]), Method: f[5], URI: uri, Status: status, Bytes: n}, nil
-}
-
-func readNginxLog(path string) ([]testbed.Request, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []testbed.Request
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		r, err := parseNginx(sc.Text())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, sc.Err()
 }
 
 func urlOf(r testbed.Request) string { return "http://" + r.Host + r.URI }
