@@ -45,9 +45,10 @@
 //
 // # Real time
 //
-// Served on sockets (Start, StartAt, StartPerHostIP), a host ends each
-// wait, its queue's and its service time, with a kernel sleep of the last
-// 2 ms (nanosleep, on Linux and macOS). Go's timers are late by up to a
+// Served on sockets (Start, StartAt, StartPerHostIP, or a Host of one's
+// own server after Host.RealTime), a host ends each wait, its queue's and
+// its service time, with a kernel sleep of the last 2 ms (nanosleep, on
+// Linux and macOS). Go's timers are late by up to a
 // millisecond, which made a 0.5 ms host answer in 1.1 ms and a server of
 // 10 ms serve 93 requests a second instead of 100: a host serves the
 // latency and the capacity its HostConfig says, within about 0.1 ms.

@@ -385,6 +385,13 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // context can end.
 const preciseTail = 2 * time.Millisecond
 
+// RealTime has the host end each wait with a kernel sleep of its last
+// stretch (see preciseTail), for a host served on sockets in real time by
+// a server of one's own; a Server's Start methods call it for theirs.
+// Never call it inside a testing/synctest bubble: the fake clock would not
+// wait for a kernel sleep.
+func (h *Host) RealTime() { h.precise.Store(true) }
+
 // sleep waits for d or until ctx ends, reporting whether d elapsed. A host
 // served on sockets ends the wait precisely (see preciseTail).
 func (h *Host) sleep(ctx context.Context, d time.Duration) bool {

@@ -192,7 +192,7 @@ func (s *Server) StartPerHostIP() error {
 // synctest bubble, whose fake clock a kernel sleep would not wait for.
 func (s *Server) beprecise() {
 	for _, h := range s.hosts {
-		h.precise.Store(true)
+		h.RealTime()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -169,6 +170,7 @@ func TestServerInMemoryDial(t *testing.T) {
 // knee read 1.1 ms unloaded), and 10.5 ms took 11 (one server × 10 ms
 // served 93 req/s, not 100).
 func TestServerPreciseLatency(t *testing.T) {
+	kernelSleeps(t)
 	for _, lat := range []time.Duration{300 * time.Microsecond, 10500 * time.Microsecond} {
 		srv := testbed.NewServer(testbed.HostConfig{Name: "quick.test", Latency: lat})
 		if err := srv.Start(); err != nil {
@@ -186,6 +188,29 @@ func TestServerPreciseLatency(t *testing.T) {
 		if st.P50 < lat || st.P50 > lat+400*time.Microsecond {
 			t.Errorf("%v service: server-side latency p50 = %v, want within 0.4 ms over", lat, st.P50)
 		}
+	}
+}
+
+// A Host served by a server of one's own keeps real time after RealTime.
+func TestHostRealTime(t *testing.T) {
+	kernelSleeps(t)
+	h := testbed.NewHost(testbed.HostConfig{Name: "own.test", Latency: 300 * time.Microsecond})
+	h.RealTime()
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	for range 20 {
+		fetch(t, ts.Client(), ts.URL+"/")
+	}
+	if st := h.Stats(); st.P50 < 300*time.Microsecond || st.P50 > 700*time.Microsecond {
+		t.Errorf("server-side latency p50 = %v, want within 0.4 ms over 300µs", st.P50)
+	}
+}
+
+// kernelSleeps skips a test of real-time precision where hosts wait on
+// Go's timers alone (see testbed's sleep_other.go).
+func kernelSleeps(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("hosts end their waits with a kernel sleep only on Linux and macOS")
 	}
 }
 
