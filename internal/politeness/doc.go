@@ -55,6 +55,12 @@
 //	go test ./internal/politeness -run TestTable -v -args -table          # through polite.Transport
 //	go test ./internal/politeness -run TestTable -v -args -table -bare    # the policies alone
 //	go test ./internal/politeness -run TestTune -v -args -tune -bare      # polite, averaged over variants
+//	go test ./internal/politeness -run TestTune -v -args -tune -initial 5 -scenarios bucket-load,queue-knee -each
+//
+// -tune also runs the live benchmark's testbed scenarios that have no
+// simulated twin (bucket-load, queue-knee), for as long as their URL list
+// takes at capacity; -initial starts the controller at the live flags'
+// --rate 5, -variants N averages over N variants and -each prints each.
 //
 // -scenarios and -policies take comma-separated names, -json FILE writes
 // the report with per-second timelines, -trace prints them, and -debug
