@@ -17,19 +17,20 @@ import (
 // the table lacks or the table names one the script never uses, and the
 // round-trip tests fail when a reply's length is not the table's.
 //
-// Every script takes the same four arguments first (commonArgs); a
-// script's own start at ARGV[5].
+// Every script takes the same five arguments first (commonArgs); a
+// script's own start at ARGV[6].
 
 // The arguments every script takes first.
 const (
-	aClock = iota // the caller's clock in µs (0: Redis's TIME, as in production)
-	aRate         // the host's configured rate (-1: unlimited)
-	aBurst        // its burst
-	aIdle         // how long an idle host's keys live (µs)
+	aClock  = iota // the caller's clock in µs (0: Redis's TIME, as in production)
+	aRate          // the host's configured rate (-1: unlimited)
+	aBurst         // its burst
+	aIdle          // how long an idle host's keys live (µs)
+	aPacing        // 1: a worker paces itself by the bucket, its lateness forgiven (see take in prelude.lua); 0: smooth
 	nCommon
 )
 
-var commonArgs = [nCommon]string{aClock: "clock", aRate: "baseRate", aBurst: "baseBurst", aIdle: "idle"}
+var commonArgs = [nCommon]string{aClock: "clock", aRate: "baseRate", aBurst: "baseBurst", aIdle: "idle", aPacing: "pacing"}
 
 // admit's arguments; then a variable tail (see admit.lua): the releases,
 // then the admissions.

@@ -638,7 +638,7 @@ func (s *Store) args(now time.Time, l polite.Limits, n int) []any {
 		rate = -1
 	}
 	a := make([]any, nCommon+n)
-	a[aClock], a[aRate], a[aBurst], a[aIdle] = clock, rate, max(l.Burst, 1), s.idle
+	a[aClock], a[aRate], a[aBurst], a[aIdle], a[aPacing] = clock, rate, max(l.Burst, 1), s.idle, flag(!l.Smooth)
 	return a
 }
 

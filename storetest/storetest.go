@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore New) {
 		{"OneBreakerProbe", oneBreakerProbe},
 		{"BlockIsKept", blockIsKept},
 		{"RateChangeKeepsTokens", rateChangeKeepsTokens},
+		{"LateTakerKeepsItsPlace", lateTakerKeepsItsPlace},
 		{"EvictionGrantsOneBucket", evictionGrantsOneBucket},
 		{"ConcurrentAdmitsKeepTheBucket", concurrentAdmits},
 		{"ReservationStandsDown", reservationStandsDown},
@@ -272,6 +273,40 @@ func rateChangeKeepsTokens(t *testing.T, newStore New) {
 		{at: 0, reason: polite.ReasonRate},
 		{at: 500 * time.Millisecond, granted: true}, // the new rate's interval
 	})
+}
+
+// lateTakerKeepsItsPlace: a client pacing itself by the bucket that comes
+// for its token a little late (a timer, a round trip) keeps its place, by
+// at most 2 ms and a tenth of a token, so a host at burst 1 keeps its
+// rate; a smooth host forgives nothing (its spacing is a promise).
+func lateTakerKeepsItsPlace(t *testing.T, newStore New) {
+	const ms = time.Millisecond
+	for _, c := range []struct {
+		name   string
+		smooth bool
+		late   time.Duration
+		steps  []step // from the token due at +200 ms
+	}{
+		{"late 1.5 ms", false, 1500 * time.Microsecond, []step{{at: 0, granted: true}}},
+		{"late 3 ms", false, 3 * ms, []step{{at: 0, reason: polite.ReasonRate}, {at: 3 * ms, granted: true}}},
+		{"smooth, late 1.5 ms", true, 1500 * time.Microsecond, []step{{at: 0, reason: polite.ReasonRate}, {at: 1500 * time.Microsecond, granted: true}}},
+	} {
+		cfg := defaults()
+		cfg.Limits.Rate, cfg.Limits.Smooth = 10, c.smooth // a token every 100 ms, burst 1
+		s, reg := newStore(t, cfg)
+		h := host(t, reg, "a.test")
+		t0 := time.Now()
+		for i, st := range append([]step{{at: 0, granted: true}, {at: 100*ms + c.late, granted: true}}, c.steps...) {
+			at := st.at
+			if i >= 2 {
+				at += 200 * ms
+			}
+			a := s.Admit(h, polite.Query{Now: t0.Add(at)})
+			if a.Granted != st.granted || (!st.granted && a.Reason != st.reason) {
+				t.Errorf("%s: Admit at +%v = granted %v (%s, wait %v), want granted %v (%s)", c.name, at, a.Granted, a.Reason, a.Wait, st.granted, st.reason)
+			}
+		}
+	}
 }
 
 // evictionGrantsOneBucket: a host is dropped only with its bucket full, so
