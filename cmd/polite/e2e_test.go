@@ -229,6 +229,33 @@ func TestLimitsHold(t *testing.T) {
 	}
 }
 
+// sendSlack is how much closer than their grants a host's arrivals may
+// come: a grant's send is late by a varying delay (a timer, a goroutine
+// waiting for a CPU, a dial), so arrivals within a span can have been
+// granted within a span this much longer. 25 ms, and twice the worst stall
+// the test binary saw meanwhile (stall_test.go).
+func sendSlack(hits []hit) time.Duration {
+	first, last := hits[0].at, hits[0].at
+	for _, h := range hits {
+		first, last = minTime(first, h.at), maxTime(last, h.at)
+	}
+	return 25*time.Millisecond + 2*worstStall(first.Add(-time.Second), last)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // checkRate fails if some span of the arrivals holds more than burst +
 // rate × span requests, with 25 ms of slack for scheduling, plus twice the
 // worst scheduling delay the machine showed meanwhile (the sender's and the
@@ -239,7 +266,7 @@ func checkRate(t *testing.T, name string, hits []hit, rate float64, burst int) {
 		return
 	}
 	sort.Slice(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })
-	slack := 25*time.Millisecond + 2*worstStall(hits[0].at.Add(-time.Second), hits[len(hits)-1].at)
+	slack := sendSlack(hits)
 	t.Logf("%s: %v of slack for scheduling delays", name, slack)
 	for i := range hits {
 		for j := i + burst; j < len(hits); j++ {
@@ -570,9 +597,13 @@ func TestFleetSharesRate(t *testing.T) {
 			t.Errorf("%s had %d requests in flight at once, want at most %d", s.url, st.MaxInFlight, conc)
 		}
 	}
-	most := busiestSecond(fast.log())
-	if limit := 1.02 * (rate + burst); float64(most) > limit {
-		t.Errorf("%d requests in the rate-bound host's busiest second, want at most rate + burst + 2 %% = %.1f", most, limit)
+	// The bucket's bound, rate × 1 s + burst (and a tenth of a token: a
+	// late taker keeps its place), holds for grants; arrivals add the
+	// spread of the sends' delays, as checkRate allows.
+	hits := fast.log()
+	most, slack := busiestSecond(hits), sendSlack(hits)
+	if limit := rate*(time.Second+slack).Seconds() + burst + 0.1; float64(most) > limit {
+		t.Errorf("%d requests in the rate-bound host's busiest second, want at most rate × (1 s + %v of slack) + burst = %.1f", most, slack, limit)
 	}
 	t.Logf("%d workers, two hosts at %v/s and %d in flight, in %v; busiest second of the rate-bound host: %d (rate + burst = %v)",
 		workers, rate, conc, time.Since(start).Round(time.Millisecond), most, rate+burst)
