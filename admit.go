@@ -19,6 +19,11 @@ import (
 // admission fails.
 func (t *Transport) admit(ctx context.Context, a *attempt) error {
 	var hd held
+	defer func() {
+		if hd.ask {
+			t.ext(a.h).ask.done()
+		}
+	}()
 	for {
 		done, err := t.admitStep(ctx, a, &hd)
 		if err != nil {
@@ -32,8 +37,9 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 }
 
 // held is what an attempt holds while it is admitted: the host's
-// in-flight slot and a global one (its lease is a.lease).
-type held struct{ slot, global bool }
+// in-flight slot and a global one (its lease is a.lease), and the host's
+// asker's turn (see asker).
+type held struct{ slot, global, ask bool }
 
 // giveBack gives back whatever hd and the attempt's lease hold.
 func (t *Transport) giveBack(a *attempt, hd *held) {
@@ -103,6 +109,20 @@ func (t *Transport) admitStep(ctx context.Context, a *attempt, hd *held) (done b
 			// waiting behind it meanwhile.
 			h.gate.Release()
 			hd.slot = false
+		}
+		if dl, ok := ctx.Deadline(); waitRate && !hd.ask && !a.low && !(ok && dl.Before(a.now.Add(adm.Wait))) {
+			// One request at a time asks for the host's next token; the
+			// others wait behind it, in turn, and ask once it has its own.
+			// (One whose deadline comes before the token fails now, below.)
+			p := t.ext(h)
+			if hd.ask = p.ask.try(); !hd.ask {
+				if err := p.ask.wait(ctx); err != nil {
+					return false, err
+				}
+				hd.ask = true
+				a.now = time.Now()
+				return false, nil
+			}
 		}
 		if err := t.refused(ctx, a, adm); err != nil {
 			return false, err

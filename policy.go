@@ -34,13 +34,13 @@ type hostPolicy struct {
 	breaker    breaker.Breaker // reads the store's shared Config
 	budget     retry.Budget
 
+	ask          asker        // the Transport's: whose turn it is to ask for a token the host has not got
 	lastThrottle atomic.Int64 // instant (see nanos.Stamp) the last throttle event was counted; 0 = none
 	waiting      atomic.Int32 // the Transport's: requests of normal priority waiting for a token or a slot
 	deposits     atomic.Int32 // first grants not yet deposited in budget (see grant)
 	ratePressed  atomic.Int64 // instant (see nanos.Stamp) a request last had to wait for the host's rate (Admit, NoteDemand); 0 = never
 
-	rater   adaptive.Rater // nil unless the Transport is adaptive
-	lastMax atomic.Uint64  // float64 bits: the ceiling last told to rater
+	rater adaptive.Rater // nil unless the Transport is adaptive; told each change of ceiling (tellCeiling)
 
 	// The Transport's, whatever its Store: the robots.txt copy whose
 	// Crawl-delay is in force. Kept here, not in the Host, so that a
@@ -108,6 +108,14 @@ func (p *hostPolicy) maxRate() float64 {
 		c = r
 	}
 	return c
+}
+
+// tellCeiling tells p's rater, when it takes one, the lowest of the
+// host's ceilings, after one of them changed.
+func (p *hostPolicy) tellCeiling() {
+	if m, ok := p.rater.(adaptive.CeilingRater); ok {
+		m.SetMax(p.maxRate())
+	}
 }
 
 // idle reports whether nothing in p needs the host kept: no pause pending,
@@ -280,6 +288,7 @@ func (s *localStore) policy(h *Host) *hostPolicy {
 	p.budget.Init(s.budget)
 	if s.newRater != nil {
 		p.rater = s.newRater(h.key, s.limits(h))
+		p.tellCeiling() // none yet
 	}
 	if !h.pol.CompareAndSwap(nil, p) {
 		return h.pol.Load()
@@ -465,7 +474,9 @@ func (s *localStore) Report(h *Host, rep Report) Verdict {
 		v.QuotaPause = rd.QuotaPause
 	}
 	if rd.Ceiling > 0 {
-		p.ceiling.Store(math.Float64bits(rd.Ceiling))
+		if b := math.Float64bits(rd.Ceiling); p.ceiling.Swap(b) != b {
+			p.tellCeiling()
+		}
 		from := h.bucket.Rate()
 		if rate, changed := s.followCeiling(now, h, p); changed {
 			v.QuotaRate, v.RateFrom = rate, from
@@ -507,13 +518,7 @@ var kinds = [...]adaptive.Kind{
 // rate did not change, and the rate before.
 func (s *localStore) adapt(h *Host, p *hostPolicy, r *Report, advertised time.Duration) (rate, from float64) {
 	sig := SignalOf(*r, advertised)
-	ceiling := p.maxRate()
-	if m, ok := p.rater.(adaptive.CeilingRater); ok {
-		if b := math.Float64bits(ceiling); p.lastMax.Swap(b) != b {
-			m.SetMax(ceiling)
-		}
-	}
-	rate = min(p.rater.Observe(r.Now, sig), ceiling)
+	rate = min(p.rater.Observe(r.Now, sig), p.maxRate())
 	s.followConcurrency(h, p)
 	cur := h.bucket.Rate()
 	if rate <= 0 || (rate > cur*0.98 && rate < cur*1.02) {
@@ -578,18 +583,23 @@ func (s *localStore) SetCeiling(h *Host, now time.Time, why Reason, rate float64
 		if rate > 0 {
 			bits = math.Float64bits(max(rate, MinCeiling(s.maxSpacing)))
 		}
-		p.ceiling.Store(bits)
+		if p.ceiling.Swap(bits) != bits {
+			p.tellCeiling()
+		}
 		return s.followCeiling(now, h, p)
 	}
 	if rate <= 0 {
 		if p.robotsCeil.Swap(0) == 0 {
 			return h.bucket.Rate(), false
 		}
+		p.tellCeiling()
 		l := s.limits(h)
 		h.bucket.SetSmooth(now, l.Smooth, l.Burst)
 		return s.followCeiling(now, h, p)
 	}
-	p.robotsCeil.Store(bits)
+	if p.robotsCeil.Swap(bits) != bits {
+		p.tellCeiling()
+	}
 	if !h.bucket.Smooth() {
 		h.bucket.SetSmooth(now, true, 1)
 	}

@@ -27,6 +27,44 @@ func (s *countingStore) Admit(h *Host, q Query) Admission {
 	return s.Store.Admit(h, q)
 }
 
+// TestWaitersTakeTurns: requests waiting for a host's rate ask the Store in
+// turn, not each every interval, and are sent in the order they came: with
+// 8 waiting at 10 req/s (burst 1), a few admissions per request, where
+// each asking on its own made about 8 for each token.
+func TestWaitersTakeTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := &Transport{Base: nopBase{}, IgnoreRobots: true, Limits: Limits{Rate: 10, Burst: 1, Concurrency: 100}}
+		s := &countingStore{Store: NewLocalStore(tr.Registry(), LocalOptions{})}
+		tr.Store = s
+		const n = 8
+		var mu sync.Mutex
+		var order []int
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				if err := tr.Wait(context.Background(), "a.test"); err != nil {
+					t.Error(err)
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+			})
+			time.Sleep(time.Millisecond) // they come in order
+		}
+		wg.Wait()
+		for i, w := range order {
+			if i != w {
+				t.Errorf("sent in order %v, want the order they came", order)
+				break
+			}
+		}
+		if got := s.admits.Load(); got > 3*n {
+			t.Errorf("%d admissions asked for %d requests, want at most %d", got, n, 3*n)
+		}
+		t.Logf("%d admissions for %d requests", s.admits.Load(), n)
+	})
+}
+
 // A Store kept elsewhere is built on the Transport's Registry: asking for
 // the Registry first must not fix the Store before the caller sets it.
 func TestStoreSetAfterRegistry(t *testing.T) {
