@@ -461,10 +461,12 @@ func (s *store) hostPending(ctx context.Context, host string) (n [numLanes]int, 
 // that are not URLs, all in LaneNormal).
 func (s *store) window(ctx context.Context, host string, lane Lane, after int64, n int, fn func(row)) error {
 	if !s.rich.Load() {
-		done, err := s.plainWindow(ctx, host, lane, after, n, fn)
+		k, last, done, err := s.plainWindow(ctx, host, lane, after, n, fn)
 		if done || err != nil {
 			return err
 		}
+		// The rest of the window, from its first row that is not plain.
+		after, n = last, n-k
 		s.rich.Store(true)
 	}
 	rows, err := s.qWindow.QueryContext(ctx, host, lane, after)
@@ -489,34 +491,30 @@ func (s *store) window(ctx context.Context, host string, lane Lane, after int64,
 	return rows.Err()
 }
 
-// plainWindow is window when every row in it is plain: a listed URL never
-// tried, whose columns past id and url hold their defaults. It reports
-// false, having called fn for none, at the first row that is not.
-func (s *store) plainWindow(ctx context.Context, host string, lane Lane, after int64, n int, fn func(row)) (bool, error) {
+// plainWindow is window while its rows are plain: listed URLs never
+// tried, whose columns past id and url hold their defaults. It stops at
+// the first row that is not, and reports how many rows it gave fn, the
+// last one's id, and whether that was the whole window.
+func (s *store) plainWindow(ctx context.Context, host string, lane Lane, after int64, n int, fn func(row)) (k int, last int64, done bool, err error) {
 	rows, err := s.qPlain.QueryContext(ctx, host, lane, after)
 	if err != nil {
-		return false, err
+		return 0, 0, false, err
 	}
 	defer rows.Close()
-	got := make([]row, 0, min(n, 256))
-	for ; n > 0 && rows.Next(); n-- {
+	last = after
+	for ; k < n && rows.Next(); k++ {
 		r := row{host: host, lane: lane}
 		var plain bool
 		if err := rows.Scan(&r.id, &r.url, &plain); err != nil {
-			return false, err
+			return k, last, false, err
 		}
 		if !plain {
-			return false, nil
+			return k, last, false, nil
 		}
-		got = append(got, r)
-	}
-	if err := rows.Err(); err != nil {
-		return false, err
-	}
-	for _, r := range got {
 		fn(r)
+		last = r.id
 	}
-	return true, nil
+	return k, last, true, rows.Err()
 }
 
 // counts returns the number of URLs in the job and the done ones by outcome.
