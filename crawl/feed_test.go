@@ -2,6 +2,8 @@ package crawl
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +103,87 @@ func TestQueueStaysCompact(t *testing.T) {
 	}
 	if q := h.lanes[LaneNormal].queue; h.queued() != 10 || cap(q) > 1024 {
 		t.Errorf("after 100,000 pushes: %d queued in a slice of %d, want 10 in at most 1024", h.queued(), cap(q))
+	}
+}
+
+// BenchmarkWindow is the feeder's reads of pending URLs: 10,000 fresh URLs
+// over 100 hosts, each host's read in windows of 64, as Run streams them.
+func BenchmarkWindow(b *testing.B) {
+	var list strings.Builder
+	for i := range 10_000 {
+		fmt.Fprintf(&list, "http://h%d.test/page/%d\n", i%100, i)
+	}
+	j, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	if _, err := j.Load(strings.NewReader(list.String())); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		for h := range 100 {
+			host := fmt.Sprintf("h%d.test", h)
+			for after := int64(0); ; {
+				var last row
+				k := 0
+				if err := j.st.window(ctx, host, LaneNormal, after, 64, func(r row) { last = r; k++ }); err != nil {
+					b.Fatal(err)
+				}
+				n += k
+				if k < 64 {
+					break
+				}
+				after = last.id
+			}
+		}
+		if n != 10_000 {
+			b.Fatalf("read %d rows, want 10000", n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10_000, "ns/url")
+}
+
+// TestWindowPlainThenRich: a window whose rows are all plain (listed,
+// never tried) is read in three columns; one with a row that is not is
+// read whole, that row's attempts and reason included, in id order.
+func TestWindowPlainThenRich(t *testing.T) {
+	j, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if _, err := j.Load(strings.NewReader("http://a.test/1\nhttp://a.test/2\nhttp://a.test/3\n")); err != nil {
+		t.Fatal(err)
+	}
+	read := func() []row {
+		t.Helper()
+		var rows []row
+		if err := j.st.window(context.Background(), "a.test", LaneNormal, 0, 10, func(r row) { rows = append(rows, r) }); err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	if rows := read(); len(rows) != 3 || rows[0].url != "http://a.test/1" || rows[2].id != 3 || j.st.rich.Load() {
+		t.Fatalf("plain window = %+v (rich %v), want 3 rows in order", rows, j.st.rich.Load())
+	}
+	if _, err := j.st.db.Exec(`UPDATE urls SET attempts = 2, reason = 'overloaded' WHERE id = 2`); err != nil {
+		t.Fatal(err)
+	}
+	rows := read()
+	if len(rows) != 3 || rows[1].attempts != 2 || rows[1].reason != "overloaded" || rows[0].attempts != 0 || rows[2].url != "http://a.test/3" {
+		t.Fatalf("rich window = %+v, want row 2 with its attempts and reason", rows)
+	}
+	if !j.st.rich.Load() {
+		t.Error("after a rich window, rich = false, want true")
+	}
+	if _, err := j.st.db.Exec(`UPDATE urls SET attempts = 0, reason = '' WHERE id = 2`); err != nil {
+		t.Fatal(err)
+	}
+	if rows := read(); len(rows) != 3 || j.st.rich.Load() {
+		t.Errorf("plain again: %d rows, rich %v; want 3, false", len(rows), j.st.rich.Load())
 	}
 }

@@ -116,11 +116,15 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 		}
 		feedErr <- err
 	}()
+	// The Transport's decisions go to events.jsonl: the observer is set
+	// here once, each URL's id by prepare (two context values a URL were
+	// four allocations; issue 34, part 2).
+	observed := polite.WithObserver(fetchCtx, j.events)
 	var wg sync.WaitGroup
 	for range j.opts.Workers {
 		wg.Go(func() {
 			for it := j.sched.next(); it != nil; it = j.sched.next() {
-				j.fetch(fetchCtx, it)
+				j.fetch(observed, it)
 			}
 		})
 	}
@@ -341,8 +345,9 @@ func (j *Job) prepare(ctx context.Context, it *item) (req *http.Request, target 
 	if it.cur != "" {
 		target = it.cur
 	}
-	// The Transport's decisions go to events.jsonl, under the URL's id.
-	ctx = polite.WithObserver(polite.WithRequestID(ctx, uint64(it.id)), j.events)
+	// The Transport's decisions go to events.jsonl (Run set the observer
+	// on ctx), under the URL's id.
+	ctx = polite.WithRequestID(ctx, uint64(it.id))
 	if j.warc != nil {
 		ctx, ip = withRemoteIP(ctx)
 	}

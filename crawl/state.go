@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"
@@ -221,7 +222,11 @@ type store struct {
 	rd *sql.DB
 	// The feeder's queries on rd, prepared once: prepared anew, each cost
 	// more than the rows it read.
-	qNext, qCount, qWindow *sql.Stmt
+	qNext, qCount, qWindow, qPlain *sql.Stmt
+	// rich says the last window read had a row that was not plain, so the
+	// next is read whole, not tried plain first: a --follow crawl's every
+	// found URL has a depth and a parent (window).
+	rich atomic.Bool
 }
 
 func openStore(path string) (*store, error) {
@@ -257,10 +262,21 @@ func openStore(path string) (*store, error) {
 		// them in order), where a LIMIT bound to a parameter made SQLite
 		// prepare the statement anew on every run (a fifth of a window's
 		// time; issue 34, part 2).
+		// A found URL comes with the URL of the page that named it. No
+		// LIMIT: window stops reading after its n rows (the index gives
+		// them in order), where a LIMIT bound to a parameter made SQLite
+		// prepare the statement anew on every run (a fifth of a window's
+		// time; issue 34, part 2).
 		{&st.qWindow, `SELECT u.id, u.url, coalesce(u.invalid, ''), u.attempts, u.not_before, u.reason, u.started,
 			u.depth, u.kind, coalesce(p.url, u.via, '')
 			FROM urls u LEFT JOIN urls p ON p.id = u.parent
 			WHERE u.state = 'pending' AND u.host = ? AND u.lane = ? AND u.id > ? ORDER BY u.id`},
+		// qWindow's rows when they are plain (plainWindow): three columns
+		// read where qWindow reads ten, each a call into the driver, and
+		// no join.
+		{&st.qPlain, `SELECT id, url, invalid IS NULL AND attempts = 0 AND not_before = 0 AND reason = ''
+			AND started = 0 AND depth = 0 AND kind = 0 AND parent IS NULL AND via IS NULL
+			FROM urls WHERE state = 'pending' AND host = ? AND lane = ? AND id > ? ORDER BY id`},
 	} {
 		if *q.stmt, err = rd.Prepare(q.sql); err != nil {
 			st.Close()
@@ -444,11 +460,21 @@ func (s *store) hostPending(ctx context.Context, host string) (n [numLanes]int, 
 // after after, in the order they were added ("" is the host of the lines
 // that are not URLs, all in LaneNormal).
 func (s *store) window(ctx context.Context, host string, lane Lane, after int64, n int, fn func(row)) error {
+	if !s.rich.Load() {
+		k, last, done, err := s.plainWindow(ctx, host, lane, after, n, fn)
+		if done || err != nil {
+			return err
+		}
+		// The rest of the window, from its first row that is not plain.
+		after, n = last, n-k
+		s.rich.Store(true)
+	}
 	rows, err := s.qWindow.QueryContext(ctx, host, lane, after)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	plain := true
 	for ; n > 0 && rows.Next(); n-- {
 		r := row{host: host, lane: lane}
 		var nb, st int64
@@ -456,9 +482,39 @@ func (s *store) window(ctx context.Context, host string, lane Lane, after int64,
 			return err
 		}
 		r.notBefore, r.started = fromMillis(nb), fromMillis(st)
+		plain = plain && r.invalid == "" && r.attempts == 0 && nb == 0 && r.reason == "" && st == 0 && r.depth == 0 && r.kind == 0 && r.foundOn == ""
 		fn(r)
 	}
+	if plain {
+		s.rich.Store(false)
+	}
 	return rows.Err()
+}
+
+// plainWindow is window while its rows are plain: listed URLs never
+// tried, whose columns past id and url hold their defaults. It stops at
+// the first row that is not, and reports how many rows it gave fn, the
+// last one's id, and whether that was the whole window.
+func (s *store) plainWindow(ctx context.Context, host string, lane Lane, after int64, n int, fn func(row)) (k int, last int64, done bool, err error) {
+	rows, err := s.qPlain.QueryContext(ctx, host, lane, after)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer rows.Close()
+	last = after
+	for ; k < n && rows.Next(); k++ {
+		r := row{host: host, lane: lane}
+		var plain bool
+		if err := rows.Scan(&r.id, &r.url, &plain); err != nil {
+			return k, last, false, err
+		}
+		if !plain {
+			return k, last, false, nil
+		}
+		fn(r)
+		last = r.id
+	}
+	return k, last, true, rows.Err()
 }
 
 // counts returns the number of URLs in the job and the done ones by outcome.

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -47,35 +47,46 @@ func (j *Job) openRobots(open bool) {
 // ipKey is the context key under which withRemoteIP keeps its *remoteAddr.
 type ipKey struct{}
 
-// remoteAddr is the server address a request went to. A robots.txt fetch
-// runs in a goroutine of its own with the context (and trace) of the
-// request that needed it, so it is written and read atomically.
-type remoteAddr struct{ p atomic.Pointer[netip.Addr] }
+// remoteAddr is the server address a request went to, with the trace
+// that notes it: one allocation for both. A robots.txt fetch runs in a
+// goroutine of its own with the context (and trace) of the request that
+// needed it, so the address is guarded by a mutex; an atomic pointer to
+// it cost an allocation per connection got (issue 34, part 2).
+type remoteAddr struct {
+	mu sync.Mutex // guards ip
+	ip netip.Addr
+	// trace's GotConn is gotConn.
+	trace httptrace.ClientTrace
+}
 
 func (r *remoteAddr) get() netip.Addr {
 	if r == nil {
 		return netip.Addr{}
 	}
-	if a := r.p.Load(); a != nil {
-		return *a
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ip
+}
+
+func (r *remoteAddr) gotConn(info httptrace.GotConnInfo) {
+	if info.Conn == nil {
+		return
 	}
-	return netip.Addr{}
+	if a, ok := info.Conn.RemoteAddr().(*net.TCPAddr); ok {
+		ip := a.AddrPort().Addr().Unmap()
+		r.mu.Lock()
+		r.ip = ip
+		r.mu.Unlock()
+	}
 }
 
 // withRemoteIP returns ctx with a trace that notes the address of the
 // server each request on it was sent to, for WARC-IP-Address.
 func withRemoteIP(ctx context.Context) (context.Context, *remoteAddr) {
 	ra := &remoteAddr{}
+	ra.trace.GotConn = ra.gotConn
 	ctx = context.WithValue(ctx, ipKey{}, ra)
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		if info.Conn == nil {
-			return
-		}
-		if a, ok := info.Conn.RemoteAddr().(*net.TCPAddr); ok {
-			ip := a.AddrPort().Addr().Unmap()
-			ra.p.Store(&ip)
-		}
-	}}), ra
+	return httptrace.WithClientTrace(ctx, &ra.trace), ra
 }
 
 // remoteIP returns the address withRemoteIP noted on ctx, the zero Addr when
