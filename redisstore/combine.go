@@ -271,10 +271,7 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 	}
 	args := s.args(now, l, nAdmit)
 	a := args[nCommon:]
-	a[adKeepBlocked], a[adOpenDelay], a[adCut] = flag(s.o.KeepBlocked), s.br.OpenDelay.Microseconds(), s.cut()
-	a[adBudgetRatio], a[adBudgetMin], a[adBudgetWindow] = s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds()
-	a[adCap], a[adLeaseTTL], a[adPressed], a[adReleases] = fleetCap, s.lease, flag(s.pressed(key)), len(rels)
-	a[adAdaptive] = flag(s.o.Adaptive != nil)
+	a[adCap], a[adPressed], a[adReleases] = fleetCap, flag(s.pressed(key)), len(rels)
 	a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap], a[adInitRate], a[adInitConc] = 0, -2, 0, "", 0, 0
 	if s.o.Adaptive != nil {
 		a[adInitRate], a[adInitConc] = s.replica(key).cold(s, l)

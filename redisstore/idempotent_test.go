@@ -24,14 +24,13 @@ func TestRepeatedCallsChangeNothing(t *testing.T) {
 	l := reg.LimitsFor("a.test")
 	args := s.args(now, l, nAdmit)
 	a := args[nCommon:]
-	a[adKeepBlocked], a[adOpenDelay], a[adCut], a[adBudgetRatio], a[adBudgetMin], a[adBudgetWindow] = 0, 0, 0, 0.2, 1, 10.0
-	a[adCap], a[adLeaseTTL], a[adPressed], a[adAdaptive], a[adReleases] = 0, 0, 0, 0, 0
+	a[adCap], a[adPressed], a[adReleases] = 0, 0, 0
 	a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = 0, -2, 0, ""
 	args = append(args, 0, 1, 0, 0, s.leaseID(0), 1, "call-1") // no reports, one admission
 	ctx := context.Background()
 	once := func() any { // the call alone in a merged call (pipe.go)
 		t.Helper()
-		mk, ma := mergedArgs([]*call{{kind: 'a', keys: keys, args: args}})
+		mk, ma := s.mergedArgs([]*call{{kind: 'a', keys: keys, args: args}})
 		res, err := admitScript.Run(ctx, client, mk, ma...).Result()
 		if err != nil {
 			t.Fatal(err)

@@ -227,7 +227,7 @@ func TestMergedCall(t *testing.T) {
 		for i := range nAdmit {
 			a[i] = 0
 		}
-		a[adCap], a[adLeaseTTL], a[adSeen], a[adSnap] = 100, int64(60e6), -2, ""
+		a[adCap], a[adSeen], a[adSnap] = 100, -2, ""
 		args = append(args, 0, admissions)
 		for i := range admissions {
 			args = append(args, 0, 1, fmt.Sprintf("%s:%d", key, i), 1)
@@ -238,7 +238,7 @@ func TestMergedCall(t *testing.T) {
 	}
 	calls := []*call{admit("a.test", 2), {kind: 'r', tag: "c.test", keys: []string{"merge:{c.test}:l"}, args: []any{s.leaseID(lease)}},
 		admit("b.test", 1)}
-	keys, args := mergedArgs(calls)
+	keys, args := s.mergedArgs(calls)
 	res, err := admitScript.Run(ctx, client, keys, args...).Result()
 	if err != nil {
 		t.Fatal(err)

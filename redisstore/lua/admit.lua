@@ -19,11 +19,96 @@
 -- one), 5 every in-flight slot leased, 6 the cost exceeds the burst (µs:
 -- 0); and spare (1: the bucket was full and a slot left over, so neither
 -- the rate nor the cap held the request back).
+-- The run's settings (M, read at the end), a call's cap, and its leases:
+-- those live when the call began (counted once: nil until then) and those
+-- its grants take, leased together at the end; purged: counted again
+-- without the expired leases (once a call at most). Declared here, with
+-- the functions below, once per script run, not once per call.
+local keepBlocked, openDelay, cut, ratio, minps, window, leaseTTL, adaptive
+local cap, counted, grants, purged
+
+-- hear hears a quiet report whose fields start at ARGV[j], as report.lua
+-- hears a success (or an answer that is neither success nor failure) and
+-- its signal.
+local function hear(j)
+  if st.cbd <= 0 then st.cbd = openDelay end
+  if ARGV[j + R.success] == '1' then
+    if st.cbs == 2 then
+      st.cbs, st.cbd = 0, openDelay
+      unfailed()
+    elseif st.cbs == 0 then
+      unfailed()
+    end
+  end
+  local kind = num(ARGV[j + R.kind], -1)
+  if adaptive and kind >= 0 and kind <= 3 then
+    logAppend(kind .. ' ' .. int(num(ARGV[j + R.latency], 0)) .. ' ' .. int(num(ARGV[j + R.wait], 0)) .. ' ' ..
+      int(num(ARGV[j + R.spare], 0)), num(ARGV[j + R.at], 0))
+  end
+end
+
+local function result(code, us, why, spare)
+  return {[O.code] = code, [O.micros] = us, [O.reason] = why, [O.spare] = spare or 0}
+end
+
+local function admitOne(maxWait, first, id, cost)
+  if st.blk ~= '' and not keepBlocked then return result(1, 0, st.blk) end
+  if st.pu > now then return result(2, st.pu - now, st.pw) end
+  -- The breaker is asked without taking its probe, which goes to the
+  -- request that gets a token.
+  if st.cbs ~= 0 and now < st.cbu then return result(3, st.cbu - now, '') end
+  local live = 0
+  if cap > 0 then
+    if counted == nil then counted = inflight(false) end
+    live = counted + #grants / 2
+    if live >= cap and not purged then
+      -- Full, perhaps of expired leases: counted again without them.
+      counted, purged = inflight(true), true
+      live = counted + #grants / 2
+    end
+    if live >= cap then
+      st.pr = now
+      return result(5, 0, '')
+    end
+  end
+  local rr, bb = inforce()
+  -- Spare: the bucket full, a slot left over, and no request (of any
+  -- worker) waited for a token or a slot within two token intervals (10
+  -- ms to 1 s): neither the rate nor the cap held this one back.
+  local win = math.min(math.max(2 * interval(rr), 10000), 1000000)
+  local spare = 0
+  if tokens(rr, bb) >= bb and (cap == 0 or live + 1 < cap) and (st.pr == 0 or now - st.pr > win) then spare = 1 end
+  local ok, wait, over = take(maxWait, cost)
+  if over then return result(6, 0, '') end
+  if not ok then
+    st.pr = now
+    return result(4, wait, '')
+  end
+  if wait > 0 then st.pr = now end
+  if st.cbs ~= 0 then
+    -- Open with its delay over, or half-open with its probe presumed
+    -- lost: this request is the probe.
+    if st.cbd <= 0 then st.cbd = openDelay end
+    st.cbs, st.cbu = 2, now + jittered(st.cbd, cut)
+  end
+  if cap > 0 then
+    -- The slot is held from now, through the wait for a reserved token
+    -- (a score Redis writes exactly: an integer below 2^53).
+    local u = now + wait + leaseTTL
+    grants[#grants + 1] = u
+    grants[#grants + 1] = id
+    leased = math.max(leased, u)
+  end
+  if first then
+    advance(ratio, minps, window)
+    if ratio > 0 then st.be = st.be + ratio end
+  end
+  return result(0, wait, '', spare)
+end
+
 local function admitCall()
-  local keepBlocked, openDelay, cut = ARGV[A.keepBlocked] == '1', num(ARGV[A.openDelay], 0), num(ARGV[A.cut], 0)
-  local ratio, minps, window = num(ARGV[A.budgetRatio], 0), num(ARGV[A.budgetMin], 0), num(ARGV[A.budgetWindow], 10)
-  local cap, leaseTTL, pressed = num(ARGV[A.cap], 0), num(ARGV[A.leaseTTL], 0), ARGV[A.pressed] == '1'
-  if ARGV[A.adaptive] == '1' then
+  cap = num(ARGV[A.cap], 0)
+  if adaptive then
     logStart()
     if st.rs == 0 then
       -- The controller has written nothing yet: its cold start's rate and
@@ -41,31 +126,13 @@ local function admitCall()
   -- The fleet's controller caps the requests in flight too (Little's law
   -- at the host's unloaded latency), under the configured cap.
   if st.cc > 0 and (cap == 0 or st.cc < cap) then cap = st.cc end
-  if pressed then st.pr = now end -- a request of the caller's waited for the rate (NoteDemand)
+  if ARGV[A.pressed] == '1' then st.pr = now end -- a request of the caller's waited for the rate (NoteDemand)
 
   local i = A.releases
   local r = num(ARGV[i], 0)
   if r > 0 then redis.call('ZREM', L, unpack(ARGV, i + 1, i + r)) end
   i = i + r + 1
 
-  -- A quiet report, as report.lua hears a success (or an answer that is
-  -- neither success nor failure) and its signal.
-  local function hear(j)
-    if st.cbd <= 0 then st.cbd = openDelay end
-    if ARGV[j + R.success] == '1' then
-      if st.cbs == 2 then
-        st.cbs, st.cbd = 0, openDelay
-        unfailed()
-      elseif st.cbs == 0 then
-        unfailed()
-      end
-    end
-    local kind = num(ARGV[j + R.kind], -1)
-    if ARGV[A.adaptive] == '1' and kind >= 0 and kind <= 3 then
-      logAppend(kind .. ' ' .. int(num(ARGV[j + R.latency], 0)) .. ' ' .. int(num(ARGV[j + R.wait], 0)) .. ' ' ..
-        int(num(ARGV[j + R.spare], 0)), num(ARGV[j + R.at], 0))
-    end
-  end
   local m = num(ARGV[i], 0)
   for k = 0, m - 1 do hear(i + 1 + k * NITEM) end
   i = i + 1 + m * NITEM
@@ -73,73 +140,8 @@ local function admitCall()
   local n = num(ARGV[i], 0)
   i = i + 1
 
-  local function result(code, us, why, spare)
-    local res = {}
-    res[O.code], res[O.micros], res[O.reason], res[O.spare] = code, us, why, spare or 0
-    return res
-  end
-
-  -- The leases live when the call began (counted once) and those its
-  -- grants take, leased together at the end. purged: counted again
-  -- without the expired leases (once a call at most).
-  local counted, grants, purged = nil, {}, false
-
-  local function admitOne(maxWait, first, id, cost)
-    if st.blk ~= '' and not keepBlocked then return result(1, 0, st.blk) end
-    if st.pu > now then return result(2, st.pu - now, st.pw) end
-    -- The breaker is asked without taking its probe, which goes to the
-    -- request that gets a token.
-    if st.cbs ~= 0 and now < st.cbu then return result(3, st.cbu - now, '') end
-    local live = 0
-    if cap > 0 then
-      if counted == nil then counted = inflight(false) end
-      live = counted + #grants / 2
-      if live >= cap and not purged then
-        -- Full, perhaps of expired leases: counted again without them.
-        counted, purged = inflight(true), true
-        live = counted + #grants / 2
-      end
-      if live >= cap then
-        st.pr = now
-        return result(5, 0, '')
-      end
-    end
-    local rr, bb = inforce()
-    -- Spare: the bucket full, a slot left over, and no request (of any
-    -- worker) waited for a token or a slot within two token intervals (10
-    -- ms to 1 s): neither the rate nor the cap held this one back.
-    local win = math.min(math.max(2 * interval(rr), 10000), 1000000)
-    local spare = 0
-    if tokens(rr, bb) >= bb and (cap == 0 or live + 1 < cap) and (st.pr == 0 or now - st.pr > win) then spare = 1 end
-    local ok, wait, over = take(maxWait, cost)
-    if over then return result(6, 0, '') end
-    if not ok then
-      st.pr = now
-      return result(4, wait, '')
-    end
-    if wait > 0 then st.pr = now end
-    if st.cbs ~= 0 then
-      -- Open with its delay over, or half-open with its probe presumed
-      -- lost: this request is the probe.
-      if st.cbd <= 0 then st.cbd = openDelay end
-      st.cbs, st.cbu = 2, now + jittered(st.cbd, cut)
-    end
-    if cap > 0 then
-      -- The slot is held from now, through the wait for a reserved token.
-      local u = now + wait + leaseTTL
-      grants[#grants + 1] = int(u)
-      grants[#grants + 1] = id
-      leased = math.max(leased, u)
-    end
-    if first then
-      advance(ratio, minps, window)
-      if ratio > 0 then st.be = st.be + ratio end
-    end
-    return result(0, wait, '', spare)
-  end
-
-  local out = {}
-  out[B.now], out[B.breaker], out[B.failures], out[B.log] = now, 0, 0, 0
+  counted, grants, purged = nil, {}, false
+  local out = {[B.now] = now, [B.breaker] = 0, [B.failures] = 0, [B.log] = 0}
   for k = 0, n - 1 do
     local j = i + 4 * k
     out[#out + 1] = admitOne(num(ARGV[j], 0), ARGV[j + 1] == '1', ARGV[j + 2], math.max(num(ARGV[j + 3], 1), 1))
@@ -171,14 +173,18 @@ local function admitCall()
 end
 
 -- The script runs a merged call: ARGV[1] is how many calls it carries,
--- each then its kind ('a' an admit call, on six keys: the host's, as
+-- then the run's settings (M.<name>, schema.go's runArgs), then each call:
+-- its kind ('a' an admit call, on six keys: the host's, as
 -- every script's, and D; 'r' a release, on the host's lease set: each
 -- argument a lease id to give back), its number of arguments, and those.
 -- The keys are the calls' in turn. A worker merges the calls it has for
 -- one Redis node (pipe.go): one script run carries them all (and reads
 -- TIME once). Returns one reply per call.
 local calls, keys, replies = ARGV, KEYS, {}
-local ki, ai = 1, 2
+keepBlocked, openDelay, cut = calls[M.keepBlocked] == '1', num(calls[M.openDelay], 0), num(calls[M.cut], 0)
+ratio, minps, window = num(calls[M.budgetRatio], 0), num(calls[M.budgetMin], 0), num(calls[M.budgetWindow], 10)
+leaseTTL, adaptive = num(calls[M.leaseTTL], 0), calls[M.adaptive] == '1'
+local ki, ai = 1, 2 + NRUN
 for c = 1, num(calls[1], 0) do
   local n = num(calls[ai + 1], 0)
   ARGV = {unpack(calls, ai + 2, ai + 1 + n)}
