@@ -269,19 +269,24 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 	case len(reps) > 0:
 		now = reps[0].r.Now
 	}
-	args := s.args(now, l, nAdmit)
-	a := args[nCommon:]
-	a[adCap], a[adPressed], a[adReleases] = fleetCap, flag(s.pressed(key)), len(rels)
-	a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap], a[adInitRate], a[adInitConc] = 0, -2, 0, "", 0, 0
+	own := adEpoch // the controller's arguments only with the controller
 	if s.o.Adaptive != nil {
-		a[adInitRate], a[adInitConc] = s.replica(key).cold(s, l)
+		own = nAdmit
 	}
+	args := s.args(now, l, own)
+	a := args[nCommon:]
+	a[adCap], a[adPressed] = fleetCap, flag(s.pressed(key))
 	var rep *replica
-	if s.o.Adaptive != nil && len(reps) > 0 {
-		rep = s.replica(key)
-		epoch, seen, snapSeq, snap := rep.follow()
-		a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = epoch, seen, snapSeq, snap
+	if s.o.Adaptive != nil {
+		a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = 0, -2, 0, ""
+		a[adInitRate], a[adInitConc] = s.replica(key).cold(s, l)
+		if len(reps) > 0 {
+			rep = s.replica(key)
+			epoch, seen, snapSeq, snap := rep.follow()
+			a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = epoch, seen, snapSeq, snap
+		}
 	}
+	args = append(args, len(rels))
 	for _, r := range rels {
 		args = append(args, r)
 	}

@@ -22,11 +22,10 @@ func TestRepeatedCallsChangeNothing(t *testing.T) {
 	base := "rep:{a.test}:"
 	keys := []string{base + "h", base + "f", base + "l", base + "g", base + "s", base + "d"}
 	l := reg.LimitsFor("a.test")
-	args := s.args(now, l, nAdmit)
+	args := s.args(now, l, adEpoch) // no controller: none of its arguments
 	a := args[nCommon:]
-	a[adCap], a[adPressed], a[adReleases] = 0, 0, 0
-	a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = 0, -2, 0, ""
-	args = append(args, 0, 1, 0, 0, s.leaseID(0), 1, "call-1") // no reports, one admission
+	a[adCap], a[adPressed] = 0, 0
+	args = append(args, 0, 0, 1, 0, 0, s.leaseID(0), 1, "call-1") // no releases, no reports, one admission
 	ctx := context.Background()
 	once := func() any { // the call alone in a merged call (pipe.go)
 		t.Helper()

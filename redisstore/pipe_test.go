@@ -222,13 +222,10 @@ func TestMergedCall(t *testing.T) {
 		t.Fatalf("c.test's lease %d, %d in its set, want one", lease, n)
 	}
 	admit := func(key string, admissions int) *call {
-		args := s.args(now, reg.LimitsFor(key), nAdmit)
+		args := s.args(now, reg.LimitsFor(key), adEpoch) // no controller: none of its arguments
 		a := args[nCommon:]
-		for i := range nAdmit {
-			a[i] = 0
-		}
-		a[adCap], a[adSeen], a[adSnap] = 100, -2, ""
-		args = append(args, 0, admissions)
+		a[adCap], a[adPressed] = 100, 0
+		args = append(args, 0, 0, admissions) // no releases, no reports
 		for i := range admissions {
 			args = append(args, 0, 1, fmt.Sprintf("%s:%d", key, i), 1)
 		}

@@ -34,24 +34,24 @@ const (
 var commonArgs = [nCommon]string{aClock: "clock", aRate: "baseRate", aBurst: "baseBurst", aIdle: "idle"}
 
 // admit's arguments (each call's; the settings of the Store it comes
-// from are the run's, runArgs); then a variable tail (see admit.lua): the
-// releases, then the admissions.
+// from are the run's, runArgs). The controller's come last, from adEpoch
+// on, and only when the run's settings say it runs (M.adaptive): a call
+// without it carries the first adEpoch. Then a variable tail (see
+// admit.lua): the releases, the reports, the admissions.
 const (
-	adCap     = iota // the fleet's cap on requests in flight (0: none but the controller's)
-	adPressed        // 1: a request of this worker waited for the host's rate since its last admission call
-	adEpoch          // with reports: the log this worker's replica follows, the last entry
-	adSeen           // of it heard (-2: no log wanted), and a snapshot to leave (as report's)
-	adSnapSeq
-	adSnap
-	adInitRate // with the controller: its starting rate and in-flight cap, in force
-	adInitConc // until it writes its own (a cold start, as one process's)
-	adReleases // the number of releases r; r lease ids follow, then the reports, then the admissions
+	adCap      = iota // the fleet's cap on requests in flight (0: none but the controller's)
+	adPressed         // 1: a request of this worker waited for the host's rate since its last admission call
+	adEpoch           // with reports: the log this worker's replica follows, the last entry
+	adSeen            // of it heard (-2: no log wanted), and a snapshot to leave (as report's)
+	adSnapSeq         //
+	adSnap            //
+	adInitRate        // its starting rate and in-flight cap, in force until it writes its
+	adInitConc        // own (a cold start, as one process's)
 	nAdmit
 )
 
 var admitArgs = [nAdmit]string{adCap: "cap", adPressed: "pressed", adEpoch: "epoch",
-	adSeen: "seen", adSnapSeq: "snapSeq", adSnap: "snap", adInitRate: "initRate", adInitConc: "initConc",
-	adReleases: "releases"}
+	adSeen: "seen", adSnapSeq: "snapSeq", adSnap: "snap", adInitRate: "initRate", adInitConc: "initConc"}
 
 // A merged call's settings (M.<name>): the Store's, the same for every
 // call it carries, so sent once per run of the script, after the number

@@ -161,7 +161,7 @@ func TestReplyShapes(t *testing.T) {
 		a[i] = 0
 	}
 	a[adEpoch], a[adSeen], a[adSnap] = epoch, seen, ""
-	args = append(args, len(reports))
+	args = append(args, 0, len(reports)) // no releases
 	for range reports {
 		item := make([]any, nItem)
 		item[itSuccess], item[itKind], item[itLatency], item[itWait], item[itSpare], item[itAt] = 1, 0, 1000, 0, 0, 0

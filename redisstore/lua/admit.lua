@@ -6,8 +6,8 @@
 -- one call serves them all.
 -- Quiet reports (Store.Report: a success or a signal that needs no answer)
 -- ride with it, heard before the admissions.
--- Arguments (schema.go, admitArgs): the settings, then A.releases: the
--- number of releases r, then r lease ids, then the number of quiet
+-- Arguments (schema.go, admitArgs): the settings, then the number of
+-- releases r, then r lease ids, then the number of quiet
 -- reports m, then m reports of NITEM fields each (R.<name>), then the
 -- number of admissions n, then n quadruples: max wait (µs), first attempt
 -- (1: earns the retry budget its share), lease id, cost (tokens).
@@ -128,7 +128,10 @@ local function admitCall()
   if st.cc > 0 and (cap == 0 or st.cc < cap) then cap = st.cc end
   if ARGV[A.pressed] == '1' then st.pr = now end -- a request of the caller's waited for the rate (NoteDemand)
 
-  local i = A.releases
+  -- The tail, after the controller's arguments (which only a run with
+  -- it carries, the last of admitArgs): the releases first.
+  local i = A.epoch
+  if adaptive then i = A.initConc + 1 end
   local r = num(ARGV[i], 0)
   if r > 0 then redis.call('ZREM', L, unpack(ARGV, i + 1, i + r)) end
   i = i + r + 1
@@ -157,7 +160,8 @@ local function admitCall()
     grants[#grants + 1] = ''
     if redis.call('ZADD', L, unpack(grants)) > (#grants - 2) / 2 then fresh[#fresh + 1] = L end
   end
-  local seen = num(ARGV[A.seen], -2)
+  local seen = -2
+  if adaptive then seen = num(ARGV[A.seen], -2) end
   if seen ~= -2 then
     -- The reports' signals are in the log: the replica hears them, and any
     -- other worker's since its last call (as report.lua answers).

@@ -87,7 +87,11 @@ local function begin()
   raw = redis.call('HMGET', H, 's', lane or 's') -- as stored, so save writes only what changed
   if lane then
     local prev = raw[2]
-    if prev and string.sub(prev, 1, #rid + 1) == rid .. ' ' then return cmsgpack.unpack(string.sub(prev, #rid + 2)) end
+    -- "<rid> <reply>": compared in place (no new strings), as nearly
+    -- every call finds its lane's previous reply there.
+    if prev and string.byte(prev, #rid + 1) == 32 and string.find(prev, rid, 1, true) == 1 then
+      return cmsgpack.unpack(string.sub(prev, #rid + 2))
+    end
   end
   -- As packed: numbers, strings, nil for absent (no conversion needed).
   st = {}
@@ -280,13 +284,12 @@ local function save(out)
   local moved = now + keep > st.ex
   if moved then st.ex = now + keep + math.floor(idle / 8) end
   local e = cmsgpack.pack(unpack(st, 1, NST))
-  local kv = {}
-  if e ~= raw[1] then kv = {'s', e} end
   if lane and out then
-    kv[#kv + 1] = lane
-    kv[#kv + 1] = rid .. ' ' .. cmsgpack.pack(out)
+    local v = rid .. ' ' .. cmsgpack.pack(out)
+    if e ~= raw[1] then redis.call('HSET', H, 's', e, lane, v) else redis.call('HSET', H, lane, v) end
+  elseif e ~= raw[1] then
+    redis.call('HSET', H, 's', e)
   end
-  if #kv > 0 then redis.call('HSET', H, unpack(kv)) end
   local ms = math.ceil((st.ex - now) / 1000)
   if moved then
     fresh = {H, L}
