@@ -320,6 +320,11 @@ func build(args, out []string, batch bool, src string) string {
 		if !ok {
 			panic(fmt.Sprintf("redisstore: a script reads %s, which its tables do not name", m))
 		}
+		if batch && sub[1] == "A" {
+			// A merged call's arguments are read in place, from where
+			// the call's begin in ARGV (ab, see prelude.lua).
+			return "(ab + " + strconv.Itoa(i) + ")"
+		}
 		return strconv.Itoa(i)
 	})
 	body = stateName.ReplaceAllStringFunc(body, func(m string) string {

@@ -184,20 +184,20 @@ end
 -- The keys are the calls' in turn. A worker merges the calls it has for
 -- one Redis node (pipe.go): one script run carries them all (and reads
 -- TIME once). Returns one reply per call.
-local calls, keys, replies = ARGV, KEYS, {}
+local calls, replies = ARGV, {}
 keepBlocked, openDelay, cut = calls[M.keepBlocked] == '1', num(calls[M.openDelay], 0), num(calls[M.cut], 0)
 ratio, minps, window = num(calls[M.budgetRatio], 0), num(calls[M.budgetMin], 0), num(calls[M.budgetWindow], 10)
 leaseTTL, adaptive = num(calls[M.leaseTTL], 0), calls[M.adaptive] == '1'
 local ki, ai = 1, 2 + NRUN
 for c = 1, num(calls[1], 0) do
   local n = num(calls[ai + 1], 0)
-  ARGV = {unpack(calls, ai + 2, ai + 1 + n)}
+  ab, an = ai + 1, ai + 1 + n -- its arguments: ARGV[ab + 1] to ARGV[an]
   if calls[ai] == 'r' then
     replies[c] = 0
-    if n > 0 then replies[c] = redis.call('ZREM', keys[ki], unpack(ARGV)) end
+    if n > 0 then replies[c] = redis.call('ZREM', KEYS[ki], unpack(ARGV, ab + 1, an)) end
     ki = ki + 1
   else
-    KEYS = {keys[ki], keys[ki + 1], keys[ki + 2], keys[ki + 3], keys[ki + 4], keys[ki + 5]}
+    kb = ki - 1 -- its keys: KEYS[kb + 1] to KEYS[kb + 6]
     ki = ki + 6
     replies[c] = begin() or admitCall()
   end

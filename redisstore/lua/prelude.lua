@@ -40,11 +40,15 @@
 --            demand pressed on the host, whichever worker's it was
 --   pg       when expired leases were last dropped from L (see inflight)
 
--- A call's keys and arguments: the script's own, or (admit) those of each
--- call a merged call carries in turn (see the end of admit.lua), which
--- begin loads. The host's state and the call's names below are set by
+-- A call's keys and arguments (kb, ab, an above) are begun by begin. The host's state and the call's names below are set by
 -- begin for each call; the functions after it read them.
 local KEYS, ARGV = KEYS, ARGV
+-- Where the call's keys and arguments begin in KEYS and ARGV (kb, ab:
+-- KEYS[kb + 1] is its first key, ARGV[ab + 1] its first argument) and
+-- its last argument (an): the script's own, or in a merged call each
+-- call's in turn (admit.lua), which the calls read in place, not copied.
+-- A.<name> is ab + its number in a merged call (schema.go).
+local kb, ab, an = 0, 0, #ARGV
 local H, F, L, G, S, D, rid, lane
 local st, raw, fresh, leased, now, baseRate, baseBurst, idle, sq0
 -- clock is Redis's TIME (µs), read once per script run: the calls a
@@ -73,10 +77,10 @@ local function flt(x) return string.format('%.17g', x) end
 -- of it); a report keeps its reply in KEYS[6], a hash of the replies by
 -- name, for a minute after the host's last report (4096 replies at most).
 local function begin()
-  H, F, L, G, S, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+  H, F, L, G, S, D = KEYS[kb + 1], KEYS[kb + 2], KEYS[kb + 3], KEYS[kb + 4], KEYS[kb + 5], KEYS[kb + 6]
   rid, lane = nil, nil
   if D then
-    rid = ARGV[#ARGV]
+    rid = ARGV[an]
     if BATCH then
       lane = 'i' .. (string.match(rid, '^(.*)/') or rid)
     else
