@@ -37,8 +37,8 @@ func TestRepeatedCallsChangeNothing(t *testing.T) {
 		return slot(res, 0)
 	}
 	first, again := once(), once()
-	a1, ok1 := s.admission("a.test", polite.Query{Now: now}, first.([]any)[nAdmitHead], 0, time.Second)
-	a2, ok2 := s.admission("a.test", polite.Query{Now: now}, again.([]any)[nAdmitHead], 0, time.Second)
+	a1, ok1 := s.admission("a.test", polite.Query{Now: now}, first.([]any)[nAdmitHead:], 0, time.Second)
+	a2, ok2 := s.admission("a.test", polite.Query{Now: now}, again.([]any)[nAdmitHead:], 0, time.Second)
 	if !ok1 || !ok2 || !a1.Granted || !a2.Granted || integer(first, 0) != integer(again, 0) {
 		t.Fatalf("the same call twice = %v (%+v), %v (%+v); want the first reply, exactly, twice", first, a1, again, a2)
 	}

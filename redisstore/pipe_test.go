@@ -251,7 +251,7 @@ func TestMergedCall(t *testing.T) {
 		slot  int
 		code  int64
 	}{{0, 0, 0}, {0, 1, 4}, {2, 0, 0}} {
-		if got := integer(slot(replies[want.reply], nAdmitHead+want.slot), aoCode); got != want.code {
+		if got := integer(replies[want.reply], nAdmitHead+want.slot*nAdmitOut+aoCode); got != want.code {
 			t.Errorf("admission %d: code %d, want %d (%v)", i, got, want.code, replies[want.reply])
 		}
 	}

@@ -102,7 +102,8 @@ const (
 var admitHead = [nAdmitHead]string{abNow: "now", abBreaker: "breaker", abFailures: "failures", abLog: "log"}
 
 // admit's reply: admitHead's slots, then one result per admission, each
-// these slots.
+// these slots, in a row (the first admission's from nAdmitHead on, the
+// next one's nAdmitOut further).
 const (
 	aoCode   = iota // 0 granted, 1 blocked, 2 paused, 3 breaker open, 4 no token, 5 slots leased, 6 cost over burst
 	aoMicros        // the wait (granted: for the reserved token)
@@ -334,7 +335,8 @@ func build(args, out []string, batch bool, src string) string {
 		}
 		return "st[" + strconv.Itoa(i+1) + "]"
 	})
-	return fmt.Sprintf("local NOUT, BATCH, NITEM, NST, NRUN = %d, %v, %d, %d, %d\n", len(out), batch, nItem, len(stateFields), nRun) + body
+	return fmt.Sprintf("local NOUT, BATCH, NITEM, NST, NRUN, NHEAD = %d, %v, %d, %d, %d, %d\n", len(out), batch, nItem,
+		len(stateFields), nRun, nAdmitHead) + body
 }
 
 // luaScript is a script as Redis runs it (build): the prelude (unless it

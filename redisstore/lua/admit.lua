@@ -13,7 +13,9 @@
 -- (1: earns the retry budget its share), lease id, cost (tokens).
 -- Returns admitHead's slots (B.<name>: now, the breaker's state after the
 -- call, and with reports the controller's log the replica has not heard),
--- then n results, each with admitOut's slots: code 0
+-- then n results, each admitOut's slots in a row (NOUT of them, not a
+-- table of its own: each nested table cost Redis its own conversion,
+-- #30): code 0
 -- granted (µs: wait for the reserved token), 1 blocked, 2 paused (µs
 -- left), 3 breaker open (µs left), 4 no token within the wait (µs until
 -- one), 5 every in-flight slot leased, 6 the cost exceeds the burst (µs:
@@ -47,8 +49,10 @@ local function hear(j)
   end
 end
 
+-- result is an admission's result, as admitOne returns it: admitOut's
+-- slots in their order.
 local function result(code, us, why, spare)
-  return {[O.code] = code, [O.micros] = us, [O.reason] = why, [O.spare] = spare or 0}
+  return code, us, why, spare or 0
 end
 
 local function admitOne(maxWait, first, id, cost)
@@ -146,8 +150,9 @@ local function admitCall()
   counted, grants, purged = nil, {}, false
   local out = {[B.now] = now, [B.breaker] = 0, [B.failures] = 0, [B.log] = 0}
   for k = 0, n - 1 do
-    local j = i + 4 * k
-    out[#out + 1] = admitOne(num(ARGV[j], 0), ARGV[j + 1] == '1', ARGV[j + 2], math.max(num(ARGV[j + 3], 1), 1))
+    local j, o = i + 4 * k, NHEAD + NOUT * k
+    out[o + O.code], out[o + O.micros], out[o + O.reason], out[o + O.spare] =
+      admitOne(num(ARGV[j], 0), ARGV[j + 1] == '1', ARGV[j + 2], math.max(num(ARGV[j + 3], 1), 1))
   end
   out[B.breaker], out[B.failures] = st.cbs, st.fl
   if #grants > 0 then
