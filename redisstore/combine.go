@@ -269,22 +269,24 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 	case len(reps) > 0:
 		now = reps[0].r.Now
 	}
-	args := s.args(now, l, nAdmit)
-	a := args[nCommon:]
-	a[adKeepBlocked], a[adOpenDelay], a[adCut] = flag(s.o.KeepBlocked), s.br.OpenDelay.Microseconds(), s.cut()
-	a[adBudgetRatio], a[adBudgetMin], a[adBudgetWindow] = s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds()
-	a[adCap], a[adLeaseTTL], a[adPressed], a[adReleases] = fleetCap, s.lease, flag(s.pressed(key)), len(rels)
-	a[adAdaptive] = flag(s.o.Adaptive != nil)
-	a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap], a[adInitRate], a[adInitConc] = 0, -2, 0, "", 0, 0
+	own := adEpoch // the controller's arguments only with the controller
 	if s.o.Adaptive != nil {
-		a[adInitRate], a[adInitConc] = s.replica(key).cold(s, l)
+		own = nAdmit
 	}
+	args := s.args(now, l, own)
+	a := args[nCommon:]
+	a[adCap], a[adPressed] = fleetCap, flag(s.pressed(key))
 	var rep *replica
-	if s.o.Adaptive != nil && len(reps) > 0 {
-		rep = s.replica(key)
-		epoch, seen, snapSeq, snap := rep.follow()
-		a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = epoch, seen, snapSeq, snap
+	if s.o.Adaptive != nil {
+		a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = 0, -2, 0, ""
+		a[adInitRate], a[adInitConc] = s.replica(key).cold(s, l)
+		if len(reps) > 0 {
+			rep = s.replica(key)
+			epoch, seen, snapSeq, snap := rep.follow()
+			a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = epoch, seen, snapSeq, snap
+		}
 	}
+	args = append(args, len(rels))
 	for _, r := range rels {
 		args = append(args, r)
 	}
@@ -322,13 +324,13 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 			p.a = s.degradedAdmit(h, p.q)
 		} else {
 			r, _ := res.([]any)
-			var one any
-			if nAdmitHead+i < len(r) {
-				one = r[nAdmitHead+i]
+			var one []any // its result's slots (see admitOut)
+			if lo := nAdmitHead + i*nAdmitOut; lo+nAdmitOut <= len(r) {
+				one = r[lo : lo+nAdmitOut]
 			}
 			var ok bool
 			if p.a, ok = s.admission(key, p.q, one, seqs[i], poll); !ok {
-				s.failed(fmt.Errorf("redisstore: malformed admit reply %.100q", fmt.Sprint(one)))
+				s.failed(fmt.Errorf("redisstore: malformed admit reply %.100q", fmt.Sprint(res)))
 				p.a = s.degradedAdmit(h, p.q)
 			}
 		}
@@ -382,20 +384,19 @@ func (s *Store) marked(key string) uint8 {
 
 // admission reads one result of the admit script for q (admitOut's
 // slots); false for a reply that is not one (it grants nothing).
-func (s *Store) admission(key string, q polite.Query, res any, seq uint64, poll time.Duration) (polite.Admission, bool) {
-	a, ok := res.([]any)
-	if !ok || len(a) != nAdmitOut {
+func (s *Store) admission(key string, q polite.Query, a []any, seq uint64, poll time.Duration) (polite.Admission, bool) {
+	if len(a) != nAdmitOut {
 		return polite.Admission{}, false
 	}
 	code, ok1 := a[aoCode].(int64)
-	_, ok2 := a[aoMicros].(int64)
-	_, ok3 := a[aoReason].(string)
+	us, ok2 := a[aoMicros].(int64)
+	why, ok3 := a[aoReason].(string)
 	if !ok1 || !ok2 || !ok3 || code < 0 || code > 6 {
 		return polite.Admission{}, false
 	}
-	us, why := max(micros(integer(res, aoMicros)), 0), str(res, aoReason)
-	adm := s.decode(key, q, code, us, why, seq, poll)
-	adm.Spare = adm.Granted && integer(res, aoSpare) == 1
+	adm := s.decode(key, q, code, max(micros(us), 0), why, seq, poll)
+	spare, _ := a[aoSpare].(int64)
+	adm.Spare = adm.Granted && spare == 1
 	return adm, true
 }
 

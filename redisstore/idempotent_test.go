@@ -22,16 +22,14 @@ func TestRepeatedCallsChangeNothing(t *testing.T) {
 	base := "rep:{a.test}:"
 	keys := []string{base + "h", base + "f", base + "l", base + "g", base + "s", base + "d"}
 	l := reg.LimitsFor("a.test")
-	args := s.args(now, l, nAdmit)
+	args := s.args(now, l, adEpoch) // no controller: none of its arguments
 	a := args[nCommon:]
-	a[adKeepBlocked], a[adOpenDelay], a[adCut], a[adBudgetRatio], a[adBudgetMin], a[adBudgetWindow] = 0, 0, 0, 0.2, 1, 10.0
-	a[adCap], a[adLeaseTTL], a[adPressed], a[adAdaptive], a[adReleases] = 0, 0, 0, 0, 0
-	a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = 0, -2, 0, ""
-	args = append(args, 0, 1, 0, 0, s.leaseID(0), 1, "call-1") // no reports, one admission
+	a[adCap], a[adPressed] = 0, 0
+	args = append(args, 0, 0, 1, 0, 0, s.leaseID(0), 1, "call-1") // no releases, no reports, one admission
 	ctx := context.Background()
 	once := func() any { // the call alone in a merged call (pipe.go)
 		t.Helper()
-		mk, ma := mergedArgs([]*call{{kind: 'a', keys: keys, args: args}})
+		mk, ma := s.mergedArgs([]*call{{kind: 'a', keys: keys, args: args}})
 		res, err := admitScript.Run(ctx, client, mk, ma...).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -39,8 +37,8 @@ func TestRepeatedCallsChangeNothing(t *testing.T) {
 		return slot(res, 0)
 	}
 	first, again := once(), once()
-	a1, ok1 := s.admission("a.test", polite.Query{Now: now}, first.([]any)[nAdmitHead], 0, time.Second)
-	a2, ok2 := s.admission("a.test", polite.Query{Now: now}, again.([]any)[nAdmitHead], 0, time.Second)
+	a1, ok1 := s.admission("a.test", polite.Query{Now: now}, first.([]any)[nAdmitHead:], 0, time.Second)
+	a2, ok2 := s.admission("a.test", polite.Query{Now: now}, again.([]any)[nAdmitHead:], 0, time.Second)
 	if !ok1 || !ok2 || !a1.Granted || !a2.Granted || integer(first, 0) != integer(again, 0) {
 		t.Fatalf("the same call twice = %v (%+v), %v (%+v); want the first reply, exactly, twice", first, a1, again, a2)
 	}

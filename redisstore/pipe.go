@@ -127,10 +127,16 @@ func (s *Store) merge(batch []*call) ([][]*call, []*call) {
 }
 
 // mergedArgs returns the keys and arguments of one run of the admit
-// script carrying calls (see the end of admit.lua).
-func mergedArgs(calls []*call) ([]string, []any) {
+// script carrying calls (see the end of admit.lua): the number of calls,
+// the Store's settings (runArgs), then each call's.
+func (s *Store) mergedArgs(calls []*call) ([]string, []any) {
 	var keys []string
-	args := []any{len(calls)}
+	args := make([]any, 1+nRun)
+	a := args[1:]
+	args[0] = len(calls)
+	a[rnKeepBlocked], a[rnOpenDelay], a[rnCut] = flag(s.o.KeepBlocked), s.br.OpenDelay.Microseconds(), s.cut()
+	a[rnBudgetRatio], a[rnBudgetMin], a[rnBudgetWindow] = s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds()
+	a[rnLeaseTTL], a[rnAdaptive] = s.lease, flag(s.o.Adaptive != nil)
 	for _, c := range calls {
 		keys = append(keys, c.keys...)
 		args = append(args, string(c.kind), len(c.args))
@@ -159,7 +165,7 @@ func (s *Store) send1(batch []*call) {
 	piped := len(groups)+len(rest) > 1
 	if !piped {
 		if len(groups) == 1 {
-			keys, args := mergedArgs(groups[0])
+			keys, args := s.mergedArgs(groups[0])
 			ms = []merged{{groups[0], admitScript.Run(ctx, s.c, keys, args...)}}
 		} else {
 			c := rest[0]
@@ -168,7 +174,7 @@ func (s *Store) send1(batch []*call) {
 	} else {
 		pl := s.c.Pipeline()
 		for _, g := range groups {
-			keys, args := mergedArgs(g)
+			keys, args := s.mergedArgs(g)
 			ms = append(ms, merged{g, admitScript.EvalSha(ctx, pl, keys, args...)})
 		}
 		cmds = make([]*redis.Cmd, len(rest))
@@ -182,7 +188,7 @@ func (s *Store) send1(batch []*call) {
 		if err != nil && piped && isNoScript(err) {
 			// Not run: Redis lacks the script (first use, or a restart).
 			// Run loads it.
-			keys, args := mergedArgs(m.calls)
+			keys, args := s.mergedArgs(m.calls)
 			res, err = admitScript.Run(ctx, s.c, keys, args...).Result()
 		}
 		replies, _ := res.([]any)

@@ -222,13 +222,10 @@ func TestMergedCall(t *testing.T) {
 		t.Fatalf("c.test's lease %d, %d in its set, want one", lease, n)
 	}
 	admit := func(key string, admissions int) *call {
-		args := s.args(now, reg.LimitsFor(key), nAdmit)
+		args := s.args(now, reg.LimitsFor(key), adEpoch) // no controller: none of its arguments
 		a := args[nCommon:]
-		for i := range nAdmit {
-			a[i] = 0
-		}
-		a[adCap], a[adLeaseTTL], a[adSeen], a[adSnap] = 100, int64(60e6), -2, ""
-		args = append(args, 0, admissions)
+		a[adCap], a[adPressed] = 100, 0
+		args = append(args, 0, 0, admissions) // no releases, no reports
 		for i := range admissions {
 			args = append(args, 0, 1, fmt.Sprintf("%s:%d", key, i), 1)
 		}
@@ -238,7 +235,7 @@ func TestMergedCall(t *testing.T) {
 	}
 	calls := []*call{admit("a.test", 2), {kind: 'r', tag: "c.test", keys: []string{"merge:{c.test}:l"}, args: []any{s.leaseID(lease)}},
 		admit("b.test", 1)}
-	keys, args := mergedArgs(calls)
+	keys, args := s.mergedArgs(calls)
 	res, err := admitScript.Run(ctx, client, keys, args...).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +251,7 @@ func TestMergedCall(t *testing.T) {
 		slot  int
 		code  int64
 	}{{0, 0, 0}, {0, 1, 4}, {2, 0, 0}} {
-		if got := integer(slot(replies[want.reply], nAdmitHead+want.slot), aoCode); got != want.code {
+		if got := integer(replies[want.reply], nAdmitHead+want.slot*nAdmitOut+aoCode); got != want.code {
 			t.Errorf("admission %d: code %d, want %d (%v)", i, got, want.code, replies[want.reply])
 		}
 	}

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -13,7 +14,8 @@ import (
 // index constants and their names. The Lua side reads the same table: the
 // scripts say A.<name> for the argument's ARGV index and O.<name> for the
 // reply slot, never a bare position, and build replaces each name with its
-// number from these tables when the script is made. TestSchema fails when a script uses a name
+// number from these tables when the script is made (and st.<name>, a
+// field of the host's state, its index: stateFields). TestSchema fails when a script uses a name
 // the table lacks or the table names one the script never uses, and the
 // round-trip tests fail when a reply's length is not the table's.
 //
@@ -32,34 +34,46 @@ const (
 
 var commonArgs = [nCommon]string{aClock: "clock", aRate: "baseRate", aBurst: "baseBurst", aIdle: "idle", aPacing: "pacing"}
 
-// admit's arguments; then a variable tail (see admit.lua): the releases,
-// then the admissions.
+// admit's arguments (each call's; the settings of the Store it comes
+// from are the run's, runArgs). The controller's come last, from adEpoch
+// on, and only when the run's settings say it runs (M.adaptive): a call
+// without it carries the first adEpoch. Then a variable tail (see
+// admit.lua): the releases, the reports, the admissions.
 const (
-	adKeepBlocked = iota // 1: a block does not refuse
-	adOpenDelay          // the breaker's open delay (µs)
-	adCut                // the jitter cut of the open delay
-	adBudgetRatio        // the retry budget's ratio, floor per second and window (s)
-	adBudgetMin
-	adBudgetWindow
-	adCap      // the fleet's cap on requests in flight (0: none but the controller's)
-	adLeaseTTL // how long a lease lives (µs)
-	adPressed  // 1: a request of this worker waited for the host's rate since its last admission call
-	adAdaptive // 1: the fleet's controller runs (its log begins at the first admission)
-	adEpoch    // with reports: the log this worker's replica follows, the last entry
-	adSeen     // of it heard (-2: no log wanted), and a snapshot to leave (as report's)
-	adSnapSeq
-	adSnap
-	adInitRate // with the controller: its starting rate and in-flight cap, in force
-	adInitConc // until it writes its own (a cold start, as one process's)
-	adReleases // the number of releases r; r lease ids follow, then the reports, then the admissions
+	adCap      = iota // the fleet's cap on requests in flight (0: none but the controller's)
+	adPressed         // 1: a request of this worker waited for the host's rate since its last admission call
+	adEpoch           // with reports: the log this worker's replica follows, the last entry
+	adSeen            // of it heard (-2: no log wanted), and a snapshot to leave (as report's)
+	adSnapSeq         //
+	adSnap            //
+	adInitRate        // its starting rate and in-flight cap, in force until it writes its
+	adInitConc        // own (a cold start, as one process's)
 	nAdmit
 )
 
-var admitArgs = [nAdmit]string{adKeepBlocked: "keepBlocked", adOpenDelay: "openDelay", adCut: "cut",
-	adBudgetRatio: "budgetRatio", adBudgetMin: "budgetMin", adBudgetWindow: "budgetWindow",
-	adCap: "cap", adLeaseTTL: "leaseTTL", adPressed: "pressed", adAdaptive: "adaptive", adEpoch: "epoch",
-	adSeen: "seen", adSnapSeq: "snapSeq", adSnap: "snap", adInitRate: "initRate", adInitConc: "initConc",
-	adReleases: "releases"}
+var admitArgs = [nAdmit]string{adCap: "cap", adPressed: "pressed", adEpoch: "epoch",
+	adSeen: "seen", adSnapSeq: "snapSeq", adSnap: "snap", adInitRate: "initRate", adInitConc: "initConc"}
+
+// A merged call's settings (M.<name>): the Store's, the same for every
+// call it carries, so sent once per run of the script, after the number
+// of calls (see the end of admit.lua), not once per call: each argument
+// costs Redis its parsing, a Lua string and a conversion to a number, and
+// these were eight of an admit call's thirty (#30).
+const (
+	rnKeepBlocked  = iota // 1: a block does not refuse
+	rnOpenDelay           // the breaker's open delay (µs)
+	rnCut                 // the jitter cut of the open delay (one draw per run)
+	rnBudgetRatio         // the retry budget's ratio, floor per second and window (s)
+	rnBudgetMin           //
+	rnBudgetWindow        //
+	rnLeaseTTL            // how long a lease lives (µs)
+	rnAdaptive            // 1: the fleet's controller runs (a host's log begins at its first admission)
+	nRun
+)
+
+var runArgs = [nRun]string{rnKeepBlocked: "keepBlocked", rnOpenDelay: "openDelay", rnCut: "cut",
+	rnBudgetRatio: "budgetRatio", rnBudgetMin: "budgetMin", rnBudgetWindow: "budgetWindow", rnLeaseTTL: "leaseTTL",
+	rnAdaptive: "adaptive"}
 
 // A quiet report in admit's tail (see Store.Report): these fields, each
 // read at its offset (R.<name>, from 0) from the report's first.
@@ -89,7 +103,8 @@ const (
 var admitHead = [nAdmitHead]string{abNow: "now", abBreaker: "breaker", abFailures: "failures", abLog: "log"}
 
 // admit's reply: admitHead's slots, then one result per admission, each
-// these slots.
+// these slots, in a row (the first admission's from nAdmitHead on, the
+// next one's nAdmitOut further).
 const (
 	aoCode   = iota // 0 granted, 1 blocked, 2 paused, 3 breaker open, 4 no token, 5 slots leased, 6 cost over burst
 	aoMicros        // the wait (granted: for the reserved token)
@@ -252,15 +267,28 @@ var stateOut = [nStateOut]string{stRate: "rate", stTokens: "tokens", stCeiling: 
 	stBurst: "burst", stLeases: "leases", stBudgetFloor: "budgetFloor", stBudgetEarned: "budgetEarned",
 	stBudgetAt: "budgetAt", stConc: "conc"}
 
+// The host's state (st in prelude.lua, which says what each field
+// means): one MessagePack array in the host hash's field "s", its fields
+// in this order. The scripts say st.<name>; build turns it into st[<i>],
+// so that the state is an array as it is packed: read and written whole
+// without a table of names to build on every call (a call paid about
+// 1.3 µs of Redis's time for one, #30).
+var stateFields = [...]string{"f", "r", "c", "rc", "pu", "pw", "blk", "cbs", "cbu", "cbd", "lt", "bf", "be", "bt",
+	"ln", "sq", "lf", "t0", "ss", "rs", "cc", "ex", "fl", "pr", "pg"}
+
 // slotName is a name the scripts read from a table: A.<name>, O.<name>,
-// LO.<name>, R.<name>, B.<name>.
-var slotName = regexp.MustCompile(`\b(A|O|LO|R|B)\.([A-Za-z_]\w*)`)
+// LO.<name>, R.<name>, B.<name>, M.<name>; stateName a field of the
+// host's state.
+var (
+	slotName  = regexp.MustCompile(`\b(A|O|LO|R|B|M)\.([A-Za-z_]\w*)`)
+	stateName = regexp.MustCompile(`\bst\.([A-Za-z_]\w*)`)
+)
 
 // build is a script's source as Redis runs it: src with every name of
 // the tables above (slotName) replaced by its number, so that a call
 // builds no table of names, after a header of the counts it uses. args
 // and out are the script's own arguments and reply slots; batch gives it
-// admit's report fields (R) and reply head (B) too. A name its tables
+// admit's report fields (R), reply head (B) and run settings (M) too. A name its tables
 // lack panics: a script that would read nil.
 func build(args, out []string, batch bool, src string) string {
 	tables := map[string]map[string]int{"A": {}, "O": {}, "LO": {}}
@@ -277,7 +305,10 @@ func build(args, out []string, batch bool, src string) string {
 		tables["LO"][n] = i + 1
 	}
 	if batch {
-		tables["R"], tables["B"] = map[string]int{}, map[string]int{}
+		tables["R"], tables["B"], tables["M"] = map[string]int{}, map[string]int{}, map[string]int{}
+		for i, n := range runArgs {
+			tables["M"][n] = i + 2 // after the number of calls
+		}
 		for i, n := range reportItem {
 			tables["R"][n] = i // an offset from the report's first field
 		}
@@ -291,9 +322,22 @@ func build(args, out []string, batch bool, src string) string {
 		if !ok {
 			panic(fmt.Sprintf("redisstore: a script reads %s, which its tables do not name", m))
 		}
+		if batch && sub[1] == "A" {
+			// A merged call's arguments are read in place, from where
+			// the call's begin in ARGV (ab, see prelude.lua).
+			return "(ab + " + strconv.Itoa(i) + ")"
+		}
 		return strconv.Itoa(i)
 	})
-	return fmt.Sprintf("local NOUT, BATCH, NITEM = %d, %v, %d\n", len(out), batch, nItem) + body
+	body = stateName.ReplaceAllStringFunc(body, func(m string) string {
+		i := slices.Index(stateFields[:], m[len("st."):])
+		if i < 0 {
+			panic(fmt.Sprintf("redisstore: a script reads %s, which the state's table does not name", m))
+		}
+		return "st[" + strconv.Itoa(i+1) + "]"
+	})
+	return fmt.Sprintf("local NOUT, BATCH, NITEM, NST, NRUN, NHEAD = %d, %v, %d, %d, %d, %d\n", len(out), batch, nItem,
+		len(stateFields), nRun, nAdmitHead) + body
 }
 
 // luaScript is a script as Redis runs it (build): the prelude (unless it

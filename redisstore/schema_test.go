@@ -74,14 +74,15 @@ func TestSchema(t *testing.T) {
 			}
 		}
 	}
-	// admit's own tables: a quiet report's fields (R) and its reply's head
-	// (B).
+	// admit's own tables: a quiet report's fields (R), its reply's head
+	// (B) and its run's settings (M).
 	unique("a quiet report's fields", reportItem[:])
 	unique("admit's reply head", admitHead[:])
+	unique("admit's run settings", runArgs[:])
 	for _, tb := range []struct {
 		table string
 		names []string
-	}{{"R", reportItem[:]}, {"B", admitHead[:]}} {
+	}{{"R", reportItem[:]}, {"B", admitHead[:]}, {"M", runArgs[:]}} {
 		for _, n := range used(admitLua, tb.table) {
 			if !slices.Contains(tb.names, n) {
 				t.Errorf("admit uses %s.%s, which its table does not name", tb.table, n)
@@ -106,6 +107,18 @@ func TestSchema(t *testing.T) {
 	for _, n := range commonArgs {
 		if !slices.Contains(used(prelude, "A"), n) {
 			t.Errorf("the common argument %q is never read by the prelude", n)
+		}
+	}
+	// The host's state: every field the scripts name is in stateFields
+	// (build panics otherwise), and every field there is used.
+	unique("the state's fields", stateFields[:])
+	all := withPrelude
+	for _, c := range cases {
+		all += c.body
+	}
+	for _, n := range stateFields {
+		if !slices.Contains(used(all, "st"), n) {
+			t.Errorf("stateFields names %q, which no script uses", n)
 		}
 	}
 }
@@ -147,8 +160,8 @@ func TestReplyShapes(t *testing.T) {
 	for i := range nAdmit {
 		a[i] = 0
 	}
-	a[adAdaptive], a[adEpoch], a[adSeen], a[adSnap] = 1, epoch, seen, ""
-	args = append(args, len(reports))
+	a[adEpoch], a[adSeen], a[adSnap] = epoch, seen, ""
+	args = append(args, 0, len(reports)) // no releases
 	for range reports {
 		item := make([]any, nItem)
 		item[itSuccess], item[itKind], item[itLatency], item[itWait], item[itSpare], item[itAt] = 1, 0, 1000, 0, 0, 0
@@ -160,11 +173,8 @@ func TestReplyShapes(t *testing.T) {
 	cb.senders-- // the lane taken above, given back before any check can end the test
 	cb.lanes &^= 1 << lane
 	cb.mu.Unlock()
-	if a, _ := res.([]any); err != nil || len(a) != nAdmitHead+1 {
-		t.Fatalf("admit's reply = %v (%v), want %d slots and one result", res, err, nAdmitHead)
-	}
-	if r, _ := slot(res, nAdmitHead).([]any); len(r) != nAdmitOut {
-		t.Errorf("admit's result has %d slots, its table %d: %v", len(r), nAdmitOut, r)
+	if a, _ := res.([]any); err != nil || len(a) != nAdmitHead+nAdmitOut {
+		t.Fatalf("admit's reply = %v (%v), want %d slots and one result's %d", res, err, nAdmitHead, nAdmitOut)
 	}
 	if l, _ := slot(res, abLog).([]any); len(l) != nLogOut {
 		t.Errorf("admit's log has %d slots, its table %d: %v", len(l), nLogOut, slot(res, abLog))

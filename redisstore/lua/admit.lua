@@ -6,24 +6,113 @@
 -- one call serves them all.
 -- Quiet reports (Store.Report: a success or a signal that needs no answer)
 -- ride with it, heard before the admissions.
--- Arguments (schema.go, admitArgs): the settings, then A.releases: the
--- number of releases r, then r lease ids, then the number of quiet
+-- Arguments (schema.go, admitArgs): the settings, then the number of
+-- releases r, then r lease ids, then the number of quiet
 -- reports m, then m reports of NITEM fields each (R.<name>), then the
 -- number of admissions n, then n quadruples: max wait (µs), first attempt
 -- (1: earns the retry budget its share), lease id, cost (tokens).
 -- Returns admitHead's slots (B.<name>: now, the breaker's state after the
 -- call, and with reports the controller's log the replica has not heard),
--- then n results, each with admitOut's slots: code 0
+-- then n results, each admitOut's slots in a row (NOUT of them, not a
+-- table of its own: each nested table cost Redis its own conversion,
+-- #30): code 0
 -- granted (µs: wait for the reserved token), 1 blocked, 2 paused (µs
 -- left), 3 breaker open (µs left), 4 no token within the wait (µs until
 -- one), 5 every in-flight slot leased, 6 the cost exceeds the burst (µs:
 -- 0); and spare (1: the bucket was full and a slot left over, so neither
 -- the rate nor the cap held the request back).
+-- The run's settings (M, read at the end), a call's cap, and its leases:
+-- those live when the call began (counted once: nil until then) and those
+-- its grants take, leased together at the end; purged: counted again
+-- without the expired leases (once a call at most). Declared here, with
+-- the functions below, once per script run, not once per call.
+local keepBlocked, openDelay, cut, ratio, minps, window, leaseTTL, adaptive
+local cap, counted, grants, purged
+
+-- hear hears a quiet report whose fields start at ARGV[j], as report.lua
+-- hears a success (or an answer that is neither success nor failure) and
+-- its signal.
+local function hear(j)
+  if st.cbd <= 0 then st.cbd = openDelay end
+  if ARGV[j + R.success] == '1' then
+    if st.cbs == 2 then
+      st.cbs, st.cbd = 0, openDelay
+      unfailed()
+    elseif st.cbs == 0 then
+      unfailed()
+    end
+  end
+  local kind = num(ARGV[j + R.kind], -1)
+  if adaptive and kind >= 0 and kind <= 3 then
+    logAppend(kind .. ' ' .. int(num(ARGV[j + R.latency], 0)) .. ' ' .. int(num(ARGV[j + R.wait], 0)) .. ' ' ..
+      int(num(ARGV[j + R.spare], 0)), num(ARGV[j + R.at], 0))
+  end
+end
+
+-- result is an admission's result, as admitOne returns it: admitOut's
+-- slots in their order.
+local function result(code, us, why, spare)
+  return code, us, why, spare or 0
+end
+
+local function admitOne(maxWait, first, id, cost)
+  if st.blk ~= '' and not keepBlocked then return result(1, 0, st.blk) end
+  if st.pu > now then return result(2, st.pu - now, st.pw) end
+  -- The breaker is asked without taking its probe, which goes to the
+  -- request that gets a token.
+  if st.cbs ~= 0 and now < st.cbu then return result(3, st.cbu - now, '') end
+  local live = 0
+  if cap > 0 then
+    if counted == nil then counted = inflight(false) end
+    live = counted + #grants / 2
+    if live >= cap and not purged then
+      -- Full, perhaps of expired leases: counted again without them.
+      counted, purged = inflight(true), true
+      live = counted + #grants / 2
+    end
+    if live >= cap then
+      st.pr = now
+      return result(5, 0, '')
+    end
+  end
+  local rr, bb = inforce()
+  -- Spare: the bucket full, a slot left over, and no request (of any
+  -- worker) waited for a token or a slot within two token intervals (10
+  -- ms to 1 s): neither the rate nor the cap held this one back.
+  local win = math.min(math.max(2 * interval(rr), 10000), 1000000)
+  local spare = 0
+  if tokens(rr, bb) >= bb and (cap == 0 or live + 1 < cap) and (st.pr == 0 or now - st.pr > win) then spare = 1 end
+  local ok, wait, over = take(maxWait, cost)
+  if over then return result(6, 0, '') end
+  if not ok then
+    st.pr = now
+    return result(4, wait, '')
+  end
+  if wait > 0 then st.pr = now end
+  if st.cbs ~= 0 then
+    -- Open with its delay over, or half-open with its probe presumed
+    -- lost: this request is the probe.
+    if st.cbd <= 0 then st.cbd = openDelay end
+    st.cbs, st.cbu = 2, now + jittered(st.cbd, cut)
+  end
+  if cap > 0 then
+    -- The slot is held from now, through the wait for a reserved token
+    -- (a score Redis writes exactly: an integer below 2^53).
+    local u = now + wait + leaseTTL
+    grants[#grants + 1] = u
+    grants[#grants + 1] = id
+    leased = math.max(leased, u)
+  end
+  if first then
+    advance(ratio, minps, window)
+    if ratio > 0 then st.be = st.be + ratio end
+  end
+  return result(0, wait, '', spare)
+end
+
 local function admitCall()
-  local keepBlocked, openDelay, cut = ARGV[A.keepBlocked] == '1', num(ARGV[A.openDelay], 0), num(ARGV[A.cut], 0)
-  local ratio, minps, window = num(ARGV[A.budgetRatio], 0), num(ARGV[A.budgetMin], 0), num(ARGV[A.budgetWindow], 10)
-  local cap, leaseTTL, pressed = num(ARGV[A.cap], 0), num(ARGV[A.leaseTTL], 0), ARGV[A.pressed] == '1'
-  if ARGV[A.adaptive] == '1' then
+  cap = num(ARGV[A.cap], 0)
+  if adaptive then
     logStart()
     if st.rs == 0 then
       -- The controller has written nothing yet: its cold start's rate and
@@ -41,31 +130,16 @@ local function admitCall()
   -- The fleet's controller caps the requests in flight too (Little's law
   -- at the host's unloaded latency), under the configured cap.
   if st.cc > 0 and (cap == 0 or st.cc < cap) then cap = st.cc end
-  if pressed then st.pr = now end -- a request of the caller's waited for the rate (NoteDemand)
+  if ARGV[A.pressed] == '1' then st.pr = now end -- a request of the caller's waited for the rate (NoteDemand)
 
-  local i = A.releases
+  -- The tail, after the controller's arguments (which only a run with
+  -- it carries, the last of admitArgs): the releases first.
+  local i = A.epoch
+  if adaptive then i = A.initConc + 1 end
   local r = num(ARGV[i], 0)
   if r > 0 then redis.call('ZREM', L, unpack(ARGV, i + 1, i + r)) end
   i = i + r + 1
 
-  -- A quiet report, as report.lua hears a success (or an answer that is
-  -- neither success nor failure) and its signal.
-  local function hear(j)
-    if st.cbd <= 0 then st.cbd = openDelay end
-    if ARGV[j + R.success] == '1' then
-      if st.cbs == 2 then
-        st.cbs, st.cbd = 0, openDelay
-        unfailed()
-      elseif st.cbs == 0 then
-        unfailed()
-      end
-    end
-    local kind = num(ARGV[j + R.kind], -1)
-    if ARGV[A.adaptive] == '1' and kind >= 0 and kind <= 3 then
-      logAppend(kind .. ' ' .. int(num(ARGV[j + R.latency], 0)) .. ' ' .. int(num(ARGV[j + R.wait], 0)) .. ' ' ..
-        int(num(ARGV[j + R.spare], 0)), num(ARGV[j + R.at], 0))
-    end
-  end
   local m = num(ARGV[i], 0)
   for k = 0, m - 1 do hear(i + 1 + k * NITEM) end
   i = i + 1 + m * NITEM
@@ -73,76 +147,12 @@ local function admitCall()
   local n = num(ARGV[i], 0)
   i = i + 1
 
-  local function result(code, us, why, spare)
-    local res = {}
-    res[O.code], res[O.micros], res[O.reason], res[O.spare] = code, us, why, spare or 0
-    return res
-  end
-
-  -- The leases live when the call began (counted once) and those its
-  -- grants take, leased together at the end. purged: counted again
-  -- without the expired leases (once a call at most).
-  local counted, grants, purged = nil, {}, false
-
-  local function admitOne(maxWait, first, id, cost)
-    if st.blk ~= '' and not keepBlocked then return result(1, 0, st.blk) end
-    if st.pu > now then return result(2, st.pu - now, st.pw) end
-    -- The breaker is asked without taking its probe, which goes to the
-    -- request that gets a token.
-    if st.cbs ~= 0 and now < st.cbu then return result(3, st.cbu - now, '') end
-    local live = 0
-    if cap > 0 then
-      if counted == nil then counted = inflight(false) end
-      live = counted + #grants / 2
-      if live >= cap and not purged then
-        -- Full, perhaps of expired leases: counted again without them.
-        counted, purged = inflight(true), true
-        live = counted + #grants / 2
-      end
-      if live >= cap then
-        st.pr = now
-        return result(5, 0, '')
-      end
-    end
-    local rr, bb = inforce()
-    -- Spare: the bucket full, a slot left over, and no request (of any
-    -- worker) waited for a token or a slot within two token intervals (10
-    -- ms to 1 s): neither the rate nor the cap held this one back.
-    local win = math.min(math.max(2 * interval(rr), 10000), 1000000)
-    local spare = 0
-    if tokens(rr, bb) >= bb and (cap == 0 or live + 1 < cap) and (st.pr == 0 or now - st.pr > win) then spare = 1 end
-    local ok, wait, over = take(maxWait, cost)
-    if over then return result(6, 0, '') end
-    if not ok then
-      st.pr = now
-      return result(4, wait, '')
-    end
-    if wait > 0 then st.pr = now end
-    if st.cbs ~= 0 then
-      -- Open with its delay over, or half-open with its probe presumed
-      -- lost: this request is the probe.
-      if st.cbd <= 0 then st.cbd = openDelay end
-      st.cbs, st.cbu = 2, now + jittered(st.cbd, cut)
-    end
-    if cap > 0 then
-      -- The slot is held from now, through the wait for a reserved token.
-      local u = now + wait + leaseTTL
-      grants[#grants + 1] = int(u)
-      grants[#grants + 1] = id
-      leased = math.max(leased, u)
-    end
-    if first then
-      advance(ratio, minps, window)
-      if ratio > 0 then st.be = st.be + ratio end
-    end
-    return result(0, wait, '', spare)
-  end
-
-  local out = {}
-  out[B.now], out[B.breaker], out[B.failures], out[B.log] = now, 0, 0, 0
+  counted, grants, purged = nil, {}, false
+  local out = {[B.now] = now, [B.breaker] = 0, [B.failures] = 0, [B.log] = 0}
   for k = 0, n - 1 do
-    local j = i + 4 * k
-    out[#out + 1] = admitOne(num(ARGV[j], 0), ARGV[j + 1] == '1', ARGV[j + 2], math.max(num(ARGV[j + 3], 1), 1))
+    local j, o = i + 4 * k, NHEAD + NOUT * k
+    out[o + O.code], out[o + O.micros], out[o + O.reason], out[o + O.spare] =
+      admitOne(num(ARGV[j], 0), ARGV[j + 1] == '1', ARGV[j + 2], math.max(num(ARGV[j + 3], 1), 1))
   end
   out[B.breaker], out[B.failures] = st.cbs, st.fl
   if #grants > 0 then
@@ -155,7 +165,8 @@ local function admitCall()
     grants[#grants + 1] = ''
     if redis.call('ZADD', L, unpack(grants)) > (#grants - 2) / 2 then fresh[#fresh + 1] = L end
   end
-  local seen = num(ARGV[A.seen], -2)
+  local seen = -2
+  if adaptive then seen = num(ARGV[A.seen], -2) end
   if seen ~= -2 then
     -- The reports' signals are in the log: the replica hears them, and any
     -- other worker's since its last call (as report.lua answers).
@@ -171,23 +182,27 @@ local function admitCall()
 end
 
 -- The script runs a merged call: ARGV[1] is how many calls it carries,
--- each then its kind ('a' an admit call, on six keys: the host's, as
+-- then the run's settings (M.<name>, schema.go's runArgs), then each call:
+-- its kind ('a' an admit call, on six keys: the host's, as
 -- every script's, and D; 'r' a release, on the host's lease set: each
 -- argument a lease id to give back), its number of arguments, and those.
 -- The keys are the calls' in turn. A worker merges the calls it has for
 -- one Redis node (pipe.go): one script run carries them all (and reads
 -- TIME once). Returns one reply per call.
-local calls, keys, replies = ARGV, KEYS, {}
-local ki, ai = 1, 2
+local calls, replies = ARGV, {}
+keepBlocked, openDelay, cut = calls[M.keepBlocked] == '1', num(calls[M.openDelay], 0), num(calls[M.cut], 0)
+ratio, minps, window = num(calls[M.budgetRatio], 0), num(calls[M.budgetMin], 0), num(calls[M.budgetWindow], 10)
+leaseTTL, adaptive = num(calls[M.leaseTTL], 0), calls[M.adaptive] == '1'
+local ki, ai = 1, 2 + NRUN
 for c = 1, num(calls[1], 0) do
   local n = num(calls[ai + 1], 0)
-  ARGV = {unpack(calls, ai + 2, ai + 1 + n)}
+  ab, an = ai + 1, ai + 1 + n -- its arguments: ARGV[ab + 1] to ARGV[an]
   if calls[ai] == 'r' then
     replies[c] = 0
-    if n > 0 then replies[c] = redis.call('ZREM', keys[ki], unpack(ARGV)) end
+    if n > 0 then replies[c] = redis.call('ZREM', KEYS[ki], unpack(ARGV, ab + 1, an)) end
     ki = ki + 1
   else
-    KEYS = {keys[ki], keys[ki + 1], keys[ki + 2], keys[ki + 3], keys[ki + 4], keys[ki + 5]}
+    kb = ki - 1 -- its keys: KEYS[kb + 1] to KEYS[kb + 6]
     ki = ki + 6
     replies[c] = begin() or admitCall()
   end

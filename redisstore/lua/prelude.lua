@@ -15,9 +15,10 @@
 -- doubles until about 2255; they are written with %.0f, never tostring
 -- (which keeps 14 digits). Rates are requests per second, written with
 -- %.17g. The host's state (st) is kept in one field of the hash, "s", a
--- MessagePack array in the order of fields below (absent values false),
+-- MessagePack array in the order of fields below (absent values nil),
 -- read and written whole: one field costs a script far less than twenty
--- (see save). Its fields:
+-- (see save). st is that array as unpacked: the scripts name its fields
+-- (st.f), and schema.go's stateFields numbers them. Its fields:
 --   f   when the token bucket is full again (absent: full)
 --   r   the host's own rate (absent: ARGV[2]); c, rc the RateLimit and
 --       robots.txt ceilings (0: none; rc also makes the burst 1)
@@ -39,11 +40,15 @@
 --            demand pressed on the host, whichever worker's it was
 --   pg       when expired leases were last dropped from L (see inflight)
 
--- A call's keys and arguments: the script's own, or (admit) those of each
--- call a merged call carries in turn (see the end of admit.lua), which
--- begin loads. The host's state and the call's names below are set by
+-- A call's keys and arguments (kb, ab, an above) are begun by begin. The host's state and the call's names below are set by
 -- begin for each call; the functions after it read them.
 local KEYS, ARGV = KEYS, ARGV
+-- Where the call's keys and arguments begin in KEYS and ARGV (kb, ab:
+-- KEYS[kb + 1] is its first key, ARGV[ab + 1] its first argument) and
+-- its last argument (an): the script's own, or in a merged call each
+-- call's in turn (admit.lua), which the calls read in place, not copied.
+-- A.<name> is ab + its number in a merged call (schema.go).
+local kb, ab, an = 0, 0, #ARGV
 local H, F, L, G, S, D, rid, lane
 local st, raw, fresh, leased, now, baseRate, baseBurst, idle, pacing, sq0
 -- clock is Redis's TIME (µs), read once per script run: the calls a
@@ -72,10 +77,10 @@ local function flt(x) return string.format('%.17g', x) end
 -- of it); a report keeps its reply in KEYS[6], a hash of the replies by
 -- name, for a minute after the host's last report (4096 replies at most).
 local function begin()
-  H, F, L, G, S, D = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+  H, F, L, G, S, D = KEYS[kb + 1], KEYS[kb + 2], KEYS[kb + 3], KEYS[kb + 4], KEYS[kb + 5], KEYS[kb + 6]
   rid, lane = nil, nil
   if D then
-    rid = ARGV[#ARGV]
+    rid = ARGV[an]
     if BATCH then
       lane = 'i' .. (string.match(rid, '^(.*)/') or rid)
     else
@@ -83,21 +88,30 @@ local function begin()
       if prev then return cmsgpack.unpack(prev) end
     end
   end
-  st = {}
   raw = redis.call('HMGET', H, 's', lane or 's') -- as stored, so save writes only what changed
   if lane then
     local prev = raw[2]
-    if prev and string.sub(prev, 1, #rid + 1) == rid .. ' ' then return cmsgpack.unpack(string.sub(prev, #rid + 2)) end
+    -- "<rid> <reply>": compared in place (no new strings), as nearly
+    -- every call finds its lane's previous reply there.
+    if prev and string.byte(prev, #rid + 1) == 32 and string.find(prev, rid, 1, true) == 1 then
+      return cmsgpack.unpack(string.sub(prev, #rid + 2))
+    end
   end
-  -- As packed: numbers, strings, false for absent (no conversion needed).
-  local v = {}
-  if raw[1] then v = {cmsgpack.unpack(raw[1])} end
-  st.f, st.r, st.c, st.rc = v[1] or nil, v[2] or nil, v[3] or 0, v[4] or 0
-  st.pu, st.pw, st.blk = v[5] or 0, v[6] or '', v[7] or ''
-  st.cbs, st.cbu, st.cbd, st.lt = v[8] or 0, v[9] or 0, v[10] or 0, v[11] or 0
-  st.bf, st.be, st.bt, st.ln = v[12] or nil, v[13] or 0, v[14] or 0, v[15] or 0
-  st.sq, st.lf, st.t0, st.ss, st.rs, st.cc = v[16] or 0, v[17] or 0, v[18] or 0, v[19] or 0, v[20] or 0, v[21] or 0
-  st.ex, st.fl, st.pr, st.pg = v[22] or 0, v[23] or 0, v[24] or 0, v[25] or 0
+  -- As packed: numbers, strings, nil for absent (no conversion needed).
+  st = {}
+  if raw[1] then st = {cmsgpack.unpack(raw[1])} end
+  if st.pg == nil then
+    -- A new host (or a state shorter than this one's): the defaults.
+    st.c, st.rc, st.pu, st.pw, st.blk = st.c or 0, st.rc or 0, st.pu or 0, st.pw or '', st.blk or ''
+    st.cbs, st.cbu, st.cbd, st.lt = st.cbs or 0, st.cbu or 0, st.cbd or 0, st.lt or 0
+    st.be, st.bt, st.ln = st.be or 0, st.bt or 0, st.ln or 0
+    st.sq, st.lf, st.t0, st.ss, st.rs, st.cc = st.sq or 0, st.lf or 0, st.t0 or 0, st.ss or 0, st.rs or 0, st.cc or 0
+    st.ex, st.fl, st.pr, st.pg = st.ex or 0, st.fl or 0, st.pr or 0, st.pg or 0
+  end
+  -- Absent was once packed as false.
+  if st.f == false then st.f = nil end
+  if st.r == false then st.r = nil end
+  if st.bf == false then st.bf = nil end
 
   -- fresh names the keys besides the hash this call created, which have
   -- no expiry yet (see save); leased the latest lease expiry it set (µs,
@@ -285,15 +299,13 @@ local function save(out)
   keep = math.max(keep, leased - now)
   local moved = now + keep > st.ex
   if moved then st.ex = now + keep + math.floor(idle / 8) end
-  local e = cmsgpack.pack(st.f or false, st.r or false, st.c, st.rc, st.pu, st.pw, st.blk, st.cbs, st.cbu, st.cbd,
-    st.lt, st.bf or false, st.be, st.bt, st.ln, st.sq, st.lf, st.t0, st.ss, st.rs, st.cc, st.ex, st.fl, st.pr, st.pg)
-  local kv = {}
-  if e ~= raw[1] then kv = {'s', e} end
+  local e = cmsgpack.pack(unpack(st, 1, NST))
   if lane and out then
-    kv[#kv + 1] = lane
-    kv[#kv + 1] = rid .. ' ' .. cmsgpack.pack(out)
+    local v = rid .. ' ' .. cmsgpack.pack(out)
+    if e ~= raw[1] then redis.call('HSET', H, 's', e, lane, v) else redis.call('HSET', H, lane, v) end
+  elseif e ~= raw[1] then
+    redis.call('HSET', H, 's', e)
   end
-  if #kv > 0 then redis.call('HSET', H, unpack(kv)) end
   local ms = math.ceil((st.ex - now) / 1000)
   if moved then
     fresh = {H, L}
