@@ -19,11 +19,7 @@ import (
 // admission fails.
 func (t *Transport) admit(ctx context.Context, a *attempt) error {
 	var hd held
-	defer func() {
-		if hd.ask {
-			t.ext(a.h).ask.done()
-		}
-	}()
+	defer t.endTurn(a, &hd)
 	for {
 		done, err := t.admitStep(ctx, a, &hd)
 		if err != nil {
@@ -33,6 +29,15 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 		if done {
 			return nil
 		}
+	}
+}
+
+// endTurn gives back the host's turn to ask, if the attempt has it: once
+// admitted or given up, and before any wait but the rate's.
+func (t *Transport) endTurn(a *attempt, hd *held) {
+	if hd.ask {
+		t.ext(a.h).ask.done()
+		hd.ask = false
 	}
 }
 
@@ -62,6 +67,9 @@ func (t *Transport) admitStep(ctx context.Context, a *attempt, hd *held) (done b
 	h := a.h
 	if !hd.slot {
 		if !h.gate.TryAcquire() {
+			// Never wait for a slot with the turn: the requests waiting
+			// for the turn may hold every slot.
+			t.endTurn(a, hd)
 			t.markWaiting(a)
 			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonSlot})
 			if err := t.acquireSlot(ctx, h); err != nil {
@@ -106,9 +114,11 @@ func (t *Transport) admitStep(ctx context.Context, a *attempt, hd *held) (done b
 		}
 		if !waitRate {
 			// A pause, the breaker, a block: the slot goes to no one
-			// waiting behind it meanwhile.
+			// waiting behind it meanwhile, nor the turn (they will hear
+			// the same).
 			h.gate.Release()
 			hd.slot = false
+			t.endTurn(a, hd)
 		}
 		if dl, ok := ctx.Deadline(); waitRate && !hd.ask && !a.low && !(ok && dl.Before(a.now.Add(adm.Wait))) {
 			// One request at a time asks for the host's next token; the
@@ -153,6 +163,7 @@ func (t *Transport) admitStep(ctx context.Context, a *attempt, hd *held) (done b
 			// all be spent at once when slots free up.
 			t.store.Cancel(h, a.now, a.cost)
 			t.releaseLease(a)
+			t.endTurn(a, hd)
 			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonSlot})
 			if err := t.global.Acquire(ctx); err != nil {
 				return false, err
