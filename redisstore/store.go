@@ -276,9 +276,11 @@ func (s *Store) sharedAdmit(h *polite.Host, q polite.Query) polite.Admission {
 // announce without a round trip of its own.
 const slotPoll = 25 * time.Millisecond
 
-// leaseID names lease seq of this Store.
+// leaseID names lease seq of this Store, in one allocation (a concatenation
+// of FormatUint's string took two, twice a request).
 func (s *Store) leaseID(seq uint64) string {
-	return s.worker + ":" + strconv.FormatUint(seq, 10)
+	var b [64]byte
+	return string(strconv.AppendUint(append(append(b[:0], s.worker...), ':'), seq, 10))
 }
 
 // Release implements polite.Store. Where the fleet's cap on the host's
