@@ -36,7 +36,7 @@ func (t *Transport) admit(ctx context.Context, a *attempt) error {
 // admitted or given up, and before any wait but the rate's.
 func (t *Transport) endTurn(a *attempt, hd *held) {
 	if hd.ask {
-		t.ext(a.h).ask.done()
+		t.ext(a.h).ask.turn().Release()
 		hd.ask = false
 	}
 }
@@ -124,9 +124,9 @@ func (t *Transport) admitStep(ctx context.Context, a *attempt, hd *held) (done b
 			// One request at a time asks for the host's next token; the
 			// others wait behind it, in turn, and ask once it has its own.
 			// (One whose deadline comes before the token fails now, below.)
-			p := t.ext(h)
-			if hd.ask = p.ask.try(); !hd.ask {
-				if err := p.ask.wait(ctx); err != nil {
+			turn := t.ext(h).ask.turn()
+			if hd.ask = turn.TryAcquire(); !hd.ask {
+				if err := turn.Acquire(ctx); err != nil {
 					return false, err
 				}
 				hd.ask = true

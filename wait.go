@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"time"
+
+	"github.com/polite-go/polite/inflight"
 )
 
 // Wait waits until the host with this key would admit a request, and takes
@@ -163,41 +165,16 @@ func (t *Transport) acquireSlot(ctx context.Context, h *Host) error {
 // TestWorkersShareOneRate holds 4 in each of 2 workers to at most 6: 7.7
 // before). Requests of low priority take no turn: they yield to those
 // waiting.
-type asker struct {
-	turn atomic.Pointer[chan struct{}] // made at the first wait: a buffer of one, full while a request has the turn
-}
+//
+// The turn is a Gate of one slot (FIFO, honouring contexts), made at the
+// host's first wait: a pointer is all a host that never waits pays.
+type asker struct{ gate atomic.Pointer[inflight.Gate] }
 
-// ch returns the turn's channel, making it on first use.
-func (k *asker) ch() chan struct{} {
-	if c := k.turn.Load(); c != nil {
-		return *c
+// turn returns the host's Gate of one, making it on first use.
+func (k *asker) turn() *inflight.Gate {
+	if g := k.gate.Load(); g != nil {
+		return g
 	}
-	c := make(chan struct{}, 1)
-	k.turn.CompareAndSwap(nil, &c)
-	return *k.turn.Load()
+	k.gate.CompareAndSwap(nil, inflight.New(1))
+	return k.gate.Load()
 }
-
-// try takes the turn if no request has it.
-func (k *asker) try() bool {
-	select {
-	case k.ch() <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-// wait takes the turn once the requests before this one have had theirs
-// (blocked senders on a channel are served in order), or returns ctx's
-// error.
-func (k *asker) wait(ctx context.Context) error {
-	select {
-	case k.ch() <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// done ends the turn.
-func (k *asker) done() { <-k.ch() }
