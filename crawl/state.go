@@ -262,11 +262,6 @@ func openStore(path string) (*store, error) {
 		// them in order), where a LIMIT bound to a parameter made SQLite
 		// prepare the statement anew on every run (a fifth of a window's
 		// time; issue 34, part 2).
-		// A found URL comes with the URL of the page that named it. No
-		// LIMIT: window stops reading after its n rows (the index gives
-		// them in order), where a LIMIT bound to a parameter made SQLite
-		// prepare the statement anew on every run (a fifth of a window's
-		// time; issue 34, part 2).
 		{&st.qWindow, `SELECT u.id, u.url, coalesce(u.invalid, ''), u.attempts, u.not_before, u.reason, u.started,
 			u.depth, u.kind, coalesce(p.url, u.via, '')
 			FROM urls u LEFT JOIN urls p ON p.id = u.parent

@@ -233,27 +233,10 @@ func TestLimitsHold(t *testing.T) {
 // come: a grant's send is late by a varying delay (a timer, a goroutine
 // waiting for a CPU, a dial), so arrivals within a span can have been
 // granted within a span this much longer. 25 ms, and twice the worst stall
-// the test binary saw meanwhile (stall_test.go).
+// the test binary saw meanwhile (stall_test.go). It sorts hits by arrival.
 func sendSlack(hits []hit) time.Duration {
-	first, last := hits[0].at, hits[0].at
-	for _, h := range hits {
-		first, last = minTime(first, h.at), maxTime(last, h.at)
-	}
-	return 25*time.Millisecond + 2*worstStall(first.Add(-time.Second), last)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
+	sort.Slice(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })
+	return 25*time.Millisecond + 2*worstStall(hits[0].at.Add(-time.Second), hits[len(hits)-1].at)
 }
 
 // checkRate fails if some span of the arrivals holds more than burst +
@@ -265,8 +248,7 @@ func checkRate(t *testing.T, name string, hits []hit, rate float64, burst int) {
 	if len(hits) == 0 {
 		return
 	}
-	sort.Slice(hits, func(i, j int) bool { return hits[i].at.Before(hits[j].at) })
-	slack := sendSlack(hits)
+	slack := sendSlack(hits) // and hits sorted
 	t.Logf("%s: %v of slack for scheduling delays", name, slack)
 	for i := range hits {
 		for j := i + burst; j < len(hits); j++ {
