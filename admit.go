@@ -198,13 +198,24 @@ func (t *Transport) refused(ctx context.Context, a *attempt, adm Admission) erro
 		if dl, ok := ctx.Deadline(); ok && dl.Before(a.now.Add(adm.Wait)) {
 			return fmt.Errorf("polite: host %q: waiting %v for a token would outlast the deadline: %w", h.key, adm.Wait, context.DeadlineExceeded)
 		}
-		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonRate, Delay: adm.Poll})
-		return sleep(ctx, adm.Poll)
+		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonRate, Delay: pollOf(adm)})
+		return sleep(ctx, pollOf(adm))
 	case adm.Wait > t.maxAfter:
 		return &PausedError{Host: h.key, Until: a.now.Add(adm.Wait), Reason: adm.Reason}
 	}
 	t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: adm.Reason, Delay: adm.Wait})
-	return sleep(ctx, adm.Poll)
+	return sleep(ctx, pollOf(adm))
+}
+
+// pollOf is how long a request the store refused waits before it asks
+// again: the refusal's Poll, else its Wait, and never less than minPoll.
+// A Store that names neither (a refused slot, whose end no one knows)
+// would otherwise be asked again at once, for ever.
+func pollOf(adm Admission) time.Duration {
+	if adm.Poll > 0 {
+		return max(adm.Poll, minPoll)
+	}
+	return max(adm.Wait, minPoll)
 }
 
 // releaseHeld gives back the host's slot and lease and, when held, the

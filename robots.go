@@ -11,6 +11,18 @@ import (
 	"github.com/polite-go/polite/robots"
 )
 
+// robotsKnown says that req needs no robots.txt fetched before it goes:
+// robots.txt is off, req fetches it, or its rules are cached for req's
+// host (h: its state).
+func (t *Transport) robotsKnown(req *http.Request, h *Host) bool {
+	t.init()
+	if t.robots == nil || req.URL == nil || robots.IsFetch(req) {
+		return true
+	}
+	_, ok := t.robots.Cached(req.URL, &t.ext(h).robotsRef)
+	return ok
+}
+
 // checkRobots refuses a URL robots.txt disallows, and keeps the host's rate
 // under the Crawl-delay each time a new copy of robots.txt is in force.
 func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host) error {

@@ -1,6 +1,7 @@
 package polite
 
 import (
+	"context"
 	"errors"
 	"iter"
 	"net/http"
@@ -129,6 +130,82 @@ type TryOptions struct {
 	// as PrevOutcome, as RoundTrip's retries carry theirs (metrics count
 	// retries by it). Zero (OK) when the caller does not know.
 	Prev Outcome
+	// Reservation, when set, is the admission Reserve took for this
+	// request: Try waits for its instant (or the request's context) and
+	// sends under it instead of asking the Store. Try owns it from the
+	// call on, and gives it back (CancelReservation) whenever it does not
+	// send under it: a request to another host, a cost it was not taken
+	// for, robots.txt to fetch first, no free slot, an error before
+	// sending.
+	Reservation *Reservation
+}
+
+// A Reservation is an admission Reserve took ahead of its request: every
+// gate of the host passed, a slot leased in its Store and a token taken,
+// due at At. It is spent by one Try (TryOptions.Reservation) or given back
+// by CancelReservation; one dropped otherwise costs the host a token and,
+// until its lease expires, a slot.
+type Reservation struct {
+	h     *Host
+	at    time.Time
+	cost  int
+	lease uint64
+	spare bool
+}
+
+// At is when the reserved token is due: the request may go then.
+func (r *Reservation) At() time.Time { return r.at }
+
+// Reserve takes the admission of the next request to the host with this
+// key ahead of the request, as Try's would be taken: the block mark, a
+// pause, the breaker, a slot in the Store and a token, reserved when due
+// within maxWait (and within the Store's hold, about a token interval; 0
+// takes only a token there now). Granted, it returns the Reservation, for
+// Try to send under at its At; otherwise nil, how long until the host may
+// admit and why, as Ready answers. first says the request is a first
+// attempt (it earns the retry budget its share, as Try's Attempt 1 does),
+// cost is its tokens (0: 1).
+//
+// A scheduler whose Transport shares its Store with other processes (a
+// fleet's Redis) reserves instead of asking Ready: one call where Ready
+// and Try made two, and Ready's answer, read by every process for the
+// same token, is stale for all but the first to send.
+func (t *Transport) Reserve(key string, now time.Time, maxWait time.Duration, first bool, cost int) (*Reservation, time.Duration, Reason) {
+	t.init()
+	h := t.reg.Get(key)
+	adm := t.store.Admit(h, Query{Now: now, MaxWait: max(maxWait, 0), First: first, Cost: cost})
+	if !adm.Granted {
+		t.reg.Put(h)
+		wait, why := adm.Wait, adm.Reason
+		if why == "" {
+			why = ReasonRate
+		}
+		if why == ReasonRate && t.demand != nil {
+			t.demand.NoteDemand(h, now) // a request waits for the rate: demand presses on it
+		}
+		return nil, wait, why
+	}
+	at := adm.At
+	if at.IsZero() {
+		at = now
+	}
+	return &Reservation{h: h, at: at, cost: max(cost, 1), lease: adm.Lease, spare: adm.Spare}, 0, ""
+}
+
+// CancelReservation gives back what r holds: its token (as far as the
+// host's bucket is still in debt for it) and its slot. r must not be used
+// again; nil is a no-op.
+func (t *Transport) CancelReservation(r *Reservation) {
+	if r == nil || r.h == nil {
+		return
+	}
+	h := r.h
+	r.h = nil
+	t.store.Cancel(h, time.Now(), r.cost)
+	if r.lease != 0 {
+		t.store.Release(h, r.lease)
+	}
+	t.reg.Put(h)
 }
 
 // Tried is what one Try came to.
@@ -161,7 +238,8 @@ type Tried struct {
 // Try makes one attempt at req without waiting at the host's gates: when
 // the host is not ready (paused, breaker open, no slot, no token) it
 // returns at once, not sent, with when to try again. It never retries and
-// never sleeps; what comes next is the caller's to schedule. It is the
+// never sleeps, but until the instant of a Reservation it is given
+// (TryOptions.Reservation); what comes next is the caller's to schedule. It is the
 // Transport for a scheduler that keeps its own queue of requests, such as a
 // crawl job, with the same gates, store, classification, pauses and budgets
 // as RoundTrip.
@@ -173,8 +251,15 @@ type Tried struct {
 // it may be retried).
 func (t *Transport) Try(req *http.Request, o TryOptions) (*http.Response, Tried, error) {
 	req = withoutInjected(req)
+	if r := o.Reservation; r != nil && !t.robotsKnown(req, r.h) {
+		// robots.txt is fetched first, as a request of its own: it must not
+		// wait for a slot the reservation holds.
+		t.CancelReservation(r)
+		o.Reservation = nil
+	}
 	h, err := t.enter(req)
 	if err != nil {
+		t.CancelReservation(o.Reservation)
 		closeBody(req)
 		return nil, Tried{}, err
 	}
@@ -185,7 +270,11 @@ func (t *Transport) Try(req *http.Request, o TryOptions) (*http.Response, Tried,
 	if a.grant {
 		a.prev = o.Prev
 	}
-	if adm, ok := t.tryAdmit(&a); !ok {
+	admit := t.tryAdmit
+	if r := o.Reservation; r != nil {
+		admit = func(a *attempt) (Admission, bool) { return t.reserved(ctx, a, r) }
+	}
+	if adm, ok := admit(&a); !ok {
 		t.reg.Put(h)
 		closeBody(req)
 		if adm.Err != nil && adm.Reason != ReasonBreaker {
@@ -230,6 +319,41 @@ func (t *Transport) Try(req *http.Request, o TryOptions) (*http.Response, Tried,
 		t.reg.Put(h)
 	}
 	return resp, tr, err
+}
+
+// reserved admits a under r: it takes the host's slot and the global slot
+// without waiting, waits for r's token, and sends under r's lease. A
+// reservation for another host or cost is given back and the store asked
+// instead (tryAdmit); one that cannot be sent under (no slot, the context
+// done) is given back. One taken for a first attempt serves a retry (and
+// the other way round): the retry budget's share is a share's worth off,
+// where giving it back would lose the host a token (Store.Cancel never
+// lifts a bucket above empty).
+func (t *Transport) reserved(ctx context.Context, a *attempt, r *Reservation) (Admission, bool) {
+	if r.h != a.h || r.cost != max(a.cost, 1) {
+		t.CancelReservation(r)
+		return t.tryAdmit(a)
+	}
+	h := a.h
+	if !h.gate.TryAcquire() {
+		t.CancelReservation(r)
+		return Admission{Reason: ReasonSlot}, false
+	}
+	if t.global != nil && !t.global.TryAcquire() {
+		h.gate.Release()
+		t.CancelReservation(r)
+		return Admission{Reason: ReasonSlot}, false
+	}
+	if err := sleep(ctx, time.Until(r.at)); err != nil {
+		t.releaseSlots(h, 0)
+		t.CancelReservation(r)
+		return Admission{Err: err}, false
+	}
+	a.lease, a.spare = r.lease, r.spare
+	a.now = time.Now()
+	r.h = nil
+	t.reg.Put(h) // the reservation's hold on the host; a holds its own
+	return Admission{Granted: true, At: r.at, Lease: r.lease, Spare: r.spare}, true
 }
 
 // tryAdmit takes the host's slot, the store's admission and the global

@@ -29,7 +29,16 @@ func (j *Job) ready(h *host, now time.Time) (time.Duration, polite.Reason) {
 	if !ok {
 		return 0, "" // a name KeyIP has not resolved yet: the first Try will
 	}
-	d, why := j.tr.Ready(key, now)
+	var d time.Duration
+	var why polite.Reason
+	if j.opts.Reserve {
+		if h.inflight > 0 && h.probeOut() {
+			return 0, polite.ReasonSlot // a soft block's probe goes alone
+		}
+		d, why = j.reserve(h, key, now)
+	} else {
+		d, why = j.tr.Ready(key, now)
+	}
 	if why == polite.ReasonBlock {
 		return j.blockReady(h, now)
 	}
@@ -43,6 +52,45 @@ func (j *Job) ready(h *host, now time.Time) (time.Duration, polite.Reason) {
 		}
 	}
 	return d, why
+}
+
+// reserve is ready's form for a Transport whose Store other processes
+// share (Options.Reserve): the admission of the host's next URL is taken
+// now, when a token is there, and kept on the host until handOut gives it
+// to the URL; otherwise the host sleeps until the Store says. One call to
+// the Store a URL where Ready and Try made two; and where every worker of
+// a fleet read the host ready at one token's instant, and all sent a Try
+// for it, all but one are refused at once. It reserves nothing ahead: a
+// reservation holds one of the host's slots in the fleet until it is sent,
+// and a request that asks without reserving (robots.txt's) waited behind
+// four workers reserving a second ahead for 20 s, live. Called with the
+// scheduler's lock held.
+func (j *Job) reserve(h *host, key string, now time.Time) (time.Duration, polite.Reason) {
+	if h.resv == nil {
+		first := true
+		if it := h.peek(); it != nil {
+			first = it.firstAttempt()
+		}
+		r, d, why := j.tr.Reserve(key, now, 0, first, 0)
+		if r == nil {
+			return d, why
+		}
+		h.resv = r
+	}
+	if d := h.resv.At().Sub(now); d > 0 {
+		return d, polite.ReasonRate
+	}
+	return 0, ""
+}
+
+// firstAttempt says the next request for it is its first attempt (Try's
+// Attempt 1): a redirect hop is part of the attempt that met the redirect.
+func (it *item) firstAttempt() bool {
+	n := it.attempts + 1
+	if it.hop {
+		n--
+	}
+	return n <= 1
 }
 
 // notePause adds to the host's paused time the part of [now, until) not

@@ -226,6 +226,12 @@ type Options struct {
 	// FleetPoll is the longest a fleet worker with nothing to do waits
 	// before asking the frontier again. If zero, DefaultFleetPoll.
 	FleetPoll time.Duration
+	// Reserve makes the scheduler take each host's next admission itself
+	// (Transport.Reserve) instead of asking Transport.Ready, and hand it to
+	// the URL's Try: for a Transport whose Store other processes share, a
+	// fleet's Redis, where every question costs a round trip and Ready's
+	// answer is stale by the time Try asks again. One process needs none.
+	Reserve bool
 
 	// Follow, when set, makes the job a crawl (issue 35): the links of
 	// the pages it fetches, the scope and bounds allowing, are added to it

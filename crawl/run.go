@@ -33,6 +33,7 @@ func (j *Job) Run(ctx, hard context.Context) (Summary, error) {
 	j.start = start
 	j.mu.Unlock()
 	j.sched = newSched(j.ready)
+	j.sched.unreserve = j.tr.CancelReservation
 	j.sched.giveUpFn = j.giveUp
 	j.sched.maxHosts = j.opts.MaxHosts
 	j.sched.revive = j.opts.Frontier != nil || j.opts.Follow != nil
@@ -259,6 +260,9 @@ func (j *Job) finishInvalid(ctx context.Context) error {
 // answer means, pauses, whether a retry is worth it and when); the job only
 // keeps the URL in its queue meanwhile, never holding a worker.
 func (j *Job) fetch(ctx context.Context, it *item) {
+	resv := it.resv // Try's from the call on; given back unless it is made
+	it.resv = nil
+	defer func() { j.tr.CancelReservation(resv) }()
 	if it.lease != nil && it.lease.lost.Load() {
 		j.dropLost(it) // another worker has it now
 		return
@@ -275,7 +279,9 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		return
 	}
 	h := it.host
-	resp, tr, err := j.tr.Try(req, polite.TryOptions{Attempt: max(attempt, 1), Retries: j.retries(h.key), Prev: it.prev})
+	o := polite.TryOptions{Attempt: max(attempt, 1), Retries: j.retries(h.key), Prev: it.prev, Reservation: resv}
+	resv = nil
+	resp, tr, err := j.tr.Try(req, o)
 	if tr.Sent {
 		it.latency = tr.Latency
 		if tr.Outcome != polite.OK {

@@ -41,6 +41,9 @@ type item struct {
 	latency time.Duration
 	// lease is the frontier's lease on it (fleet mode; see fleet.go).
 	lease *leaseOf
+	// resv is the admission its host reserved for it (handOut; see
+	// Options.ReserveAhead), spent or given back by fetch.
+	resv *polite.Reservation
 	// lane is its priority within its host (see Lane).
 	lane Lane
 	// held are the spells its host held it back, URL in hand, before the
@@ -110,6 +113,9 @@ type host struct {
 
 	// handBack: the host is in sched.handBack (fleet mode).
 	handBack bool
+	// resv is the admission reserved for the host's next URL
+	// (Options.ReserveAhead): handOut gives it to the URL it hands out.
+	resv *polite.Reservation
 	// goneAt is the host's place in sched.gone, from 1; 0 when not there.
 	goneAt int
 
@@ -332,6 +338,8 @@ type sched struct {
 	// revive: hosts let go may come back (fleet mode, discovery); keep
 	// goneByKey for them.
 	revive bool
+	// unreserve gives back a reservation no URL will use (see host.resv).
+	unreserve func(*polite.Reservation)
 }
 
 func newSched(ready func(h *host, now time.Time) (time.Duration, polite.Reason)) *sched {
@@ -439,6 +447,7 @@ func (s *sched) letGo(h *host, now time.Time) {
 		return
 	}
 	delete(s.hosts, h.key)
+	s.dropResv(h)
 	if d := h.pausedFor(now); d > 0 {
 		if s.pausedGone == nil {
 			s.pausedGone = map[string]time.Duration{}
@@ -554,6 +563,7 @@ func (s *sched) next() *item {
 		h.state = hostIdle
 		if h.queued() == 0 {
 			h.unhold()
+			s.dropResv(h)
 			continue
 		}
 		now := time.Now()
@@ -632,6 +642,7 @@ func (h *host) unhold() {
 // Called with mu held.
 func (s *sched) handOut(h *host, now time.Time) *item {
 	it := h.pop()
+	it.resv, h.resv = h.resv, nil
 	h.endHold(now)
 	if len(h.spells) > 0 {
 		it.held, h.spells = h.spells, nil
@@ -720,12 +731,37 @@ func (s *sched) settle(h *host) {
 // stop makes next return nil from now on. Called with mu held.
 func (s *sched) stop() {
 	s.stopping = true
+	for _, h := range s.hosts {
+		s.dropResv(h)
+	}
 	s.cond.Broadcast()
 	s.feedCond.Broadcast()
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// dropResv gives back h's reservation, if it holds one: no URL of h will
+// go under it. Called with mu held.
+func (s *sched) dropResv(h *host) {
+	if h.resv != nil && s.unreserve != nil {
+		s.unreserve(h.resv)
+	}
+	h.resv = nil
+}
+
+// peek returns the URL pop would take next, or nil when h has none queued.
+func (h *host) peek() *item {
+	t := h.turn
+	for range laneTurns {
+		l := laneTurns[t]
+		t = (t + 1) % uint8(len(laneTurns))
+		if q := &h.lanes[l]; q.queued() > 0 {
+			return q.queue[q.head]
+		}
+	}
+	return nil
 }
 
 // Stop makes next return nil from now on.

@@ -867,6 +867,9 @@ func (o *fetchOptions) crawlOptions(ctx context.Context, e *env, tr *polite.Tran
 	if o.Rules != nil {
 		opts.RetriesFor = o.Rules.retriesFor
 	}
+	// A fleet's scheduler takes each admission in one call to Redis, not
+	// Ready's and Try's two.
+	opts.Reserve = o.Redis != ""
 	if o.frontier() {
 		fr, err := o.newFrontier(fleet.c)
 		if err != nil {
