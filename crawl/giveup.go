@@ -31,7 +31,7 @@ func (j *Job) ready(h *host, now time.Time) (time.Duration, polite.Reason) {
 	}
 	var d time.Duration
 	var why polite.Reason
-	if j.opts.Reserve {
+	if j.opts.Reserve && h.sent.Load() {
 		if h.inflight > 0 && h.probeOut() {
 			return 0, polite.ReasonSlot // a soft block's probe goes alone
 		}
@@ -63,8 +63,13 @@ func (j *Job) ready(h *host, now time.Time) (time.Duration, polite.Reason) {
 // for it, all but one are refused at once. It reserves nothing ahead: a
 // reservation holds one of the host's slots in the fleet until it is sent,
 // and a request that asks without reserving (robots.txt's) waited behind
-// four workers reserving a second ahead for 20 s, live. Called with the
-// scheduler's lock held.
+// four workers reserving a second ahead for 20 s, live. A host's first
+// request of the run is asked for with Ready, as one process does: its
+// robots.txt is fetched first, and a reservation would have to be given
+// back for that fetch, its token lost (Store.Cancel never lifts a bucket
+// above empty; four workers at --rate 5, burst 5, sent 3 requests in the
+// first second where Ready sent 10). Called with the scheduler's lock
+// held.
 func (j *Job) reserve(h *host, key string, now time.Time) (time.Duration, polite.Reason) {
 	if h.resv == nil {
 		first := true

@@ -283,6 +283,7 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	resv = nil
 	resp, tr, err := j.tr.Try(req, o)
 	if tr.Sent {
+		h.sent.Store(true)
 		it.latency = tr.Latency
 		if tr.Outcome != polite.OK {
 			it.prev = tr.Outcome // a redirect (OK) within an attempt keeps why the attempt was made

@@ -142,6 +142,9 @@ type host struct {
 	blk blockState
 	// rateLogged: the host's starting rate is in events.jsonl (this run).
 	rateLogged atomic.Bool
+	// sent: a request of the host went out (this run), its robots.txt
+	// read first; from then on a fleet's scheduler reserves (Job.reserve).
+	sent atomic.Bool
 	// sitemaps: the sitemaps of the host's robots.txt were taken (this
 	// run; Follow.Sitemaps).
 	sitemaps atomic.Bool
