@@ -311,6 +311,15 @@ func (j *Job) feedFleet(ctx context.Context) error {
 		if err := j.takeLeased(ls); err != nil {
 			return err
 		}
+		if len(ls) < n {
+			// Fewer than asked for: the frontier has no more due for this
+			// worker now. Asking again at once found nothing, one lease
+			// call in seven (four workers on one host).
+			idleFor = poll / 8
+			if !s.waitFeed(idleFor) {
+				return nil
+			}
+		}
 	}
 }
 
@@ -450,7 +459,7 @@ func (j *Job) handBack(ctx context.Context, hs []*host) {
 		j.mu.Unlock()
 	}
 	s.mu.Lock()
-	s.feedCond.Signal()
+	s.wakeFeed()
 	s.mu.Unlock()
 }
 
@@ -662,19 +671,25 @@ func (s *sched) loadedNow() int {
 	return s.loaded
 }
 
-// waitFeed waits until d has passed, the scheduler has room for more
-// leases (a URL handed out or done), or it stops; it reports whether the
-// scheduler is still running.
+// waitFeed waits until d has passed, something changed what the
+// frontier would lease (wakeFeed: a URL handed out, a host let go or given
+// back, the last URL done), or the scheduler stops; it reports whether the
+// scheduler is still running. A URL's end alone does not end the wait: it
+// makes room, and a lease that found nothing had room already (four
+// workers on one host asked the frontier 6.6 times a URL).
 func (s *sched) waitFeed(d time.Duration) bool {
+	fired := false
 	t := time.AfterFunc(d, func() {
 		s.mu.Lock()
+		fired = true
 		s.feedCond.Broadcast()
 		s.mu.Unlock()
 	})
 	defer t.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.stopping {
+	gen := s.feedGen
+	for !s.stopping && !fired && s.feedGen == gen {
 		s.feedCond.Wait()
 	}
 	return !s.stopping

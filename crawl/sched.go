@@ -318,7 +318,11 @@ type sched struct {
 	// URLs run low, whether every host with URLs left has been taken in,
 	// the URLs in memory (and their most), and the paused time of hosts
 	// done with, for the closing stats.
-	feedCond   *sync.Cond // signalled when want gains a host, a host is let go, or stopping is set
+	feedCond *sync.Cond // signalled when want gains a host, a host is let go, or stopping is set
+	// feedGen counts the wakes of the feeder (wakeFeed) that may change
+	// what the fleet's frontier would lease it: not a URL's end, which
+	// only makes room (see waitFeed).
+	feedGen    uint64
 	hosts      map[string]*host
 	want       []*host
 	hostsOut   bool
@@ -440,7 +444,7 @@ func (s *sched) low(h *host) {
 	}
 	h.refill = true
 	s.want = append(s.want, h)
-	s.feedCond.Signal()
+	s.wakeFeed()
 }
 
 // letGo forgets h once it has nothing left, in memory or in the database,
@@ -468,7 +472,7 @@ func (s *sched) letGo(h *host, now time.Time) {
 		}
 		s.goneByKey[h.key] = h
 	}
-	s.feedCond.Signal()
+	s.wakeFeed()
 	s.stopIfDone()
 }
 
@@ -515,7 +519,7 @@ func (s *sched) foundAdded(n int, added foundCount) {
 	}
 	if s.rescan {
 		s.hostsOut = false
-		s.feedCond.Signal()
+		s.wakeFeed()
 	}
 	s.stopIfDone()
 }
@@ -594,7 +598,7 @@ func (s *sched) next() *item {
 				// the feeder gives them back to the frontier until then.
 				h.handBack = true
 				s.handBack = append(s.handBack, h)
-				s.feedCond.Signal()
+				s.wakeFeed()
 			}
 			continue
 		}
@@ -655,7 +659,7 @@ func (s *sched) handOut(h *host, now time.Time) *item {
 	s.inflight++
 	s.low(h)
 	if s.fleet && h.queued()+h.delayed < fleetHostAhead {
-		s.feedCond.Signal() // the feeder may lease more of h
+		s.wakeFeed() // the feeder may lease more of h
 	}
 	s.kick(h) // more for this host? back of the line
 	return it
@@ -707,6 +711,9 @@ func (s *sched) done(it *item) {
 	s.settle(h)
 	s.letGo(h, time.Now())
 	if s.fleet {
+		if s.loaded == 0 {
+			s.feedGen++ // the frontier may be finished: ask now
+		}
 		s.feedCond.Signal() // room for more leases
 	}
 }
@@ -743,6 +750,14 @@ func (s *sched) stop() {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// wakeFeed wakes the feeder for a change that may change what it takes in:
+// a host that wants more URLs, one let go or given back, a URL handed out.
+// Called with mu held.
+func (s *sched) wakeFeed() {
+	s.feedGen++
+	s.feedCond.Signal()
 }
 
 // dropResv gives back h's reservation, if it holds one: no URL of h will
