@@ -56,6 +56,17 @@ type Frontier interface {
 	DeferHost(ctx context.Context, host string, until time.Time) error
 }
 
+// An InteractiveFrontier says whether its crawl has had an interactive
+// URL (LaneInteractive) at all. Until it has, a worker that holds enough
+// of a host asks for the host's interactive URLs when it asks for any
+// (FleetPoll), not every interactivePoll: ten lease calls a second per
+// worker, most of a fleet's calls to the frontier, for URLs that never
+// come. A Frontier without the method is asked often.
+type InteractiveFrontier interface {
+	Frontier
+	Interactive() bool
+}
+
 // Leased is a URL leased from a Frontier.
 type Leased struct {
 	URL     string
@@ -123,7 +134,8 @@ const (
 	// worker's (a URL of a higher lane enqueued later waits only for these).
 	fleetHostAhead = 1
 	// interactivePoll is how often at most a worker holding hosts' URLs
-	// asks for their interactive ones (see Frontier.Lease's skip).
+	// asks for their interactive ones (see Frontier.Lease's skip), once
+	// the fleet has had one (InteractiveFrontier).
 	interactivePoll = 100 * time.Millisecond
 	// fleetHandBack is the shortest pause of a host (Retry-After, a
 	// breaker, a block) for which a worker gives its queued URLs back to
@@ -297,7 +309,7 @@ func (j *Job) feedFleet(ctx context.Context) error {
 			// (a host may take more), or soon, a little later each time
 			// while nothing comes (bounded by poll).
 			idleFor = min(max(idleFor*2, poll/8), poll)
-			if len(skip) > 0 {
+			if len(skip) > 0 && j.fl.interactive() {
 				// An interactive URL of a host held here may come at
 				// any time: ask for it often.
 				idleFor = min(idleFor, interactivePoll)
@@ -693,6 +705,13 @@ func (s *sched) waitFeed(d time.Duration) bool {
 		s.feedCond.Wait()
 	}
 	return !s.stopping
+}
+
+// interactive says whether the fleet may have interactive URLs (see
+// InteractiveFrontier).
+func (f *fleet) interactive() bool {
+	i, ok := f.fr.(InteractiveFrontier)
+	return !ok || i.Interactive()
 }
 
 func (f *fleet) summary() *FleetSummary {

@@ -245,7 +245,15 @@ type Frontier struct {
 	// idle[s]: until when (the caller's clock, µs) Lease passes over
 	// shard s, which had nothing due (see rest).
 	idle []atomic.Int64
+	// interactive: a lease reply said its shard has had an interactive URL.
+	interactive atomic.Bool
 }
+
+// Interactive reports whether any shard this Frontier leased from has had
+// an interactive URL (LaneInteractive) enqueued: until then, a worker
+// holding enough of a host need not ask often for the host's interactive
+// URLs. Once true it stays true.
+func (f *Frontier) Interactive() bool { return f.interactive.Load() }
 
 // shardRest bounds how long Lease passes over a shard with nothing due:
 // a URL another process enqueues there meanwhile waits at most this long
@@ -631,9 +639,12 @@ func (f *Frontier) LeaseExcept(ctx context.Context, worker string, max int, skip
 			return err
 		}
 		for i, c := range calls {
-			ls, now, next, err := parseLeaseReply(c.cmd.Val(), f.o.LeaseTTL)
+			ls, now, next, il, err := parseLeaseReply(c.cmd.Val(), f.o.LeaseTTL)
 			if err != nil {
 				return err
+			}
+			if il {
+				f.interactive.Store(true)
 			}
 			f.rest(shards[i], now, next)
 			if len(ls) == ask {
@@ -690,33 +701,42 @@ func (f *Frontier) LeaseExcept(ctx context.Context, worker string, max int, skip
 	return out, nil
 }
 
-// leaseFields is how many reply slots lease's script writes per lease:
-// URL, host, lane, token, leases, depth, found_on.
-const leaseFields = 7
+// leaseHead is how many slots begin lease's reply (now, when anything is
+// next due, whether the shard has had an interactive URL); leaseFields how
+// many it writes per lease: URL, host, lane, token, leases, depth,
+// found_on.
+const (
+	leaseHead   = 3
+	leaseFields = 7
+)
 
-// parseLeases reads lease's reply: now, when anything is next due, then
-// leaseFields per lease.
+// parseLeases reads lease's reply: its head (leaseHead), then leaseFields
+// per lease.
 func parseLeases(v any, ttl time.Duration) ([]Lease, error) {
-	ls, _, _, err := parseLeaseReply(v, ttl)
+	ls, _, _, _, err := parseLeaseReply(v, ttl)
 	return ls, err
 }
 
 // parseLeaseReply reads lease's reply: the leases, Redis's now and when
 // anything of the shard's is next due (-1: nothing).
-func parseLeaseReply(v any, ttl time.Duration) (ls []Lease, now, next int64, err error) {
+func parseLeaseReply(v any, ttl time.Duration) (ls []Lease, now, next int64, interactive bool, err error) {
 	a, ok := v.([]any)
-	if !ok || len(a) < 2 || (len(a)-2)%leaseFields != 0 {
-		return nil, 0, 0, fmt.Errorf("redisstore: frontier: malformed lease reply %.200v", v)
+	if !ok || len(a) < leaseHead || (len(a)-leaseHead)%leaseFields != 0 {
+		return nil, 0, 0, false, fmt.Errorf("redisstore: frontier: malformed lease reply %.200v", v)
 	}
 	if now, err = replyInt(a[0]); err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, false, err
 	}
 	if next, err = replyInt(a[1]); err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, false, err
+	}
+	il, err := replyInt(a[2])
+	if err != nil {
+		return nil, 0, 0, false, err
 	}
 	exp := time.UnixMicro(now).Add(ttl)
-	ls = make([]Lease, 0, (len(a)-2)/leaseFields)
-	for i := 2; i < len(a); i += leaseFields {
+	ls = make([]Lease, 0, (len(a)-leaseHead)/leaseFields)
+	for i := leaseHead; i < len(a); i += leaseFields {
 		u, ok1 := a[i].(string)
 		h, ok2 := a[i+1].(string)
 		lane, err1 := replyInt(a[i+2])
@@ -726,13 +746,13 @@ func parseLeaseReply(v any, ttl time.Duration) (ls []Lease, now, next int64, err
 		found, ok3 := a[i+6].(string)
 		if !ok1 || !ok2 || !ok3 || errors.Join(err1, err2, err3, err4) != nil || lane < 0 || lane >= int64(nLanes) ||
 			depth < 0 || depth > maxDepth {
-			return nil, 0, 0, fmt.Errorf("redisstore: frontier: malformed lease in reply %.200v", a[i:i+leaseFields])
+			return nil, 0, 0, false, fmt.Errorf("redisstore: frontier: malformed lease in reply %.200v", a[i:i+leaseFields])
 		}
 		d, hops, sm := unpackDepth(int(depth))
 		ls = append(ls, Lease{URL: u, Host: h, Lane: Lane(lane), Token: tok, Leases: int(n), Expires: exp,
 			Depth: d, FoundOn: found, Sitemap: sm, Hops: hops})
 	}
-	return ls, now, next, nil
+	return ls, now, next, il == 1, nil
 }
 
 // replyInt reads an integer a script returned, as a number or a string.

@@ -914,6 +914,9 @@ func TestFrontierLeaseExcept(t *testing.T) {
 	if ls := mustLease(t, f, "w", 1); len(ls) != 1 || ls[0].Host != "a.example" {
 		t.Fatalf("Lease = %+v, want a's (it kept its turn)", ls)
 	}
+	if f.Interactive() {
+		t.Error("Interactive before any interactive URL was enqueued")
+	}
 	// Of a skipped host, an interactive URL, one, and nothing else: it
 	// goes ahead of what the worker holds.
 	hot := urls("c.example", 10, 12)
@@ -924,6 +927,9 @@ func TestFrontierLeaseExcept(t *testing.T) {
 	ls, err = f.LeaseExcept(context.Background(), "w", 10, []string{"a.example", "c.example"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !f.Interactive() {
+		t.Error("not Interactive after a lease from a shard with interactive URLs")
 	}
 	var fromC []Lease
 	for _, l := range ls {

@@ -2,8 +2,10 @@
 -- (see ext): host, lane, depth, found_on, n, then n pairs of fingerprint
 -- and normalized URL. A URL whose fingerprint the shard knows (queued,
 -- leased, done or dead) is skipped, its record untouched, so enqueue is
--- idempotent and a URL keeps the depth it was first enqueued at. Returns
--- how many were added.
+-- idempotent and a URL keeps the depth it was first enqueued at. The
+-- shard's counts remember that it has had an interactive URL (field il):
+-- workers ask often for those of the hosts they hold only then (lease).
+-- Returns how many were added.
 local added, i = 0, 2
 while i <= #ARGV do
   local host, lane, depth, found, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), ARGV[i + 3],
@@ -18,6 +20,7 @@ while i <= #ARGV do
   i = i + 2 * n
   if #fresh > 0 then
     redis.call('RPUSH', qkey(lane, host), unpack(fresh))
+    if lane == 1 then redis.call('HSET', C, 'il', 1) end
     ready(host, now)
     hostCount(HP, host, #fresh)
     added = added + #fresh

@@ -5,8 +5,9 @@
 -- took from it already (in an earlier visit of the shard), -1 for a host
 -- the worker holds enough of: of those it takes only an interactive URL,
 -- one, which goes ahead of what it holds. Returns now, when anything of
--- the shard's is next due (see below), then per lease: URL, host, lane,
--- token, leases, depth, found_on.
+-- the shard's is next due (see below), 1 if the shard has ever had an
+-- interactive URL (enqueue's il; else 0), then per lease: URL, host,
+-- lane, token, leases, depth, found_on.
 --
 -- There is no janitor: each lease call first does the shard's
 -- housekeeping, a bounded amount of it, so a shard that has workers is
@@ -71,7 +72,7 @@ for i = 9, #ARGV - 1, 2 do had[ARGV[i]] = tonumber(ARGV[i + 1]) end
 -- (µs): so a Redis that lost its last second of writes, the counter's
 -- with them, hands out tokens above every token it handed out before.
 local tok = tonumber(redis.call('HGET', C, 'tok') or '0') or 0
-local out, taken = {int(now), -1}, 0
+local out, taken = {int(now), -1, 0}, 0
 local function take(host, limit, only)
   local n, tries = 0, 0
   -- Bounded: a queue entry whose record is not queued (a corrupt or
@@ -138,4 +139,5 @@ for _, key in ipairs({RDY, LS, DLY}) do
   end
 end
 out[2] = int(nxt)
+if redis.call('HEXISTS', C, 'il') == 1 then out[3] = 1 end
 return out

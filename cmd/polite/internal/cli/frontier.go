@@ -75,6 +75,10 @@ func (a fleetFrontier) Lease(ctx context.Context, max int, skip []string) ([]cra
 	return out, err
 }
 
+// Interactive says whether the fleet has had an interactive URL
+// (crawl.InteractiveFrontier).
+func (a fleetFrontier) Interactive() bool { return a.f.Interactive() }
+
 // Enqueue adds the links a worker found (crawl.LinkFrontier).
 func (a fleetFrontier) Enqueue(ctx context.Context, found []crawl.Found) error {
 	es := make([]redisstore.Entry, len(found))
