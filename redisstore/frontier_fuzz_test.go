@@ -109,22 +109,24 @@ func TestFrontierRecordsParse(t *testing.T) {
 func TestParseLeasesMalformed(t *testing.T) {
 	for _, v := range []any{
 		nil, "x", []any{}, []any{"now"}, []any{int64(1), "u"},
-		[]any{int64(1), int64(-1), "u", "h", int64(0), int64(1)},                                      // short
-		[]any{int64(1), int64(-1), "u", "h", int64(0), int64(1), int64(1)},                            // no depth, found on
-		[]any{int64(1), int64(-1), "u", "h", int64(7), int64(1), int64(1), int64(0), ""},              // lane
-		[]any{int64(1), int64(-1), "u", "h", int64(0), "t", int64(1), int64(0), ""},                   // token
-		[]any{int64(1), int64(-1), int64(5), "h", int64(0), int64(1), int64(1), int64(0), ""},         // URL
-		[]any{int64(1), "next", "u", "h", int64(0), int64(1), int64(1), int64(0), ""},                 // next due
-		[]any{int64(1), "u", "h", int64(0), int64(1), int64(1), int64(0), ""},                         // no next due
-		[]any{int64(1), int64(-1), "u", "h", int64(0), int64(1), int64(1), int64(-1), ""},             // depth
-		[]any{int64(1), int64(-1), "u", "h", int64(0), int64(1), int64(1), int64(1), int64(2)},        // found on
-		[]any{int64(1), int64(-1), "u", "h", int64(0), int64(1), int64(1), int64(1) << 40, "https:/"}, // depth
+		[]any{int64(1), int64(-1), int64(0), "u", "h", int64(0), int64(1)},                                      // short
+		[]any{int64(1), int64(-1), int64(0), "u", "h", int64(0), int64(1), int64(1)},                            // no depth, found on
+		[]any{int64(1), int64(-1), int64(0), "u", "h", int64(7), int64(1), int64(1), int64(0), ""},              // lane
+		[]any{int64(1), int64(-1), int64(0), "u", "h", int64(0), "t", int64(1), int64(0), ""},                   // token
+		[]any{int64(1), int64(-1), int64(0), int64(5), "h", int64(0), int64(1), int64(1), int64(0), ""},         // URL
+		[]any{int64(1), "next", int64(0), "u", "h", int64(0), int64(1), int64(1), int64(0), ""},                 // next due
+		[]any{int64(1), "u", "h", int64(0), int64(1), int64(1), int64(0), ""},                                   // no next due
+		[]any{int64(1), int64(-1), "il", "u", "h", int64(0), int64(1), int64(1), int64(0), ""},                  // interactive mark
+		[]any{int64(1), int64(-1), "u", "h", int64(0), int64(1), int64(1), int64(0), ""},                        // no interactive mark
+		[]any{int64(1), int64(-1), int64(0), "u", "h", int64(0), int64(1), int64(1), int64(-1), ""},             // depth
+		[]any{int64(1), int64(-1), int64(0), "u", "h", int64(0), int64(1), int64(1), int64(1), int64(2)},        // found on
+		[]any{int64(1), int64(-1), int64(0), "u", "h", int64(0), int64(1), int64(1), int64(1) << 40, "https:/"}, // depth
 	} {
 		if ls, err := parseLeases(v, time.Second); err == nil {
 			t.Errorf("parseLeases(%v) = %+v, want an error", v, ls)
 		}
 	}
-	ls, err := parseLeases([]any{"1000000", int64(-1), "https://a/", "a", int64(2), int64(9), int64(1), int64(3), "https://b/"}, time.Second)
+	ls, err := parseLeases([]any{"1000000", int64(-1), int64(1), "https://a/", "a", int64(2), int64(9), int64(1), int64(3), "https://b/"}, time.Second)
 	if err != nil || len(ls) != 1 || ls[0].Lane != LaneBulk || ls[0].Token != 9 || !ls[0].Expires.Equal(time.UnixMicro(2e6)) ||
 		ls[0].Depth != 0 || ls[0].Hops != 1 || !ls[0].Sitemap || ls[0].FoundOn != "https://b/" { // the reply's 3: a sitemap, 1 hop
 		t.Errorf("parseLeases = %+v, %v", ls, err)
