@@ -176,14 +176,14 @@ func (t *Transport) Reserve(key string, now time.Time, maxWait time.Duration, fi
 	adm := t.store.Admit(h, Query{Now: now, MaxWait: max(maxWait, 0), First: first, Cost: cost})
 	if !adm.Granted {
 		t.reg.Put(h)
-		wait, why := adm.Wait, adm.Reason
+		// The refusal is demand on the host's rate, which the Store noted
+		// itself (as for Try's and RoundTrip's): Ready notes it only
+		// because State takes nothing.
+		why := adm.Reason
 		if why == "" {
 			why = ReasonRate
 		}
-		if why == ReasonRate && t.demand != nil {
-			t.demand.NoteDemand(h, now) // a request waits for the rate: demand presses on it
-		}
-		return nil, wait, why
+		return nil, adm.Wait, why
 	}
 	at := adm.At
 	if at.IsZero() {
