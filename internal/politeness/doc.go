@@ -42,7 +42,10 @@
 //     second stay within 10 % of the new capacity for 3 seconds in a row
 //     (the worst host; "never" if they did not by the end);
 //   - p95/unloaded: the worst host's p95 latency of admitted requests,
-//     server side and queueing included, over its configured latency;
+//     server side and queueing included, over its configured latency (the
+//     live benchmark: over the host's median latency when asked one request
+//     at a time just before the run, in a testbed of its own, which is what
+//     the server gives unloaded on this machine, "unloaded ms" in its table);
 //   - peak/cap: the worst 1-second window's requests over its capacity, the
 //     most a host was asked to bear.
 //

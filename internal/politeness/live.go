@@ -2,6 +2,7 @@ package politeness
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -181,8 +182,11 @@ type LiveRun struct {
 	RefusedAfter float64 `json:"refused_after"`
 	// P95 is the worst host's p95 server-side latency of served requests,
 	// queueing included; P95Ratio the same over its unloaded latency.
+	// Unloaded is that host's unloaded latency, measured before the run
+	// (see unloadedLatency), or its configured one when not measured.
 	P95      time.Duration `json:"p95_ns"`
 	P95Ratio float64       `json:"p95_ratio"`
+	Unloaded time.Duration `json:"unloaded_ns,omitempty"`
 	// Settle is the time from a step until the requests sent were within
 	// 10 % of the new capacity (the simulated benchmark's definition); -1
 	// never, 0 without a step.
@@ -324,8 +328,12 @@ func runLiveOne(ctx context.Context, o LiveOptions, sc LiveScenario, run, fleet 
 		return res, err
 	}
 	var tb *testbedProc
+	var unloaded []time.Duration
 	if len(sc.Hosts) > 0 {
 		var err error
+		if unloaded, err = unloadedLatency(ctx, o.Polite, filepath.Join(dir, "unloaded"), sc.Hosts); err != nil {
+			return res, err
+		}
 		if tb, err = startTestbed(ctx, o.Polite, dir, sc.Hosts); err != nil {
 			return res, err
 		}
@@ -443,17 +451,20 @@ func runLiveOne(ctx context.Context, o LiveOptions, sc LiveScenario, run, fleet 
 		if err2 != nil {
 			return res, err2
 		}
-		unloaded := time.Duration(0)
+		base := time.Duration(0)
 		if len(sc.Hosts) > 0 {
-			unloaded = sc.Hosts[0].Latency
+			base = cmp.Or(unloaded[0], sc.Hosts[0].Latency)
 		}
-		res.measure(secs, 0, res.Wall, percentile(lat, 0.95), unloaded)
+		res.measure(secs, 0, res.Wall, percentile(lat, 0.95), base)
 		return res, err
 	}
 	recs, err2 := tb.stop()
 	tb = nil
 	if err2 != nil {
 		return res, err2
+	}
+	for i := range recs {
+		recs[i].unloaded = unloaded[i]
 	}
 	res.measureHosts(recs, t0, t1)
 	return res, err
@@ -556,8 +567,8 @@ func (r *LiveRun) measureHosts(hosts []hostRecord, t0, t1 time.Time) {
 		if st.P95 > r.P95 {
 			r.P95 = st.P95
 		}
-		if cfg.Latency > 0 {
-			r.P95Ratio = max(r.P95Ratio, float64(st.P95)/float64(cfg.Latency))
+		if base := cmp.Or(h.unloaded, cfg.Latency); base > 0 && float64(st.P95)/float64(base) >= r.P95Ratio {
+			r.P95Ratio, r.Unloaded = float64(st.P95)/float64(base), base
 		}
 		for _, step := range cfg.Schedule {
 			if d := settleTime(tl, step.At); d < 0 || settle < 0 {
@@ -611,7 +622,7 @@ func (r *LiveRun) measure(tl []testbed.Second, from, wall float64, p95, unloaded
 	}
 	r.P95 = p95
 	if unloaded > 0 {
-		r.P95Ratio = float64(p95) / float64(unloaded)
+		r.P95Ratio, r.Unloaded = float64(p95)/float64(unloaded), unloaded
 	}
 	r.Requests, r.Admitted = all, int64(adm)
 }

@@ -20,6 +20,7 @@ type LiveSummary struct {
 	Runs                     int
 	Goodput, Refused, After  [3]float64 // median, min, max
 	P95ms, P95Ratio, SettleS [3]float64 // settle: -1 never
+	Unloaded                 [3]float64 // ms, measured before each run (0: none)
 	Wall                     [3]float64
 	Load                     float64 // most load seen at a run's start
 	Errors                   int
@@ -49,7 +50,7 @@ func Summarize(scs []LiveScenario, runs []LiveRun) []LiveSummary {
 // summarize sums up the runs of scenario sc with fleet workers, if any.
 func summarize(sc LiveScenario, fleet int, runs []LiveRun) (LiveSummary, bool) {
 	s := LiveSummary{Scenario: sc.Name, Twin: sc.Twin, Target: sc.Target, Fleet: fleet, Row: rowName(fleet)}
-	var good, ref, after, p95, ratio, settle, wall []float64
+	var good, ref, after, p95, ratio, unl, settle, wall []float64
 	for _, r := range runs {
 		if r.Scenario != sc.Name || r.Fleet != fleet {
 			continue
@@ -64,6 +65,7 @@ func summarize(sc LiveScenario, fleet int, runs []LiveRun) (LiveSummary, bool) {
 		after = append(after, r.RefusedAfter)
 		p95 = append(p95, float64(r.P95)/1e6)
 		ratio = append(ratio, r.P95Ratio)
+		unl = append(unl, float64(r.Unloaded)/1e6)
 		st := r.Settle.Seconds()
 		if r.Settle < 0 {
 			st = math.Inf(1) // never sorts last
@@ -76,6 +78,7 @@ func summarize(sc LiveScenario, fleet int, runs []LiveRun) (LiveSummary, bool) {
 	}
 	s.Goodput, s.Refused, s.After = spread(good), spread(ref), spread(after)
 	s.P95ms, s.P95Ratio, s.SettleS, s.Wall = spread(p95), spread(ratio), spread(settle), spread(wall)
+	s.Unloaded = spread(unl)
 	return s, true
 }
 
@@ -111,9 +114,9 @@ func WriteLiveTable(w io.Writer, sums []LiveSummary, sims map[string]Result) err
 		if rows {
 			fmt.Fprintf(tw, "%s\t", s.Row)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t", runs,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t", runs,
 			pct(s.Goodput, 1), pct(s.Refused, 2), pct(s.After, 2),
-			num(s.P95ms, 0), num(s.P95Ratio, 2), settles(s.SettleS), num(s.Wall, 0), s.Load)
+			num(s.P95ms, 0), num(s.Unloaded, 1), num(s.P95Ratio, 2), settles(s.SettleS), num(s.Wall, 0), s.Load)
 		if sims != nil {
 			if r, ok := sims[s.Twin]; ok && s.Twin != "" && s.Fleet == 0 {
 				fmt.Fprintf(tw, "%.1f%%\t%.2f%%\t%s\t%s\t", 100*r.Goodput, 100*r.Refused, fmtRatio(r.P95), fmtSettle(r.Settle))
