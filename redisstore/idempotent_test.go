@@ -20,7 +20,7 @@ func TestRepeatedCallsChangeNothing(t *testing.T) {
 	defer reg.Put(h)
 	now := time.Now()
 	base := "rep:{a.test}:"
-	keys := []string{base + "h", base + "f", base + "l", base + "g", base + "s", base + "d"}
+	keys := []string{base + "h", base + "f", base + "n", base + "g", base + "s", base + "d"}
 	l := reg.LimitsFor("a.test")
 	args := s.args(now, l, adEpoch) // no controller: none of its arguments
 	a := args[nCommon:]

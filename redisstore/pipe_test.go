@@ -146,11 +146,11 @@ func TestCloseSendsQueue(t *testing.T) {
 		t.Fatalf("admission = %+v, want granted", a)
 	}
 	s.Release(h, a.Lease)
-	if n := client.ZCount(context.Background(), "close:{a.test}:l", "-inf", "(+inf").Val(); n != 1 {
+	if n := client.ZCount(context.Background(), "close:{a.test}:n", "(-inf", "+inf").Val(); n != 1 {
 		t.Fatalf("%d leases before the queue is sent, want 1 (the release waits for a call)", n)
 	}
 	s.Close()
-	if n := client.ZCount(context.Background(), "close:{a.test}:l", "-inf", "(+inf").Val(); n != 0 {
+	if n := client.ZCount(context.Background(), "close:{a.test}:n", "(-inf", "+inf").Val(); n != 0 {
 		t.Errorf("%d leases after Close, want 0", n)
 	}
 }
@@ -217,7 +217,7 @@ func TestMergedCall(t *testing.T) {
 	c := reg.Get("c.test")
 	defer reg.Put(c)
 	lease := s.Admit(c, polite.Query{Now: now}).Lease
-	leases := func(key string) int64 { return client.ZCount(ctx, "merge:{"+key+"}:l", "-inf", "(+inf").Val() } // not its keeper
+	leases := func(key string) int64 { return client.ZCount(ctx, "merge:{"+key+"}:n", "(-inf", "+inf").Val() } // not its keeper
 	if n := leases("c.test"); lease == 0 || n != 1 {
 		t.Fatalf("c.test's lease %d, %d in its set, want one", lease, n)
 	}
@@ -230,10 +230,10 @@ func TestMergedCall(t *testing.T) {
 			args = append(args, 0, 1, fmt.Sprintf("%s:%d", key, i), 1)
 		}
 		base := "merge:{" + key + "}:"
-		return &call{kind: 'a', tag: key, keys: []string{base + "h", base + "f", base + "l", base + "g", base + "s", base + "d"},
+		return &call{kind: 'a', tag: key, keys: []string{base + "h", base + "f", base + "n", base + "g", base + "s", base + "d"},
 			args: append(args, "w.0/"+key)}
 	}
-	calls := []*call{admit("a.test", 2), {kind: 'r', tag: "c.test", keys: []string{"merge:{c.test}:l"}, args: []any{s.leaseID(lease)}},
+	calls := []*call{admit("a.test", 2), {kind: 'r', tag: "c.test", keys: []string{"merge:{c.test}:n"}, args: []any{s.leaseID(lease)}},
 		admit("b.test", 1)}
 	keys, args := s.mergedArgs(calls)
 	res, err := admitScript.Run(ctx, client, keys, args...).Result()

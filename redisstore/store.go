@@ -666,7 +666,7 @@ func (s *Store) cut() float64 {
 func (s *Store) run(script *redis.Script, key string, args []any, lane int) (any, error) {
 	deadline := time.Now().Add(s.o.Timeout)
 	base := s.o.Prefix + "{" + key + "}:"
-	keys := []string{base + "h", base + "f", base + "l", base + "g", base + "s"}
+	keys := []string{base + "h", base + "f", base + "n", base + "g", base + "s"}
 	mutating := script == admitScript || script == reportScript
 	if mutating {
 		// Named, so that sending it again (below) is safe: see prelude.lua.
@@ -709,7 +709,7 @@ func (s *Store) release(key string, ids []string) {
 	for i, id := range ids {
 		args[i] = id
 	}
-	c := &call{kind: 'r', tag: key, keys: []string{s.o.Prefix + "{" + key + "}:l"}, args: args}
+	c := &call{kind: 'r', tag: key, keys: []string{s.o.Prefix + "{" + key + "}:n"}, args: args}
 	if _, err := s.pipelined(time.Now().Add(s.o.Timeout), c); err != nil {
 		s.failed(fmt.Errorf("redisstore: %w", err))
 	}

@@ -241,7 +241,7 @@ func TestExpiredLeasesDropped(t *testing.T) {
 	defer reg.Put(h)
 	leases := func() int64 {
 		t.Helper()
-		n, err := client.ZCount(context.Background(), "exp:{a.test}:l", "-inf", "(+inf").Result() // not its keeper
+		n, err := client.ZCount(context.Background(), "exp:{a.test}:n", "(-inf", "+inf").Result() // not its keeper
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,8 +289,8 @@ func TestLeaseSetKept(t *testing.T) {
 			t.Fatalf("admission %d refused: %+v", i, a)
 		}
 		s.Release(h, a.Lease)
-		n, err := client.ZCount(ctx, "keep:{a.test}:l", "-inf", "(+inf").Result()
-		ttl := client.PTTL(ctx, "keep:{a.test}:l").Val()
+		n, err := client.ZCount(ctx, "keep:{a.test}:n", "(-inf", "+inf").Result()
+		ttl := client.PTTL(ctx, "keep:{a.test}:n").Val()
 		if err != nil || n != 0 || ttl <= 0 {
 			t.Errorf("after admission and release %d: %d leases (%v), the set's expiry %v; want none, the set kept with an expiry",
 				i, n, err, ttl)

@@ -97,9 +97,14 @@ local function admitOne(maxWait, first, id, cost)
   end
   if cap > 0 then
     -- The slot is held from now, through the wait for a reserved token
-    -- (a score Redis writes exactly: an integer below 2^53).
-    local u = now + wait + leaseTTL
-    grants[#grants + 1] = u
+    -- (a score Redis writes exactly: an integer below 2^53). Scored minus
+    -- its expiry, a call's grants each a microsecond later than the one
+    -- before: ZADD, which walks a small set (a listpack) from its start to
+    -- the member's place, finds it at once, as L's newest. Scored by
+    -- expiry, each walked the whole set: with 64 requests in flight to a
+    -- hot host, 13 % of Redis's instructions per request (callgrind, #30).
+    local u = now + wait + leaseTTL + #grants / 2
+    grants[#grants + 1] = -u
     grants[#grants + 1] = id
     leased = math.max(leased, u)
   end
@@ -156,12 +161,12 @@ local function admitCall()
   end
   out[B.breaker], out[B.failures] = st.cbs, st.fl
   if #grants > 0 then
-    -- With the leases, L's keeper: the empty member at +inf, which no
+    -- With the leases, L's keeper: the empty member at -inf, which no
     -- release or expiry removes and no count counts (inflight). Without
     -- it, releases that empty L delete it, and nearly every admission to
     -- a host of a few requests in flight created it again, its expiry to
     -- be set again (a PEXPIRE more). L is new only when the keeper is.
-    grants[#grants + 1] = '+inf'
+    grants[#grants + 1] = '-inf'
     grants[#grants + 1] = ''
     if redis.call('ZADD', L, unpack(grants)) > (#grants - 2) / 2 then fresh[#fresh + 1] = L end
   end

@@ -2,7 +2,8 @@
 --
 -- KEYS[1] is the host's hash, KEYS[2] its list of recent breaker failure
 -- times, KEYS[3] its in-flight leases (a sorted set: member a worker's
--- lease id, score when the lease expires; and a keeper, see admit.lua),
+-- lease id, score minus when the lease expires, so that the newest come
+-- first; and a keeper, see admit.lua),
 -- KEYS[4] the fleet controller's log (a list of entries, see log.lua) and
 -- KEYS[5] a snapshot of the controller; all carry the host key as their hash tag, so one host's keys
 -- share a Cluster slot. Arguments and reply slots are named (A.<name>,
@@ -251,17 +252,17 @@ local function advance(ratio, minps, window)
   if st.be > 0 then st.be = st.be * math.exp(-sec / window) end
 end
 
--- inflight returns how many leases L holds (its keeper, at +inf, not
+-- inflight returns how many leases L holds (its keeper, at -inf, not
 -- counted: see admit.lua). It drops the expired ones (their workers were
 -- killed) first when purge says so, or when it last did a second ago or
 -- more: a count with expired leases in it can only refuse, never admit
 -- more, and a caller whose count would refuse asks again with purge.
 local function inflight(purge)
   if purge or now - st.pg >= 1000000 then
-    redis.call('ZREMRANGEBYSCORE', L, '-inf', now)
+    redis.call('ZREMRANGEBYSCORE', L, -now, '+inf')
     st.pg = now
   end
-  return redis.call('ZCOUNT', L, '-inf', '(+inf')
+  return redis.call('ZCOUNT', L, '(-inf', '+inf')
 end
 
 -- failed adds a breaker failure at t to F; unfailed clears F.
