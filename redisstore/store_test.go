@@ -300,3 +300,50 @@ func TestLeaseSetKept(t *testing.T) {
 		t.Errorf("State = %d of %d in flight, want 0 of 4 (the keeper is no lease)", st.InFlight, st.Concurrency)
 	}
 }
+
+// TestHotLeaseSet: a host with more than 32 requests in flight gets a
+// second keeper, which makes its lease set a skiplist (each ZADD and ZREM
+// finds its member at once); one with a few stays a listpack. Neither
+// keeper counts as a lease, and the leases still come and go.
+func TestHotLeaseSet(t *testing.T) {
+	addr := redistest.Start(t)
+	reg := &polite.Registry{Limits: polite.Limits{Rate: 1e6, Burst: 1000, Concurrency: 1000}}
+	s, client := newStore(t, addr, reg, Options{Prefix: "hot:"})
+	ctx := context.Background()
+	admit := func(key string, n int) []uint64 {
+		t.Helper()
+		h := reg.Get(key)
+		defer reg.Put(h)
+		var leases []uint64
+		for i := range n {
+			a := s.Admit(h, polite.Query{Now: time.Now()})
+			if !a.Granted {
+				t.Fatalf("%s: admission %d refused: %+v", key, i, a)
+			}
+			leases = append(leases, a.Lease)
+		}
+		return leases
+	}
+	check := func(key string, leases int64, encoding string) {
+		t.Helper()
+		k := "hot:{" + key + "}:n"
+		n, err := client.ZCount(ctx, k, "(-inf", "+inf").Result()
+		enc := client.ObjectEncoding(ctx, k).Val()
+		if err != nil || n != leases || enc != encoding {
+			t.Errorf("%s: %d leases (%v), encoded %q; want %d, %q", key, n, err, enc, leases, encoding)
+		}
+	}
+	admit("few.test", 3)
+	check("few.test", 3, "listpack")
+	hot := admit("hot.test", 40)
+	check("hot.test", 40, "skiplist")
+	h := reg.Get("hot.test")
+	for _, l := range hot {
+		s.Release(h, l)
+	}
+	defer reg.Put(h)
+	if st := s.State(h, time.Now()); st.InFlight != 0 { // sends the queued releases first
+		t.Errorf("State of the hot host after every release: %d in flight, want 0 (no keeper is a lease)", st.InFlight)
+	}
+	check("hot.test", 0, "skiplist")
+}

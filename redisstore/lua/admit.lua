@@ -28,6 +28,8 @@
 -- the functions below, once per script run, not once per call.
 local keepBlocked, openDelay, cut, ratio, minps, window, leaseTTL, adaptive
 local cap, counted, grants, purged
+-- hotLeases: past this many leases, L gets hotKeeper (see admitCall).
+local hotLeases, hotKeeper = 32, 'hot-host-keeper-longer-than-a-listpack-member-may-be-64-bytes-or-more'
 
 -- hear hears a quiet report whose fields start at ARGV[j], as report.lua
 -- hears a success (or an answer that is neither success nor failure) and
@@ -166,9 +168,20 @@ local function admitCall()
     -- it, releases that empty L delete it, and nearly every admission to
     -- a host of a few requests in flight created it again, its expiry to
     -- be set again (a PEXPIRE more). L is new only when the keeper is.
+    local n = #grants / 2
     grants[#grants + 1] = '-inf'
     grants[#grants + 1] = ''
-    if redis.call('ZADD', L, unpack(grants)) > (#grants - 2) / 2 then fresh[#fresh + 1] = L end
+    if counted + n > hotLeases then
+      -- A host this busy gets a second keeper, longer than a small set's
+      -- members may be (64 bytes), which turns L from a listpack, whose
+      -- every ZADD and ZREM walks it to find the member, into a skiplist
+      -- with a dict (for as long as L lives): a hot host's 64 requests in
+      -- flight cost 15 % fewer instructions a request (callgrind, #30). A
+      -- host with a few leases stays a listpack: 80 bytes against 1 KB.
+      grants[#grants + 1] = '-inf'
+      grants[#grants + 1] = hotKeeper
+    end
+    if redis.call('ZADD', L, unpack(grants)) > n then fresh[#fresh + 1] = L end
   end
   local seen = -2
   if adaptive then seen = num(ARGV[A.seen], -2) end
