@@ -120,3 +120,47 @@ func ExampleTransport_Try() {
 	// not sent (rate), again in about 1s
 	// ready? rate
 }
+
+// A scheduler whose Transport shares its Store with other processes (a
+// fleet's Redis) reserves each request's admission instead of asking
+// Ready, and sends with Try under the reservation, which waits for its
+// instant and asks the Store nothing more. What it does not send under,
+// it gives back.
+func ExampleTransport_Reserve() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	// A burst of 2: robots.txt and the host's first request go at once.
+	t := &polite.Transport{Limits: polite.Limits{Rate: 10, Burst: 2}}
+	send := func(path string, r *polite.Reservation) {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		resp, tried, err := t.Try(req, polite.TryOptions{Attempt: 1, Reservation: r})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if !tried.Sent {
+			fmt.Println(path, "not sent:", tried.Reason)
+			return
+		}
+		resp.Body.Close()
+		fmt.Println(path, "sent:", tried.Outcome)
+	}
+	// The host's first request fetches its robots.txt first: sent as Try
+	// sends, without a reservation.
+	send("/a", nil)
+	key, _ := t.KeyOf(httptest.NewRequest("GET", srv.URL, nil))
+	r, wait, why := t.Reserve(key, time.Now(), time.Second, true, 1)
+	if r == nil {
+		fmt.Println("not reserved:", why, wait)
+		return
+	}
+	// The bucket is empty: the token is reserved about 100 ms ahead.
+	fmt.Println("due later:", r.At().After(time.Now()))
+	send("/b", r)
+	r, _, _ = t.Reserve(key, time.Now(), time.Second, true, 1)
+	t.CancelReservation(r) // not sent under: given back
+	// Output:
+	// /a sent: ok
+	// due later: true
+	// /b sent: ok
+}
