@@ -10,7 +10,7 @@ FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 COUNT    ?= 6
 
-.PHONY: test deps fmt-check vet lint unit bench bench-peers bench-pairs bench-guard fuzz politeness politeness-avg politeness-live politeness-live-fleet throughput throughput-scale fleet-priority fleet-kill fleet-scale follow-live
+.PHONY: test deps fmt-check vet lint unit bench bench-peers bench-pairs bench-redis-instr bench-guard fuzz politeness politeness-avg politeness-live politeness-live-fleet throughput throughput-scale fleet-priority fleet-kill fleet-scale follow-live
 
 test: deps fmt-check vet lint unit
 
@@ -69,6 +69,15 @@ bench-peers:
 # rounds: the ratio of each round and their spread (see bench/pairs.sh).
 bench-pairs:
 	GO=$(GO) sh bench/pairs.sh
+
+# The instructions redis-server runs inside its scripts per request, for
+# polite's Redis store and redis_rate, under valgrind's callgrind: a figure
+# the machine's load does not move (bench/instr.sh; about 90 s). Installs
+# valgrind when missing.
+bench-redis-instr:
+	@command -v valgrind >/dev/null 2>&1 || { echo "installing valgrind"; apt-get install -y -qq valgrind >/dev/null 2>&1 || \
+	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq valgrind >/dev/null; }; }
+	GO=$(GO) sh bench/instr.sh
 
 # The server-side guard's figures (issue 14): a decision of the Memory
 # store and the middleware against a bare handler (./guard), the guard in
