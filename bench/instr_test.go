@@ -47,17 +47,7 @@ func TestRedisLoad(t *testing.T) {
 		for i, k := range keys {
 			hs[i] = reg.Get(k)
 		}
-		do = func(i int) bool {
-			h, now := hs[i], time.Now()
-			a := s.Admit(h, polite.Query{Now: now, First: true})
-			if !a.Granted {
-				return false
-			}
-			s.Release(h, a.Lease)
-			s.Report(h, polite.Report{Now: now.Add(3 * time.Millisecond), Sent: now, Outcome: polite.OK,
-				Status: 200, Latency: 3 * time.Millisecond, Attempt: 1, Spare: a.Spare})
-			return true
-		}
+		do = politeRequest(s, hs)
 	case "redis_rate":
 		l := redis_rate.NewLimiter(client)
 		limit := redis_rate.Limit{Rate: 1 << 20, Burst: 1 << 20, Period: time.Second}

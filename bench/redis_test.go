@@ -143,18 +143,7 @@ func BenchmarkRedisRequest(b *testing.B) {
 					o.Adaptive = &adaptive.Config{Max: 1e9} // DefaultMax (1000/s) would refuse the hot host
 				}
 				s, hs, client := politeStore(b, addr, o, keys)
-				request := func(i int) bool {
-					h := hs[i]
-					now := time.Now()
-					a := s.Admit(h, polite.Query{Now: now, First: true})
-					if !a.Granted {
-						return false
-					}
-					s.Release(h, a.Lease)
-					s.Report(h, polite.Report{Now: now.Add(3 * time.Millisecond), Sent: now, Outcome: polite.OK,
-						Status: 200, Latency: 3 * time.Millisecond, Attempt: 1, Spare: a.Spare})
-					return true
-				}
+				request := politeRequest(s, hs)
 				if adapt {
 					// The controller caps a host's requests in flight at
 					// its unloaded latency times its rate, 2 until it has
@@ -182,6 +171,23 @@ func BenchmarkRedisRequest(b *testing.B) {
 				return err == nil && r.Allowed == 1
 			}, func() string { return "" })
 		})
+	}
+}
+
+// politeRequest returns what a Transport asks a fleet's store s per
+// attempt to host hs[i]: Admit, Release and Report (OK, 3 ms), and
+// whether the admission was granted.
+func politeRequest(s *redisstore.Store, hs []*polite.Host) func(i int) bool {
+	return func(i int) bool {
+		h, now := hs[i], time.Now()
+		a := s.Admit(h, polite.Query{Now: now, First: true})
+		if !a.Granted {
+			return false
+		}
+		s.Release(h, a.Lease)
+		s.Report(h, polite.Report{Now: now.Add(3 * time.Millisecond), Sent: now, Outcome: polite.OK,
+			Status: 200, Latency: 3 * time.Millisecond, Attempt: 1, Spare: a.Spare})
+		return true
 	}
 }
 
