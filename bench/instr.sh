@@ -10,6 +10,8 @@
 #
 #   sh bench/instr.sh                 # from the repository root
 #   N=64000 PEERS=polite HOSTS=1000 sh bench/instr.sh
+#   KEEP=/tmp/cg sh bench/instr.sh   # keeps callgrind.<peer>.<hosts> there, for
+#                                     # callgrind_annotate --inclusive=yes
 set -eu
 n=${N:-20032}
 peers=${PEERS:-polite redis_rate}
@@ -48,6 +50,7 @@ for peer in $peers; do
 		redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true
 		wait "$vg" || true
 		vg=
+		[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$dir/out" "$KEEP/callgrind.$peer.$hosts"
 		ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p; s/^totals: *\([0-9]*\).*/\1/p' "$dir/out" | head -1)
 		echo "$peer hosts=$hosts: $((ir / n)) instructions/request, $((n / ${calls:-1})) requests/script call ($n requests, $calls calls)"
 	done

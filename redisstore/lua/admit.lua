@@ -44,8 +44,9 @@ local function hear(j)
       unfailed()
     end
   end
+  if not adaptive then return end
   local kind = num(ARGV[j + R.kind], -1)
-  if adaptive and kind >= 0 and kind <= 3 then
+  if kind >= 0 and kind <= 3 then
     logAppend(kind .. ' ' .. int(num(ARGV[j + R.latency], 0)) .. ' ' .. int(num(ARGV[j + R.wait], 0)) .. ' ' ..
       int(num(ARGV[j + R.spare], 0)), num(ARGV[j + R.at], 0))
   end
