@@ -96,14 +96,17 @@ func (j *Job) refill(ctx context.Context, h *host, asks []laneAsk) error {
 	return nil
 }
 
-// read reads the windows of host's URLs that asks name.
+// read reads the windows of host's URLs that asks name. The rows are
+// the feeder's until its next read: a buffer kept from read to read,
+// where one grown anew for each was 0.9 KB a URL (issue 34, part 2).
 func (j *Job) read(ctx context.Context, host string, asks []laneAsk) ([]row, error) {
-	var rows []row
+	rows := j.rows[:0]
 	for _, a := range asks {
 		if err := j.st.window(ctx, host, a.lane, a.after, a.n, func(r row) { rows = append(rows, r) }); err != nil {
 			return nil, err
 		}
 	}
+	j.rows = rows
 	return rows, nil
 }
 

@@ -301,6 +301,9 @@ type Job struct {
 	// by Run.
 	listed map[string]bool
 	drain  time.Duration // fleetDrain; tests shorten it
+	// rows is the feeder's buffer for the URLs it reads (read); only the
+	// feeder goroutine uses it.
+	rows []row
 
 	// hopBytes are the bytes of redirect hops kept for the WARC files by
 	// URLs not finished yet, at most hopBudget (keepHop).
