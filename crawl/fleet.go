@@ -308,12 +308,7 @@ func (j *Job) feedFleet(ctx context.Context) error {
 			// Nothing due now: look again when a URL goes out or ends
 			// (a host may take more), or soon, a little later each time
 			// while nothing comes (bounded by poll).
-			idleFor = min(max(idleFor*2, poll/8), poll)
-			if len(skip) > 0 && j.fl.interactive() {
-				// An interactive URL of a host held here may come at
-				// any time: ask for it often.
-				idleFor = min(idleFor, interactivePoll)
-			}
+			idleFor = emptyWait(idleFor, poll, len(skip) > 0, j.fl.interactive)
 			if !s.waitFeed(idleFor) {
 				return nil
 			}
@@ -705,6 +700,20 @@ func (s *sched) waitFeed(d time.Duration) bool {
 		s.feedCond.Wait()
 	}
 	return !s.stopping
+}
+
+// emptyWait is how long the feeder waits after a lease that got nothing,
+// its wait before prev: twice that, from poll/8 up to poll. While it
+// holds a host's URLs (so that it asked for none of that host's bulk
+// ones) and the fleet may have interactive URLs (asked only then), at
+// most interactivePoll: an interactive URL of a held host may come at any
+// time.
+func emptyWait(prev, poll time.Duration, holding bool, interactive func() bool) time.Duration {
+	d := min(max(prev*2, poll/8), poll)
+	if holding && interactive() {
+		d = min(d, interactivePoll)
+	}
+	return d
 }
 
 // interactive says whether the fleet may have interactive URLs (see
