@@ -144,17 +144,21 @@ func keyed[B any](key string) *Host {
 }
 
 // tail is what follows h in its allocation: its key's bytes, or the header
-// of a long key. Every Host is made by newHost, so there is one.
+// of a long key. Only a Host newHost made has one.
 func (h *Host) tail() unsafe.Pointer {
 	return unsafe.Add(unsafe.Pointer(h), unsafe.Sizeof(Host{}))
 }
 
 // Key returns the host's key.
 func (h *Host) Key() string {
-	if n := h.meta & longKey; n != longKey {
+	switch n := h.meta & longKey; n {
+	case 0:
+		return "" // and a zero Host, made outside a Registry, has no tail to read
+	case longKey:
+		return *(*string)(h.tail())
+	default:
 		return unsafe.String((*byte)(h.tail()), n)
 	}
-	return *(*string)(h.tail())
 }
 
 // rule is the index of the host's rule, -1 for the defaults.

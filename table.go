@@ -10,17 +10,19 @@ import (
 // word holding a 7-bit tag of each slot's hash and the seven host pointers
 // (the layout of Abseil's and Go's Swiss tables, with one group to a line).
 // A key's hash picks its home group; when that is full the key goes to the
-// next group, and the full one is marked so lookups go on past it.
+// next group, and the full one is marked so lookups go on past it. The
+// table grows by half when 7/8 of its slots are taken, so its load stays
+// within 7/12 and 7/8, and a million hosts' groups take 11 to 16 MB.
 //
 // It replaces a map[string]*Host for one reason, measured: with a million
 // hosts a lookup is bound by cache and TLB misses, and Go's map costs four
 // or five (control word, slot, key bytes, then the host). Here a lookup
 // reads its home group, the line that holds both the tags and the pointer,
 // then the host, which holds its key inline: two, as few as any index of
-// pointers to hosts can. A slot takes 9 bytes and the load stays within
-// 7/16 to 7/8, so a million hosts' groups take 16 MB, where slots of a
-// 64-bit hash and a pointer took 32: the misses on the index are TLB misses
-// as well, and fewer pages of index miss less.
+// pointers to hosts can. The misses on the index are TLB misses as well,
+// and fewer pages of index miss less: slots of a 64-bit hash and a pointer
+// at loads of 7/16 to 7/8 took 32 MB for a million hosts, four times an
+// array of a million pointers.
 //
 // Writers hold the registry shard's lock. Readers take none: every word is
 // an atomic, hosts never move within a group array, and a resize publishes a
@@ -31,7 +33,7 @@ import (
 // evicted (the caller sees it dead when it takes a reference). It never
 // returns a host under another key: the key is compared on the host itself.
 type table struct {
-	arr  atomic.Pointer[[]group] // len is a power of two; nil when empty
+	arr  atomic.Pointer[[]group] // nil when empty
 	n    int                     // live hosts; writers only
 	hash func(key string) uint64 // the hash get and insert are given, for resizes
 }
@@ -52,9 +54,13 @@ const (
 )
 
 // tagOf is the 7-bit tag of hash, with the top bit set so that no tag is 0.
-// It takes bits the shard (the top 8) and the home group (the low ones)
-// do not.
+// It takes bits the shard (the top 8) and the home group (the low 32) do
+// not.
 func tagOf(hash uint64) uint64 { return hash>>49&0x7f | 0x80 }
+
+// homeOf is hash's home among n groups: the low 32 bits of hash scaled to
+// n, so that n need not be a power of two.
+func homeOf(hash uint64, n int) int { return int(hash & (1<<32 - 1) * uint64(n) >> 32) }
 
 // matches returns a bit (the byte's top one) for each slot of ctrl whose
 // tag is tag, and rarely for a slot whose tag is not (a borrow from a
@@ -75,9 +81,11 @@ func (t *table) groups() []group {
 // type's comment for what a lock-free miss means.
 func (t *table) get(key string, hash uint64) *Host {
 	groups := t.groups()
-	mask := uint64(len(groups) - 1)
 	tag := tagOf(hash)
-	for i, n := hash&mask, 0; n < len(groups); i, n = (i+1)&mask, n+1 {
+	for i, n := homeOf(hash, len(groups)), 0; n < len(groups); i, n = i+1, n+1 {
+		if i == len(groups) {
+			i = 0
+		}
 		g := &groups[i]
 		ctrl := g.ctrl.Load()
 		for m := matches(ctrl, tag); m != 0; m &= m - 1 {
@@ -95,8 +103,8 @@ func (t *table) get(key string, hash uint64) *Host {
 // insert adds h, whose key hashes to hash and must not be present. Growth
 // keeps the load at most 7/8 of the slots.
 func (t *table) insert(h *Host, hash uint64) {
-	if (t.n+1)*8 > len(t.groups())*groupSlots*7 {
-		t.resize(max(2, 2*len(t.groups())))
+	if size := len(t.groups()); (t.n+1)*8 > size*groupSlots*7 {
+		t.resize(max(2, size+size/2))
 	}
 	place(t.groups(), hash, h)
 	t.n++
@@ -106,8 +114,10 @@ func (t *table) insert(h *Host, hash uint64) {
 // the full groups it passes. The host goes in before its tag, so a reader
 // that sees the tag sees a host.
 func place(groups []group, hash uint64, h *Host) {
-	mask := uint64(len(groups) - 1)
-	for i := hash & mask; ; i = (i + 1) & mask {
+	for i := homeOf(hash, len(groups)); ; i++ {
+		if i == len(groups) {
+			i = 0
+		}
 		g := &groups[i]
 		ctrl := g.ctrl.Load()
 		for k := range groupSlots {
@@ -155,10 +165,7 @@ func (t *table) sweep(evict func(h *Host) bool) {
 	}
 	size := len(groups)
 	if t.n*8 < size*groupSlots {
-		size = 2
-		for size*groupSlots*7 < t.n*16 {
-			size *= 2
-		}
+		size = max(2, (t.n*16+groupSlots*7-1)/(groupSlots*7))
 	}
 	t.resize(size)
 }
