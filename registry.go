@@ -194,7 +194,7 @@ type shard struct {
 	tab       table
 	sweepAt   int // sweep for idle hosts when the table holds this many
 	evictions atomic.Int64
-	_         [24]byte // keep neighbouring shards' locks off one cache line
+	_         [16]byte // keep neighbouring shards' locks off one cache line
 }
 
 // Registry holds per-host state, created on first touch and evicted when idle.
