@@ -12,7 +12,7 @@ import (
 // A key's hash picks its home group; when that is full the key goes to the
 // next group, and the full one is marked so lookups go on past it. The
 // table grows by half when 7/8 of its slots are taken, so its load stays
-// within 7/12 and 7/8, and a million hosts' groups take 11 to 16 MB.
+// within 7/12 and 7/8, and a million hosts' groups take 10 to 16 MB.
 //
 // It replaces a map[string]*Host for one reason, measured: with a million
 // hosts a lookup is bound by cache and TLB misses, and Go's map costs four
@@ -39,8 +39,8 @@ type table struct {
 }
 
 // group is seven slots. Byte i < 7 of ctrl is slot i's tag, 0 when the slot
-// is empty; the top bit (full) says an insert found the group full and went
-// on, so a lookup must too. Only a resize clears it.
+// is empty; the top bit (passed) says an insert found the group full and
+// went on, so a lookup must too. Only a resize clears it.
 type group struct {
 	ctrl atomic.Uint64
 	h    [groupSlots]atomic.Pointer[Host]
