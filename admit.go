@@ -71,7 +71,7 @@ func (t *Transport) admitStep(ctx context.Context, a *attempt, hd *held) (done b
 			// for the turn may hold every slot.
 			t.endTurn(a, hd)
 			t.markWaiting(a)
-			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonSlot})
+			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.Key(), ID: a.id, Reason: ReasonSlot})
 			if err := t.acquireSlot(ctx, h); err != nil {
 				return false, err
 			}
@@ -83,7 +83,7 @@ func (t *Transport) admitStep(ctx context.Context, a *attempt, hd *held) (done b
 		// A background request yields the host's tokens to requests of
 		// normal priority waiting for them.
 		t.giveBack(a, hd)
-		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonPriority, Delay: yieldPoll})
+		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.Key(), ID: a.id, Reason: ReasonPriority, Delay: yieldPoll})
 		if err := sleep(ctx, yieldPoll); err != nil {
 			return false, err
 		}
@@ -144,7 +144,7 @@ func (t *Transport) admitStep(ctx context.Context, a *attempt, hd *held) (done b
 		t.markWaiting(a)
 		// A token reserved within about one interval: wait for it, then
 		// make sure no throttle came meanwhile.
-		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonRate, Delay: d})
+		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.Key(), ID: a.id, Reason: ReasonRate, Delay: d})
 		if err := sleep(ctx, d); err != nil {
 			t.store.Cancel(h, time.Now(), a.cost)
 			return false, err
@@ -164,7 +164,7 @@ func (t *Transport) admitStep(ctx context.Context, a *attempt, hd *held) (done b
 			t.store.Cancel(h, a.now, a.cost)
 			t.releaseLease(a)
 			t.endTurn(a, hd)
-			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonSlot})
+			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.Key(), ID: a.id, Reason: ReasonSlot})
 			if err := t.global.Acquire(ctx); err != nil {
 				return false, err
 			}
@@ -190,20 +190,20 @@ func (t *Transport) refused(ctx context.Context, a *attempt, adm Admission) erro
 	h := a.h
 	switch {
 	case adm.Reason == ReasonBreaker && t.BreakerWait && adm.Wait > 0:
-		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonBreaker, Delay: adm.Wait})
+		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.Key(), ID: a.id, Reason: ReasonBreaker, Delay: adm.Wait})
 		return sleep(ctx, max(adm.Wait, time.Millisecond))
 	case adm.Err != nil:
 		return adm.Err
 	case adm.Reason == ReasonRate:
 		if dl, ok := ctx.Deadline(); ok && dl.Before(a.now.Add(adm.Wait)) {
-			return fmt.Errorf("polite: host %q: waiting %v for a token would outlast the deadline: %w", h.key, adm.Wait, context.DeadlineExceeded)
+			return fmt.Errorf("polite: host %q: waiting %v for a token would outlast the deadline: %w", h.Key(), adm.Wait, context.DeadlineExceeded)
 		}
-		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: ReasonRate, Delay: pollOf(adm)})
+		t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.Key(), ID: a.id, Reason: ReasonRate, Delay: pollOf(adm)})
 		return sleep(ctx, pollOf(adm))
 	case adm.Wait > t.maxAfter:
-		return &PausedError{Host: h.key, Until: a.now.Add(adm.Wait), Reason: adm.Reason}
+		return &PausedError{Host: h.Key(), Until: a.now.Add(adm.Wait), Reason: adm.Reason}
 	}
-	t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.key, ID: a.id, Reason: adm.Reason, Delay: adm.Wait})
+	t.emit(ctx, a.obs, Event{Kind: EventWait, Time: a.now, Host: h.Key(), ID: a.id, Reason: adm.Reason, Delay: adm.Wait})
 	return sleep(ctx, pollOf(adm))
 }
 

@@ -68,7 +68,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 	}
 	start := a.now
 	a.sent++
-	t.emit(ctx, a.obs, Event{Kind: EventSend, Time: start, Host: h.key, ID: a.id, Attempt: a.n, Method: req.Method, PrevOutcome: a.prev})
+	t.emit(ctx, a.obs, Event{Kind: EventSend, Time: start, Host: h.Key(), ID: a.id, Attempt: a.n, Method: req.Method, PrevOutcome: a.prev})
 	resp, err := t.base.RoundTrip(r)
 	now := time.Now()
 	a.now, a.resp, a.err, a.status, a.block = now, resp, err, 0, ""
@@ -96,7 +96,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 			a.out, a.block = Blocked, block
 		}
 	}
-	t.emit(ctx, a.obs, Event{Kind: EventAttempt, Time: now, Host: h.key, ID: a.id, Status: a.status, Outcome: a.out,
+	t.emit(ctx, a.obs, Event{Kind: EventAttempt, Time: now, Host: h.Key(), ID: a.id, Status: a.status, Outcome: a.out,
 		Attempt: a.n, Latency: now.Sub(start), Err: err, Header: header(resp), Method: req.Method, PrevOutcome: a.prev})
 	rep := Report{Now: now, Sent: start, Outcome: a.out, Block: block, Status: a.status,
 		Latency: now.Sub(start), Attempt: a.n, Retry: a.retry, Spare: a.spare, Aside: robots.IsFetch(req)}
@@ -111,7 +111,7 @@ func (t *Transport) do(ctx context.Context, a *attempt) error {
 // emitVerdict says what a Report changed, in the order it changed it, with
 // the inputs of each decision.
 func (t *Transport) emitVerdict(ctx context.Context, a *attempt) {
-	v, now, key, hd := &a.v, a.now, a.h.key, header(a.resp)
+	v, now, key, hd := &a.v, a.now, a.h.Key(), header(a.resp)
 	if v.GiveUp && a.out == Throttled {
 		t.emit(ctx, a.obs, Event{Kind: EventGiveUp, Time: now, Host: key, ID: a.id, Reason: ReasonRetryAfter, Status: a.status,
 			Delay: v.Advertised, Requested: v.Advertised, Clamped: true, RetryAfter: retryAfter(hd), Header: hd})

@@ -287,7 +287,7 @@ func (s *localStore) policy(h *Host) *hostPolicy {
 	p.breaker.Init(s.breaker)
 	p.budget.Init(s.budget)
 	if s.newRater != nil {
-		p.rater = s.newRater(h.key, s.limits(h))
+		p.rater = s.newRater(h.Key(), s.limits(h))
 		p.tellCeiling() // none yet
 	}
 	if !h.pol.CompareAndSwap(nil, p) {
@@ -304,7 +304,7 @@ func (s *localStore) policy(h *Host) *hostPolicy {
 	return p
 }
 
-func (s *localStore) limits(h *Host) Limits { return s.reg.rule(h.rule).limits }
+func (s *localStore) limits(h *Host) Limits { return s.reg.rule(h.rule()).limits }
 
 // followConcurrency moves the host's in-flight cap to its Rater's, when the
 // Rater has one (adaptive.ConcurrencyRater), within the host's
@@ -348,7 +348,7 @@ func (s *localStore) Admit(h *Host, q Query) Admission {
 	p := s.policy(h)
 	now := q.Now
 	if r := p.blocked.Load(); r != nil && !s.keepBlocked {
-		return Admission{Err: &BlockedError{Host: h.key, Reason: *r}}
+		return Admission{Err: &BlockedError{Host: h.Key(), Reason: *r}}
 	}
 	if d, why := p.paused(now); d > 0 {
 		return Admission{Wait: d, Poll: d, Reason: why}
@@ -377,7 +377,7 @@ func (s *localStore) Admit(h *Host, q Query) Admission {
 	}
 	r, err := h.bucket.ReserveN(now, n)
 	if err != nil {
-		return Admission{Reason: ReasonRate, Err: fmt.Errorf("polite: host %q: %w", h.key, err)}
+		return Admission{Reason: ReasonRate, Err: fmt.Errorf("polite: host %q: %w", h.Key(), err)}
 	}
 	d := r.DelayFrom(now)
 	p.ratePressed.Store(nanos.Stamp(now))
@@ -421,7 +421,7 @@ func (s *localStore) grant(h *Host, p *hostPolicy, q Query, at time.Time) Admiss
 func (s *localStore) breakerOpen(h *Host, now, until time.Time) Admission {
 	err := &breaker.OpenError{Until: until}
 	d := until.Sub(now)
-	return Admission{Reason: ReasonBreaker, Wait: d, Poll: d, Err: fmt.Errorf("polite: host %q: %w", h.key, err)}
+	return Admission{Reason: ReasonBreaker, Wait: d, Poll: d, Err: fmt.Errorf("polite: host %q: %w", h.Key(), err)}
 }
 
 // Keep implements Store. A throttle heard after the token was reserved
@@ -609,10 +609,10 @@ func (s *localStore) SetCeiling(h *Host, now time.Time, why Reason, rate float64
 
 // State implements Store.
 func (s *localStore) State(h *Host, now time.Time) HostState {
-	st := HostState{Key: h.key, Rate: h.bucket.Rate(), Tokens: h.bucket.Tokens(now),
+	st := HostState{Key: h.Key(), Rate: h.bucket.Rate(), Tokens: h.bucket.Tokens(now),
 		InFlight: h.gate.InFlight(), Concurrency: h.gate.Limit()}
-	if h.rule >= 0 {
-		st.Rule = s.reg.pats[h.rule]
+	if ri := h.rule(); ri >= 0 {
+		st.Rule = s.reg.pats[ri]
 	}
 	if st.Tokens < 1 && st.Rate > 0 {
 		if at := h.bucket.NextAt(now); at.After(now) {

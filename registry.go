@@ -77,14 +77,31 @@ type Rule struct {
 // the rest of its policy). A Host is safe for concurrent use. Get it from
 // Registry.Get and give it back with Registry.Put; read its state with a
 // Store's State, or Transport.Hosts.
+//
+// A Host is 48 bytes, and its key follows it in the same allocation (see
+// newHost): with a key of up to 16 bytes that is 64, one cache line, so a
+// lookup that finds the Host reads its key, its reference count and its
+// bucket in one miss. The Host holds no pointer to its key, which would be a
+// second, dependent miss (the key bytes could not be read before the
+// pointer arrived).
 type Host struct {
-	key    string // in the Host's own allocation when it fits (see newHost)
 	bucket bucket.Bucket
 	refs   atomic.Int32 // Get without Put yet; a Host with refs is never evicted; deadRefs once evicted
-	rule   int32        // index into the registry's rules; -1 = defaults
+	meta   uint32       // the key's length (low 8 bits; longKey when kept apart) and the rule index + 1 (the rest)
 	gate   inflight.Gate
 	pol    atomic.Pointer[hostPolicy] // the rest of its state, once a Transport sends to the host
 }
+
+// Host.meta: the low 8 bits hold the length of a key kept right after the
+// Host, or longKey for a key longer than maxInline, kept in an allocation of
+// its own whose string header follows the Host instead. The bits above
+// hold the rule index + 1, so 0 means the defaults; maxRules rules fit.
+const (
+	maxInline = 64
+	longKey   = 0xff
+	ruleShift = 8
+	maxRules  = 1<<(32-ruleShift) - 1
+)
 
 // withKey is a Host followed by room for its key, in one allocation.
 type withKey[B any] struct {
@@ -94,8 +111,8 @@ type withKey[B any] struct {
 
 // newHost returns a Host for a copy of key, with rule ri. A key of up to 64
 // bytes is kept right after the Host, in the smallest size class that fits
-// both (a 64-byte Host with a 16-byte key takes 80 bytes, with a 64-byte key
-// 128): no second allocation, and a lookup's key check reads the bytes next
+// both (a 48-byte Host with a 16-byte key takes 64 bytes, with a 64-byte key
+// 112): no second allocation, and a lookup's key check reads the bytes next
 // to the Host. A longer key gets an allocation of its own. The copy matters:
 // a key is often a substring of a request's URL, and the registry must not
 // pin a whole URL for as long as the host lives.
@@ -108,25 +125,44 @@ func newHost(key string, ri int32) *Host {
 		h = keyed[[32]byte](key)
 	case n <= 48:
 		h = keyed[[48]byte](key)
-	case n <= 64:
-		h = keyed[[64]byte](key)
+	case n <= maxInline:
+		h = keyed[[maxInline]byte](key)
 	default:
-		h = &Host{key: strings.Clone(key)}
+		w := &withKey[string]{buf: strings.Clone(key)}
+		w.h.meta = longKey
+		h = &w.h
 	}
-	h.rule = ri
+	h.meta |= uint32(ri+1) << ruleShift
 	return h
 }
 
 func keyed[B any](key string) *Host {
 	w := new(withKey[B])
 	buf := unsafe.Slice((*byte)(unsafe.Pointer(&w.buf)), unsafe.Sizeof(w.buf))
-	n := copy(buf, key)
-	w.h.key = unsafe.String(&buf[0], n) // buf is never written again
+	w.h.meta = uint32(copy(buf, key)) // buf is never written again
 	return &w.h
 }
 
+// tail is what follows h in its allocation: its key's bytes, or the header
+// of a long key. Only a Host newHost made has one.
+func (h *Host) tail() unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(h), unsafe.Sizeof(Host{}))
+}
+
 // Key returns the host's key.
-func (h *Host) Key() string { return h.key }
+func (h *Host) Key() string {
+	switch n := h.meta & longKey; n {
+	case 0:
+		return "" // and a zero Host, made outside a Registry, has no tail to read
+	case longKey:
+		return *(*string)(h.tail())
+	default:
+		return unsafe.String((*byte)(h.tail()), n)
+	}
+}
+
+// rule is the index of the host's rule, -1 for the defaults.
+func (h *Host) rule() int32 { return int32(h.meta>>ruleShift) - 1 }
 
 // AllowN reports whether n tokens can be taken from the host's bucket at
 // now, and takes them if so: a Registry used on its own as a per-key rate
@@ -158,7 +194,7 @@ type shard struct {
 	tab       table
 	sweepAt   int // sweep for idle hosts when the table holds this many
 	evictions atomic.Int64
-	_         [24]byte // keep neighbouring shards' locks off one cache line
+	_         [16]byte // keep neighbouring shards' locks off one cache line
 }
 
 // Registry holds per-host state, created on first touch and evicted when idle.
@@ -216,6 +252,10 @@ func (r *Registry) init() {
 		r.base = resolve(def)
 		r.exact = map[string]int32{}
 		for i, rule := range r.Rules {
+			if i >= maxRules {
+				r.initErr = fmt.Errorf("polite: %d rules, more than the %d a Registry holds: the rest are ignored", len(r.Rules), maxRules)
+				break
+			}
 			r.rules = append(r.rules, resolve(rule.Limits.or(def)))
 			p := strings.ToLower(strings.TrimSpace(rule.Pattern))
 			r.pats = append(r.pats, p)
@@ -236,6 +276,7 @@ func (r *Registry) init() {
 		})
 		for i := range r.shards {
 			r.shards[i].sweepAt = 64
+			r.shards[i].tab.hash = r.hash
 		}
 	})
 }
@@ -340,12 +381,14 @@ func (r *Registry) Get(key string) *Host {
 	return h
 }
 
+func (r *Registry) hash(key string) uint64 { return maphash.String(r.seed, key) }
+
 // find returns the Host for key holding a reference to it, or nil when the
 // registry holds none; with the key's hash and shard for Get to insert.
 func (r *Registry) find(key string) (*Host, uint64, *shard) {
 	r.init()
-	hash := maphash.String(r.seed, key) | 1
-	s := &r.shards[hash>>56%shardCount] // top bits pick the shard, low bits the slot
+	hash := r.hash(key)
+	s := &r.shards[hash>>56%shardCount] // top bits pick the shard, low bits the group
 	h := s.tab.get(key, hash)
 	if h != nil && h.refs.Add(1) <= 0 {
 		// Evicted, or being looked at by a sweep: Get asks again under

@@ -211,3 +211,31 @@ func TestHostFootprint(t *testing.T) {
 		}
 	}
 }
+
+// TestHostKeyLengths: a key of every length a Host keeps inline, and
+// longer, comes back from Key, beside its rule (which shares a word with
+// the key's length), and a second Get finds the Host by it.
+func TestHostKeyLengths(t *testing.T) {
+	r := &Registry{Rules: []Rule{{Pattern: "*.ruled", Limits: Limits{Rate: 7}}}}
+	for _, n := range []int{0, 1, 15, 16, 17, 32, 33, 48, 49, 63, 64, 65, 254, 255, 256, 1000} {
+		for _, suffix := range []string{"", ".ruled"} {
+			key := strings.Repeat("k", max(n-len(suffix), 0)) + suffix
+			h := r.Get(key)
+			if got := h.Key(); got != key {
+				t.Errorf("Get(%d-byte key).Key() = %q, want %q", len(key), got, key)
+			}
+			if got, want := h.rule(), int32(r.RuleIndex(key)); got != want {
+				t.Errorf("Get(%q).rule() = %d, want %d", key, got, want)
+			}
+			if again := r.Get(key); again != h {
+				t.Errorf("Get(%q) twice returned two hosts", key)
+			} else {
+				r.Put(again)
+			}
+			r.Put(h)
+		}
+	}
+	if got := new(Host).Key(); got != "" {
+		t.Errorf("zero Host's Key() = %q, want \"\"", got)
+	}
+}

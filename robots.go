@@ -40,7 +40,7 @@ func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host)
 		}
 		var err error
 		if rb, err = t.robots.GetRef(fetchCtx, req.URL, &p.robotsRef); err != nil {
-			return fmt.Errorf("polite: robots.txt for %q: %w", h.key, err)
+			return fmt.Errorf("polite: robots.txt for %q: %w", h.Key(), err)
 		}
 	}
 	if p.robots.Swap(rb) != rb {
@@ -53,7 +53,7 @@ func (t *Transport) checkRobots(ctx context.Context, req *http.Request, h *Host)
 	u := *req.URL
 	u.RawQuery, u.Fragment, u.User = "", "", nil // never log credentials or query strings
 	ro := optsOf(ctx)
-	t.emit(ctx, ro.obs, Event{Kind: EventRobots, Time: time.Now(), Host: h.key, ID: ro.id, Reason: ReasonRobots,
+	t.emit(ctx, ro.obs, Event{Kind: EventRobots, Time: time.Now(), Host: h.Key(), ID: ro.id, Reason: ReasonRobots,
 		Detail: fmt.Sprintf("%s (line %d, %s)", v.Rule, v.Rule.Line, rb.Source())})
 	err := &robots.DisallowedError{URL: u.String(), Rule: v.Rule}
 	if rb.Source() == robots.Unreachable {
@@ -94,7 +94,7 @@ func (t *Transport) applyCrawlDelay(ctx context.Context, h *Host, rb *robots.Rob
 	// What robots.txt asked for, before the policy's cap.
 	asked := robots.DelayPolicy{Max: math.MaxInt64, Default: t.CrawlDelay.Default}.Delay(g)
 	ro := optsOf(ctx)
-	t.emit(ctx, ro.obs, Event{Kind: EventRate, Time: now, Host: h.key, ID: ro.id, Reason: ReasonCrawlDelay, Rate: rate,
+	t.emit(ctx, ro.obs, Event{Kind: EventRate, Time: now, Host: h.Key(), ID: ro.id, Reason: ReasonCrawlDelay, Rate: rate,
 		Prev: from, Delay: d, Requested: asked, Clamped: asked > d, Detail: fmt.Sprintf("group %q (line %d)", agent, line)})
 }
 

@@ -1,41 +1,76 @@
 package polite
 
-import "sync/atomic"
+import (
+	"math/bits"
+	"sync/atomic"
+)
 
-// table is an open-addressing hash table of hosts (linear probing, deletion
-// by backward shift, no tombstones), one per registry shard.
+// table is an open-addressing hash table of hosts, one per registry shard,
+// in groups of seven slots: a group is one 64-byte cache line, a control
+// word holding a 7-bit tag of each slot's hash and the seven host pointers
+// (the layout of Abseil's and Go's Swiss tables, with one group to a line).
+// A key's hash picks its home group; when that is full the key goes to the
+// next group, and the full one is marked so lookups go on past it. The
+// table grows by half when 7/8 of its slots are taken, so its load stays
+// within 7/12 and 7/8, and a million hosts' groups take 10 to 16 MB.
 //
 // It replaces a map[string]*Host for one reason, measured: with a million
-// hosts a lookup is bound by cache misses, and Go's map costs four or five
-// (control word, slot, key bytes, then the host); here a slot holds the full
-// 64-bit hash beside the host pointer, and the host holds its key inline, so
-// a lookup touches the slot and the host: two.
+// hosts a lookup is bound by cache and TLB misses, and Go's map costs four
+// or five (control word, slot, key bytes, then the host). Here a lookup
+// reads its home group, the line that holds both the tags and the pointer,
+// then the host, which holds its key inline: two, as few as any index of
+// pointers to hosts can. The misses on the index are TLB misses as well,
+// and fewer pages of index miss less: slots of a 64-bit hash and a pointer
+// at loads of 7/16 to 7/8 took 32 MB for a million hosts, four times an
+// array of a million pointers.
 //
-// Writers hold the registry shard's lock. Readers take none: every slot word
-// is an atomic, and a resize publishes a new array whole, so a reader always
-// sees hosts that are or were in the table. What a reader can get wrong is
-// bounded: while a writer shifts a cluster back, it may miss a host that is
-// there (get reports a miss and the caller retries under the lock), and from
-// an array a resize replaced it may find a host since evicted (the caller
-// sees it dead when it takes a reference). It never returns a host under
-// another key: the key is compared on the host itself.
+// Writers hold the registry shard's lock. Readers take none: every word is
+// an atomic, hosts never move within a group array, and a resize publishes a
+// new array whole, so a reader always sees hosts that are or were in the
+// table. What a reader can get wrong is bounded: it may miss a host a
+// writer is inserting (get reports a miss and the caller retries under the
+// lock), and from an array a resize replaced it may find a host since
+// evicted (the caller sees it dead when it takes a reference). It never
+// returns a host under another key: the key is compared on the host itself.
 type table struct {
-	arr atomic.Pointer[[]slot] // len is a power of two; nil when empty
-	n   int                    // live slots; writers only
+	arr  atomic.Pointer[[]group] // nil when empty
+	n    int                     // live hosts; writers only
+	hash func(key string) uint64 // the hash get and insert are given, for resizes
 }
 
-type slot struct {
-	hash atomic.Uint64 // 0 marks an empty slot; live hashes have the low bit set
-	h    atomic.Pointer[Host]
+// group is seven slots. Byte i < 7 of ctrl is slot i's tag, 0 when the slot
+// is empty; the top bit (passed) says an insert found the group full and
+// went on, so a lookup must too. Only a resize clears it.
+type group struct {
+	ctrl atomic.Uint64
+	h    [groupSlots]atomic.Pointer[Host]
 }
 
-// home is the first slot of hash's probe sequence. It skips the hash's low
-// bit, which is always set (it tells a live slot from an empty one): taken
-// with it, every home was odd, half the slots were homes to none, and
-// clusters ran twice as long.
-func home(hash, mask uint64) uint64 { return hash >> 1 & mask }
+const (
+	groupSlots = 7
+	passed     = 1 << 63
+	lsbs       = 0x0001010101010101 // the low bit of each slot's byte
+	msbs       = 0x0080808080808080 // the high bit of each slot's byte
+)
 
-func (t *table) slots() []slot {
+// tagOf is the 7-bit tag of hash, with the top bit set so that no tag is 0.
+// It takes bits the shard (the top 8) and the home group (the low 32) do
+// not.
+func tagOf(hash uint64) uint64 { return hash>>49&0x7f | 0x80 }
+
+// homeOf is hash's home among n groups: the low 32 bits of hash scaled to
+// n, so that n need not be a power of two.
+func homeOf(hash uint64, n int) int { return int(hash & (1<<32 - 1) * uint64(n) >> 32) }
+
+// matches returns a bit (the byte's top one) for each slot of ctrl whose
+// tag is tag, and rarely for a slot whose tag is not (a borrow from a
+// lower byte that matched): callers check the key anyway.
+func matches(ctrl, tag uint64) uint64 {
+	x := ctrl ^ lsbs*tag
+	return (x - lsbs) &^ x & msbs
+}
+
+func (t *table) groups() []group {
 	if p := t.arr.Load(); p != nil {
 		return *p
 	}
@@ -45,117 +80,105 @@ func (t *table) slots() []slot {
 // get returns the host for key, or nil. It is safe without the lock; see the
 // type's comment for what a lock-free miss means.
 func (t *table) get(key string, hash uint64) *Host {
-	slots := t.slots()
-	if len(slots) == 0 {
-		return nil
-	}
-	mask := uint64(len(slots) - 1)
-	for i, n := home(hash, mask), 0; n < len(slots); i, n = (i+1)&mask, n+1 {
-		s := &slots[i]
-		switch s.hash.Load() {
-		case 0:
-			return nil
-		case hash:
-			if h := s.h.Load(); h != nil && h.key == key {
+	groups := t.groups()
+	tag := tagOf(hash)
+	for i, n := homeOf(hash, len(groups)), 0; n < len(groups); i, n = i+1, n+1 {
+		if i == len(groups) {
+			i = 0
+		}
+		g := &groups[i]
+		ctrl := g.ctrl.Load()
+		for m := matches(ctrl, tag); m != 0; m &= m - 1 {
+			if h := g.h[bits.TrailingZeros64(m)>>3].Load(); h != nil && h.Key() == key {
 				return h
 			}
+		}
+		if ctrl&passed == 0 {
+			return nil
 		}
 	}
 	return nil // only a reader racing writers can go all the way round
 }
 
-// insert adds h, which must not be present. Growth keeps the load at most
-// 7/8: a hit still probes about four slots (64 bytes, one or two cache
-// lines), and a slot costs 16 to 37 bytes per host, 24 typically.
+// insert adds h, whose key hashes to hash and must not be present. Growth
+// keeps the load at most 7/8 of the slots.
 func (t *table) insert(h *Host, hash uint64) {
-	if (t.n+1)*8 > len(t.slots())*7 {
-		t.resize(max(16, 2*len(t.slots())))
+	if size := len(t.groups()); (t.n+1)*8 > size*groupSlots*7 {
+		t.resize(max(2, size+size/2))
 	}
-	place(t.slots(), hash, h)
+	place(t.groups(), hash, h)
 	t.n++
 }
 
-// place puts h in the first free slot of its probe sequence. The host goes
-// in before the hash, so a reader that sees the hash sees a host.
-func place(slots []slot, hash uint64, h *Host) {
-	mask := uint64(len(slots) - 1)
-	for i := home(hash, mask); ; i = (i + 1) & mask {
-		if slots[i].hash.Load() == 0 {
-			slots[i].h.Store(h)
-			slots[i].hash.Store(hash)
-			return
+// place puts h in the first free slot from hash's home group on, marking
+// the full groups it passes. The host goes in before its tag, so a reader
+// that sees the tag sees a host.
+func place(groups []group, hash uint64, h *Host) {
+	for i := homeOf(hash, len(groups)); ; i++ {
+		if i == len(groups) {
+			i = 0
 		}
+		g := &groups[i]
+		ctrl := g.ctrl.Load()
+		for k := range groupSlots {
+			if ctrl>>(8*k)&0xff == 0 {
+				g.h[k].Store(h)
+				g.ctrl.Store(ctrl | tagOf(hash)<<(8*k))
+				return
+			}
+		}
+		g.ctrl.Store(ctrl | passed)
 	}
 }
 
-// resize moves every host to a new array of size slots and publishes it;
+// resize moves every host to a new array of size groups and publishes it;
 // readers still on the old one see it as it was.
 func (t *table) resize(size int) {
-	next := make([]slot, size)
-	for i := range t.slots() {
-		s := &t.slots()[i]
-		if hash := s.hash.Load(); hash != 0 {
-			place(next, hash, s.h.Load())
-		}
-	}
+	next := make([]group, size)
+	t.each(func(h *Host) bool {
+		place(next, t.hash(h.Key()), h)
+		return true
+	})
 	t.arr.Store(&next)
 }
 
-// deleteAt empties slot i and shifts the rest of its cluster back, so no
-// probe sequence is broken.
-func (t *table) deleteAt(i uint64) {
-	slots := t.slots()
-	mask := uint64(len(slots) - 1)
-	for j := (i + 1) & mask; slots[j].hash.Load() != 0; j = (j + 1) & mask {
-		// The entry at j may fill the hole at i only if its home is not
-		// cyclically within (i, j].
-		at := home(slots[j].hash.Load(), mask)
-		if i <= j {
-			if i < at && at <= j {
-				continue
-			}
-		} else if i < at || at <= j {
-			continue
-		}
-		slots[i].h.Store(slots[j].h.Load())
-		slots[i].hash.Store(slots[j].hash.Load())
-		i = j
-	}
-	slots[i].hash.Store(0)
-	slots[i].h.Store(nil)
-	t.n--
-}
-
-// sweep deletes every host for which evict reports true, then shrinks the
-// table if it is mostly empty, so memory follows the hosts held.
+// sweep deletes every host for which evict reports true, then, when any
+// went, rebuilds the table, so that no full-group mark outlives the hosts
+// that set it: at a load of 7/16 (room to grow) when it is mostly empty, so
+// that memory follows the hosts held, else at its size.
 func (t *table) sweep(evict func(h *Host) bool) {
-	slots := t.slots()
-	for i := uint64(0); i < uint64(len(slots)); {
-		if s := &slots[i]; s.hash.Load() != 0 && evict(s.h.Load()) {
-			t.deleteAt(i) // slot i may now hold a shifted entry: look again
-			continue
+	groups := t.groups()
+	gone := 0
+	for i := range groups {
+		g := &groups[i]
+		for k := range groupSlots {
+			if h := g.h[k].Load(); h != nil && evict(h) {
+				g.ctrl.Store(g.ctrl.Load() &^ (0xff << (8 * k)))
+				g.h[k].Store(nil)
+				t.n--
+				gone++
+			}
 		}
-		i++
 	}
-	if len(slots) > 16 && t.n*8 < len(slots) {
-		size := 16
-		for size*7 < t.n*8*2 {
-			size *= 2
-		}
-		t.resize(size)
+	if gone == 0 {
+		return
 	}
+	size := len(groups)
+	if t.n*8 < size*groupSlots {
+		size = max(2, (t.n*16+groupSlots*7-1)/(groupSlots*7))
+	}
+	t.resize(size)
 }
 
 // each calls f for every host in the table until f returns false. Without the
-// lock, a concurrent deletion may show a host twice or hide it.
+// lock, a concurrent deletion may hide a host.
 func (t *table) each(f func(h *Host) bool) bool {
-	slots := t.slots()
-	for i := range slots {
-		if slots[i].hash.Load() == 0 {
-			continue
-		}
-		if h := slots[i].h.Load(); h != nil && !f(h) {
-			return false
+	groups := t.groups()
+	for i := range groups {
+		for k := range groupSlots {
+			if h := groups[i].h[k].Load(); h != nil && !f(h) {
+				return false
+			}
 		}
 	}
 	return true

@@ -415,7 +415,7 @@ func (t *Transport) send(req *http.Request, h *Host) (resp *http.Response, err e
 		if err != nil {
 			end = time.Now() // a wait may have ended it
 		}
-		t.emit(ctx, a.obs, Event{Kind: EventDone, Time: end, Host: h.key, ID: a.id, Status: a.status, Outcome: a.out,
+		t.emit(ctx, a.obs, Event{Kind: EventDone, Time: end, Host: h.Key(), ID: a.id, Status: a.status, Outcome: a.out,
 			Attempt: a.sent, Latency: end.Sub(start), Err: err, Method: req.Method})
 	}()
 	// The global budget is shared by every request: count deposits with an
@@ -445,11 +445,11 @@ func (t *Transport) send(req *http.Request, h *Host) (resp *http.Response, err e
 			return t.finish(&a)
 		}
 		if a.n > t.retries {
-			t.emit(ctx, a.obs, Event{Kind: EventGiveUp, Time: now, Host: h.key, ID: a.id, Reason: ReasonAttempts, Status: a.status, Attempt: a.n})
+			t.emit(ctx, a.obs, Event{Kind: EventGiveUp, Time: now, Host: h.Key(), ID: a.id, Reason: ReasonAttempts, Status: a.status, Attempt: a.n})
 			return t.finish(&a)
 		}
 		if !a.v.Retry || !t.withdraw(now) {
-			t.emit(ctx, a.obs, Event{Kind: EventGiveUp, Time: now, Host: h.key, ID: a.id, Reason: ReasonBudget, Status: a.status, Attempt: a.n})
+			t.emit(ctx, a.obs, Event{Kind: EventGiveUp, Time: now, Host: h.Key(), ID: a.id, Reason: ReasonBudget, Status: a.status, Attempt: a.n})
 			return t.finish(&a)
 		}
 		if a.resp != nil {
@@ -463,7 +463,7 @@ func (t *Transport) send(req *http.Request, h *Host) (resp *http.Response, err e
 		if out != Throttled {
 			wait := t.Backoff.Next(a.n, prevDelay)
 			prevDelay = wait
-			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: now, Host: h.key, ID: a.id, Reason: ReasonBackoff, Delay: wait, Attempt: a.n + 1})
+			t.emit(ctx, a.obs, Event{Kind: EventWait, Time: now, Host: h.Key(), ID: a.id, Reason: ReasonBackoff, Delay: wait, Attempt: a.n + 1})
 			if err := sleep(ctx, wait); err != nil {
 				return nil, err
 			}
@@ -489,7 +489,7 @@ func (t *Transport) finish(a *attempt) (*http.Response, error) {
 	h, resp := a.h, a.resp
 	if a.err != nil {
 		t.release(a)
-		return nil, &Error{Host: h.key, Attempts: a.n, Err: a.err}
+		return nil, &Error{Host: h.Key(), Attempts: a.n, Err: a.err}
 	}
 	if resp.Body == nil {
 		resp.Body = http.NoBody

@@ -281,7 +281,7 @@ func (t *Transport) Try(req *http.Request, o TryOptions) (*http.Response, Tried,
 			return nil, Tried{}, adm.Err
 		}
 		if adm.Wait > t.maxAfter {
-			return nil, Tried{}, &PausedError{Host: h.key, Until: a.now.Add(adm.Wait), Reason: adm.Reason}
+			return nil, Tried{}, &PausedError{Host: h.Key(), Until: a.now.Add(adm.Wait), Reason: adm.Reason}
 		}
 		return nil, Tried{Reason: adm.Reason, At: a.now.Add(adm.Wait)}, nil
 	}

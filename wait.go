@@ -150,7 +150,7 @@ func (t *Transport) acquireSlot(ctx context.Context, h *Host) error {
 	}
 	n, limit := h.InFlight()
 	t.Logger.WarnContext(ctx, "polite: a request has waited long for its host's slot; is a response body left unclosed? (it holds the slot until closed)",
-		"host", h.key, "waited", slotWarnAfter, "in_flight", n, "limit", limit)
+		"host", h.Key(), "waited", slotWarnAfter, "in_flight", n, "limit", limit)
 	return h.gate.Acquire(ctx)
 }
 

@@ -138,6 +138,56 @@ func BenchmarkGetAllowFloor(b *testing.B) {
 	benchGetAllow(b, false, politePeer, mutexMapPeer, bareMapPeer, read2Peer, read1Peer)
 }
 
+// BenchmarkGetAllowMixed runs polite, the mutex map and the read2 and read1
+// floors of BenchmarkGetAllowFloor by turns, 10,000 calls each, and reports
+// each one's time per call and polite's ratios to the others. On a machine
+// shared with other work the load changes within seconds, and the floor
+// benchmark's peers, run one after the other, meet different loads; here
+// each slice of load falls on every peer alike. Its ns/op is the sum of the
+// four.
+func BenchmarkGetAllowMixed(b *testing.B) {
+	if mixedPeers == nil { // built once, for every b.N the benchmark is run with
+		idx, now := hostIndexes(), time.Now()
+		mixedPeers = []mixedPeer{
+			{"polite", politeBody(newPolite(b, numHosts, now), idx, now)},
+			{"mutexmap", mutexMapBody(newMutexMapN(b, numHosts, now), idx, now)},
+			{"read2", read2Body(newCellPtrs(), idx)},
+			{"read1", read1Body(newCells(), idx)},
+		}
+		runtime.GC()
+	}
+	peers := mixedPeers
+	spent := make([]time.Duration, len(peers))
+	const slice = 10_000
+	var denied int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := 0; n < b.N; n += slice {
+		for i, p := range peers {
+			left := min(slice, b.N-n)
+			start := time.Now()
+			denied += p.body(func() bool { left--; return left >= 0 })
+			spent[i] += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	checkAdmitted(b, denied)
+	per := func(i int) float64 { return float64(spent[i].Nanoseconds()) / float64(b.N) }
+	for i, p := range peers {
+		b.ReportMetric(per(i), p.name+"-ns/op")
+	}
+	b.ReportMetric(per(0)/per(1), "polite/mutexmap")
+	b.ReportMetric(per(0)/per(2), "polite/read2")
+	b.ReportMetric(per(0)/per(3), "polite/read1")
+}
+
+type mixedPeer struct {
+	name string
+	body func(next) int64
+}
+
+var mixedPeers []mixedPeer
+
 // hostIndexes returns the random host indexes every peer goes through,
 // drawn ahead so the generator stays off the measured path.
 func hostIndexes() []int32 {
