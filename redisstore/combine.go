@@ -292,14 +292,14 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 	}
 	args = append(args, len(reps))
 	for _, q := range reps {
-		item := make([]any, nItem)
+		var item [nItem]any
 		item[itSuccess], item[itKind], item[itLatency], item[itWait], item[itSpare] = flag(q.ok), -1, 0, 0, 0
 		item[itAt] = s.theirs(q.r.Now)
 		if s.o.Adaptive != nil && q.sig.Kind != adaptive.Neutral {
 			item[itKind], item[itLatency], item[itWait] = int(q.sig.Kind), q.sig.Latency.Microseconds(), q.sig.Wait.Microseconds()
 			item[itSpare] = flag(q.sig.Spare)
 		}
-		args = append(args, item...)
+		args = append(args, item[:]...)
 	}
 	args = append(args, len(qs))
 	seqs := make([]uint64, len(qs))
@@ -334,7 +334,7 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 				p.a = s.degradedAdmit(h, p.q)
 			}
 		}
-		close(p.done)
+		p.done <- struct{}{} // an admission's pending is reused (see admissions): not closed
 	}
 	// The controller's log last: its rate may cost a call of its own,
 	// which the admissions above need not wait for.
