@@ -19,8 +19,7 @@ func TestRepeatedCallsChangeNothing(t *testing.T) {
 	h := reg.Get("a.test")
 	defer reg.Put(h)
 	now := time.Now()
-	base := "rep:{a.test}:"
-	keys := []string{base + "h", base + "f", base + "n", base + "g", base + "s", base + "d"}
+	keys := append(s.hostKeys("a.test"), s.hostKey("a.test", "d"))
 	l := reg.LimitsFor("a.test")
 	args := s.args(now, l, adEpoch) // no controller: none of its arguments
 	a := args[nCommon:]

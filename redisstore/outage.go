@@ -223,9 +223,7 @@ func (s *Store) probe() {
 
 // ping checks Redis through the script path: a state read of a canary key.
 func (s *Store) ping(ctx context.Context) error {
-	base := s.o.Prefix + "{polite-canary}:"
-	return stateScript.Run(ctx, s.c, []string{base + "h", base + "f", base + "n", base + "g", base + "s"},
-		0, -1, 1, 1000).Err()
+	return stateScript.Run(ctx, s.c, s.hostKeys("polite-canary"), 0, -1, 1, 1000).Err()
 }
 
 // beatOnce counts member among the live ones in the sorted set key for

@@ -229,8 +229,7 @@ func TestMergedCall(t *testing.T) {
 		for i := range admissions {
 			args = append(args, 0, 1, fmt.Sprintf("%s:%d", key, i), 1)
 		}
-		base := "merge:{" + key + "}:"
-		return &call{kind: 'a', tag: key, keys: []string{base + "h", base + "f", base + "n", base + "g", base + "s", base + "d"},
+		return &call{kind: 'a', tag: key, keys: append(s.hostKeys(key), s.hostKey(key, "d")),
 			args: append(args, "w.0/"+key)}
 	}
 	calls := []*call{admit("a.test", 2), {kind: 'r', tag: "c.test", keys: []string{"merge:{c.test}:n"}, args: []any{s.leaseID(lease)}},

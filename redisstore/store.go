@@ -674,17 +674,38 @@ func (s *Store) cut() float64 {
 	return s.br.Jitter * s.br.Rand()
 }
 
+// keyLeases names a host's lease set among its keys (hostKey). It was "l"
+// while leases were scored by their expiry: a fleet that runs workers of
+// both kinds during an upgrade keeps two sets, not one that each purges of
+// the other's leases (see admit.lua).
+const keyLeases = "n"
+
+// hostKey is the key named name of the host with key key: its hash tag
+// is the host key, so that one host's keys share a Cluster slot.
+func (s *Store) hostKey(key, name string) string { return s.o.Prefix + "{" + key + "}:" + name }
+
+// hostKeys are the keys every script takes first, in their order (see
+// prelude.lua): the host's hash, its breaker failures, its in-flight
+// leases, the controller's log and its snapshot; room is left for a
+// mutating call's replies (D).
+func (s *Store) hostKeys(key string) []string {
+	ks := make([]string, 5, 6)
+	for i, name := range [5]string{"h", "f", keyLeases, "g", "s"} {
+		ks[i] = s.hostKey(key, name)
+	}
+	return ks
+}
+
 // run runs script on key's keys (admit on one of the combiner's lanes)
 // and measures the clock offset from the
 // reply's "now" when the script returns one.
 func (s *Store) run(script *redis.Script, key string, args []any, lane int) (any, error) {
 	deadline := time.Now().Add(s.o.Timeout)
-	base := s.o.Prefix + "{" + key + "}:"
-	keys := []string{base + "h", base + "f", base + "n", base + "g", base + "s"}
+	keys := s.hostKeys(key)
 	mutating := script == admitScript || script == reportScript
 	if mutating {
 		// Named, so that sending it again (below) is safe: see prelude.lua.
-		keys = append(keys, base+"d")
+		keys = append(keys, s.hostKey(key, "d"))
 		name := s.worker
 		if script == admitScript {
 			name += "." + strconv.Itoa(lane) // the combiner's lane: its calls go one at a time
@@ -723,7 +744,7 @@ func (s *Store) release(key string, ids []string) {
 	for i, id := range ids {
 		args[i] = id
 	}
-	c := &call{kind: 'r', tag: key, keys: []string{s.o.Prefix + "{" + key + "}:n"}, args: args}
+	c := &call{kind: 'r', tag: key, keys: []string{s.hostKey(key, keyLeases)}, args: args}
 	if _, err := s.pipelined(time.Now().Add(s.o.Timeout), c); err != nil {
 		s.failed(fmt.Errorf("redisstore: %w", err))
 	}
