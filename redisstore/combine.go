@@ -3,6 +3,7 @@ package redisstore
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -275,7 +276,13 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 	}
 	args := s.args(now, l, own)
 	a := args[nCommon:]
-	a[adCap], a[adPressed] = fleetCap, flag(s.pressed(key))
+	// Credit (credit.go) serves first attempts: asked for by a call that
+	// carries one.
+	want, earned := 0, 0
+	if slices.ContainsFunc(qs, func(p *pending) bool { return p.q.First && p.q.Cost <= 1 }) {
+		want, earned = s.creditWant(h, l, fleetCap)
+	}
+	a[adCap], a[adPressed], a[adEarned] = fleetCap, flag(s.pressed(key)), earned
 	var rep *replica
 	if s.o.Adaptive != nil {
 		a[adEpoch], a[adSeen], a[adSnapSeq], a[adSnap] = 0, -2, 0, ""
@@ -311,6 +318,17 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 		hold := min(time.Duration(cost)*poll, maxHold) // a cost of n holds n intervals, as the local store
 		args = append(args, min(hold, p.q.MaxWait).Microseconds(), flag(p.q.First), s.leaseID(seqs[i]), cost)
 	}
+	var credit []uint64 // the leases of the credit's slots, if one is asked for
+	if want > 0 {
+		args = append(args, want)
+		if leased {
+			credit = make([]uint64, want)
+			for i := range credit {
+				credit[i] = s.seq.Add(1)
+				args = append(args, s.leaseID(credit[i]))
+			}
+		}
+	}
 	res, err := s.run(admitScript, key, args, lane)
 	if err != nil {
 		for _, q := range reps {
@@ -318,6 +336,9 @@ func (s *Store) send(h *polite.Host, qs []*pending, rels []string, reps []quiet,
 		}
 	} else {
 		s.heard(key, integer(res, abBreaker), integer(res, abFailures))
+		if n := integer(res, abCredit); want > 0 && n == int64(want) {
+			s.grant(h, want, credit, time.Now())
+		}
 	}
 	for i, p := range qs {
 		if err != nil {

@@ -136,7 +136,7 @@ func (s *Store) mergedArgs(calls []*call) ([]string, []any) {
 	args[0] = len(calls)
 	a[rnKeepBlocked], a[rnOpenDelay], a[rnCut] = flag(s.o.KeepBlocked), s.br.OpenDelay.Microseconds(), s.cut()
 	a[rnBudgetRatio], a[rnBudgetMin], a[rnBudgetWindow] = s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds()
-	a[rnLeaseTTL], a[rnAdaptive] = s.lease, flag(s.o.Adaptive != nil)
+	a[rnLeaseTTL], a[rnAdaptive], a[rnCreditLife] = s.lease, flag(s.o.Adaptive != nil), creditLife.Microseconds()
 	for _, c := range calls {
 		keys = append(keys, c.keys...)
 		args = append(args, string(c.kind), len(c.args))

@@ -42,6 +42,7 @@ var commonArgs = [nCommon]string{aClock: "clock", aRate: "baseRate", aBurst: "ba
 const (
 	adCap      = iota // the fleet's cap on requests in flight (0: none but the controller's)
 	adPressed         // 1: a request of this worker waited for the host's rate since its last admission call
+	adEarned          // first attempts this worker's credit admitted since its last call (the retry budget's share, credit.go)
 	adEpoch           // with reports: the log this worker's replica follows, the last entry
 	adSeen            // of it heard (-2: no log wanted), and a snapshot to leave (as report's)
 	adSnapSeq         //
@@ -51,7 +52,7 @@ const (
 	nAdmit
 )
 
-var admitArgs = [nAdmit]string{adCap: "cap", adPressed: "pressed", adEpoch: "epoch",
+var admitArgs = [nAdmit]string{adCap: "cap", adPressed: "pressed", adEarned: "earned", adEpoch: "epoch",
 	adSeen: "seen", adSnapSeq: "snapSeq", adSnap: "snap", adInitRate: "initRate", adInitConc: "initConc"}
 
 // A merged call's settings (M.<name>): the Store's, the same for every
@@ -68,12 +69,13 @@ const (
 	rnBudgetWindow        //
 	rnLeaseTTL            // how long a lease lives (µs)
 	rnAdaptive            // 1: the fleet's controller runs (a host's log begins at its first admission)
+	rnCreditLife          // how long a credit's tokens may wait for their requests (µs, credit.go)
 	nRun
 )
 
 var runArgs = [nRun]string{rnKeepBlocked: "keepBlocked", rnOpenDelay: "openDelay", rnCut: "cut",
 	rnBudgetRatio: "budgetRatio", rnBudgetMin: "budgetMin", rnBudgetWindow: "budgetWindow", rnLeaseTTL: "leaseTTL",
-	rnAdaptive: "adaptive"}
+	rnAdaptive: "adaptive", rnCreditLife: "creditLife"}
 
 // A quiet report in admit's tail (see Store.Report): these fields, each
 // read at its offset (R.<name>, from 0) from the report's first.
@@ -97,10 +99,11 @@ const (
 	abBreaker         // the breaker's state after the call (0 closed, 1 open, 2 half-open)
 	abFailures        // 1: breaker failures are counted (a success must clear them)
 	abLog             // with reports and the controller: its log since the replica's last entry
+	abCredit          // the tokens (and slots) given as credit (credit.go): 0 or all those asked for
 	nAdmitHead
 )
 
-var admitHead = [nAdmitHead]string{abNow: "now", abBreaker: "breaker", abFailures: "failures", abLog: "log"}
+var admitHead = [nAdmitHead]string{abNow: "now", abBreaker: "breaker", abFailures: "failures", abLog: "log", abCredit: "credit"}
 
 // admit's reply: admitHead's slots, then one result per admission, each
 // these slots, in a row (the first admission's from nAdmitHead on, the
@@ -136,6 +139,7 @@ const (
 	rpBudgetRatio         // the retry budget's ratio, floor per second, window (s)
 	rpBudgetMin           //
 	rpBudgetWindow        //
+	rpEarned              // first attempts the worker's credit admitted, their budget share not yet sent (credit.go)
 	rpAdaptive            // 1: the fleet's controller hears this report (the host's log)
 	rpKind                // the signal's kind (adaptive.Kind; -1: none)
 	rpLatency             // its latency (µs)
@@ -152,7 +156,7 @@ var reportArgs = [nReport]string{rpSent: "sent", rpThrottle: "throttle", rpPause
 	rpFailure: "failure", rpSuccess: "success", rpBlock: "block", rpQuotaPause: "quotaPause", rpCeiling: "ceiling",
 	rpRetry: "retry", rpThreshold: "threshold", rpWindow: "window", rpOpenDelay: "openDelay", rpMaxOpen: "maxOpen",
 	rpCut: "cut", rpBudgetRatio: "budgetRatio", rpBudgetMin: "budgetMin", rpBudgetWindow: "budgetWindow",
-	rpAdaptive: "adaptive", rpKind: "kind", rpLatency: "latency", rpWait: "wait", rpSpare: "spare",
+	rpEarned: "earned", rpAdaptive: "adaptive", rpKind: "kind", rpLatency: "latency", rpWait: "wait", rpSpare: "spare",
 	rpEpoch: "epoch", rpSeen: "seen", rpSnapSeq: "snapSeq", rpSnap: "snap"}
 
 // report's reply.

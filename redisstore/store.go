@@ -27,6 +27,13 @@
 // worker's answers in the order Redis heard them (see replica.go), so one
 // algorithm, latency-led, decides for one process and for a fleet. The
 // scripts' arguments and replies are named in one table (schema.go).
+//
+// A host with far more to give than a worker asks of it (a rate of a
+// thousand requests a second or more per token asked, a cap four times
+// what is in flight, nothing held back) gives the worker credit: a few
+// tokens, and slots under the cap, taken from the fleet's when given, for
+// its next first attempts within 100 ms, which it admits without a call
+// (see credit.go). A host paced at crawlers' rates never gives credit.
 package redisstore
 
 import (
@@ -164,6 +171,7 @@ type Store struct {
 	replicas  sync.Map      // host key -> *replica of its controller (with Adaptive)
 	restores  atomic.Int64  // replicas restored from a snapshot (for tests)
 	shares    sync.Map      // host key -> *gcra, this worker's part of it while Redis is out (Local)
+	credits   sync.Map      // host key -> *credit (credit.go), once Redis gave it one
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
 
@@ -223,7 +231,18 @@ func New(c redis.UniversalClient, reg *polite.Registry, o Options) (*Store, erro
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		// The releases and reports still queued go now, not with calls
-		// that will not come (the client may be closed next).
+		// that will not come (the client may be closed next), and the
+		// slots of credits not used with them.
+		s.credits.Range(func(_, v any) bool {
+			c := v.(*credit)
+			c.mu.Lock()
+			c.timer.Stop()
+			c.mu.Unlock()
+			if !s.health.degraded.Load() {
+				s.endCredit(c.h)
+			}
+			return true
+		})
 		s.hosts.Range(func(_, v any) bool {
 			if c := v.(*combiner); !s.health.degraded.Load() {
 				s.flush(c.h)
@@ -266,6 +285,9 @@ func (s *Store) Admit(h *polite.Host, q polite.Query) polite.Admission {
 	}
 	if g := s.tailShare(h, q.Now); g != nil {
 		return s.tailAdmit(h, q, g)
+	}
+	if a, ok := s.fromCredit(h, q); ok {
+		return a
 	}
 	return s.sharedAdmit(h, q)
 }
@@ -394,7 +416,8 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 		}
 		return v
 	}
-	s.flush(h) // the host's reports in the order they were made
+	earned := s.endCredit(h) // what it says reaches the fleet before another request goes
+	s.flush(h)               // the host's reports in the order they were made
 	args := s.args(r.Now, l, nReport)
 	a := args[nCommon:]
 	a[rpSent], a[rpThrottle], a[rpPause], a[rpPauseWhy] = s.theirs(r.Sent), flag(rd.Throttle), rd.Pause.Microseconds(), string(rd.PauseWhy)
@@ -403,6 +426,7 @@ func (s *Store) Report(h *polite.Host, r polite.Report) polite.Verdict {
 	a[rpThreshold], a[rpWindow], a[rpOpenDelay] = s.br.Threshold, s.br.Window.Microseconds(), s.br.OpenDelay.Microseconds()
 	a[rpMaxOpen], a[rpCut] = s.br.MaxOpenDelay.Microseconds(), s.cut()
 	a[rpBudgetRatio], a[rpBudgetMin], a[rpBudgetWindow] = s.budget.Ratio, s.budget.MinPerSecond, s.budget.Window.Seconds()
+	a[rpEarned] = earned
 	a[rpAdaptive], a[rpKind], a[rpLatency], a[rpWait], a[rpSpare] = 0, -1, 0, 0, 0
 	a[rpEpoch], a[rpSeen], a[rpSnapSeq], a[rpSnap] = 0, -1, 0, ""
 	var rep *replica

@@ -10,9 +10,12 @@
 -- releases r, then r lease ids, then the number of quiet
 -- reports m, then m reports of NITEM fields each (R.<name>), then the
 -- number of admissions n, then n quadruples: max wait (µs), first attempt
--- (1: earns the retry budget its share), lease id, cost (tokens).
+-- (1: earns the retry budget its share), lease id, cost (tokens); then,
+-- if the worker asks for credit (see credit below), its size c and c
+-- lease ids.
 -- Returns admitHead's slots (B.<name>: now, the breaker's state after the
--- call, and with reports the controller's log the replica has not heard),
+-- call, with reports the controller's log the replica has not heard, and
+-- the credit given),
 -- then n results, each admitOut's slots in a row (NOUT of them, not a
 -- table of its own: each nested table cost Redis its own conversion,
 -- #30): code 0
@@ -26,8 +29,8 @@
 -- its grants take, leased together at the end; purged: counted again
 -- without the expired leases (once a call at most). Declared here, with
 -- the functions below, once per script run, not once per call.
-local keepBlocked, openDelay, cut, ratio, minps, window, leaseTTL, adaptive
-local cap, counted, grants, purged
+local keepBlocked, openDelay, cut, ratio, minps, window, leaseTTL, adaptive, creditLife
+local cap, counted, grants, purged, out
 -- hotLeases: past this many leases, L gets hotKeeper (see admitCall).
 local hotLeases, hotKeeper = 32, 'hot-host-keeper-longer-than-a-listpack-member-may-be-64-bytes-or-more'
 
@@ -118,6 +121,45 @@ local function admitOne(maxWait, first, id, cost)
   return result(0, wait, '', spare)
 end
 
+-- creditSpan: a credit's tokens must come within it at the rate in force
+-- (µs): used up to creditLife late, they let the host see at most that
+-- much of its rate early. creditShare: a credit's slots with those in
+-- flight take at most this share of the cap.
+local creditSpan, creditShare = 1000, 4
+
+-- credit gives the worker c tokens, and with a cap c in-flight slots
+-- (their lease ids at ARGV[ci + 1] on), beyond the call's n admissions
+-- (their results from out[NHEAD + 1] on), for the requests it makes to
+-- the host within creditLife (see credit.go); it returns c, or 0 when the
+-- host has less to spare: all of the call's admissions granted without a
+-- wait, no block, pause or breaker, no demand pressed within a second,
+-- the tokens due within creditSpan and the slots a small share of the cap.
+local function credit(c, ci, n)
+  for k = 0, n - 1 do
+    local o = NHEAD + NOUT * k
+    if out[o + O.code] ~= 0 or out[o + O.micros] ~= 0 then return 0 end
+  end
+  if st.blk ~= '' or st.pu > now or st.cbs ~= 0 or (st.pr ~= 0 and now - st.pr <= 1000000) then return 0 end
+  local rr = inforce()
+  if rr >= 0 and interval(rr) * c > creditSpan then return 0 end
+  if cap > 0 then
+    if counted == nil then counted = inflight(false) end
+    if (counted + #grants / 2 + c) * creditShare > cap then return 0 end
+  end
+  local ok, wait = take(0, c)
+  if not ok or wait > 0 then return 0 end
+  if cap > 0 then
+    -- Each slot leased as an admission's is, for creditLife longer.
+    for k = 1, c do
+      local u = now + creditLife + leaseTTL + #grants / 2
+      grants[#grants + 1] = -u
+      grants[#grants + 1] = ARGV[ci + k]
+      leased = math.max(leased, u)
+    end
+  end
+  return c
+end
+
 local function admitCall()
   cap = num(ARGV[A.cap], 0)
   if adaptive then
@@ -139,6 +181,13 @@ local function admitCall()
   -- at the host's unloaded latency), under the configured cap.
   if st.cc > 0 and (cap == 0 or st.cc < cap) then cap = st.cc end
   if ARGV[A.pressed] == '1' then st.pr = now end -- a request of the caller's waited for the rate (NoteDemand)
+  local earned = num(ARGV[A.earned], 0)
+  if earned > 0 then
+    -- The first attempts the worker's credit admitted earn the retry
+    -- budget their share, as admitOne's first attempts do.
+    advance(ratio, minps, window)
+    if ratio > 0 then st.be = st.be + ratio * earned end
+  end
 
   -- The tail, after the controller's arguments (which only a run with
   -- it carries, the last of admitArgs): the releases first.
@@ -156,11 +205,18 @@ local function admitCall()
   i = i + 1
 
   counted, grants, purged = nil, {}, false
-  local out = {[B.now] = now, [B.breaker] = 0, [B.failures] = 0, [B.log] = 0}
+  out = {[B.now] = now, [B.breaker] = 0, [B.failures] = 0, [B.log] = 0, [B.credit] = 0}
   for k = 0, n - 1 do
     local j, o = i + 4 * k, NHEAD + NOUT * k
     out[o + O.code], out[o + O.micros], out[o + O.reason], out[o + O.spare] =
       admitOne(num(ARGV[j], 0), ARGV[j + 1] == '1', ARGV[j + 2], math.max(num(ARGV[j + 3], 1), 1))
+  end
+  -- After the admissions, the credit asked for (absent in a call that
+  -- asks none): its size, then its slots' lease ids.
+  local ci = i + 4 * n
+  if n > 0 and ci < an then
+    local c = num(ARGV[ci], 0)
+    if c > 0 then out[B.credit] = credit(c, ci, n) end
   end
   out[B.breaker], out[B.failures] = st.cbs, st.fl
   if #grants > 0 then
@@ -211,7 +267,7 @@ end
 local calls, replies = ARGV, {}
 keepBlocked, openDelay, cut = calls[M.keepBlocked] == '1', num(calls[M.openDelay], 0), num(calls[M.cut], 0)
 ratio, minps, window = num(calls[M.budgetRatio], 0), num(calls[M.budgetMin], 0), num(calls[M.budgetWindow], 10)
-leaseTTL, adaptive = num(calls[M.leaseTTL], 0), calls[M.adaptive] == '1'
+leaseTTL, adaptive, creditLife = num(calls[M.leaseTTL], 0), calls[M.adaptive] == '1', num(calls[M.creditLife], 0)
 local ki, ai = 1, 2 + NRUN
 for c = 1, num(calls[1], 0) do
   local n = num(calls[ai + 1], 0)

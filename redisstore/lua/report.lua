@@ -84,6 +84,13 @@ if failure or success then
   end
 end
 
+local earned = num(ARGV[A.earned], 0)
+if earned > 0 then
+  -- First attempts the worker's credit admitted (credit.go) earn their
+  -- share before a retry asks.
+  advance(ratio, minps, window)
+  if ratio > 0 then st.be = st.be + ratio * earned end
+end
 if retry then
   advance(ratio, minps, window)
   if st.be + st.bf >= 1 - 1e-9 then
