@@ -37,7 +37,7 @@ func BenchmarkRedisAdmit(b *testing.B) {
 			keys[i] = fmt.Sprintf("h%04d.example", i)
 		}
 		b.Run(fmt.Sprintf("polite/hosts=%d", hosts), func(b *testing.B) {
-			s, hs, _ := politeStore(b, addr, redisstore.Options{Prefix: fmt.Sprintf("b%d:", hosts)}, keys)
+			s, hs, _ := politeStore(b, addr, redisstore.Options{Prefix: fmt.Sprintf("b%d:", hosts)}, keys, 1e9)
 			runRedis(b, func(i int) bool {
 				h := hs[i%hosts]
 				a := s.Admit(h, polite.Query{Now: time.Now()})
@@ -62,11 +62,12 @@ func BenchmarkRedisAdmit(b *testing.B) {
 // runRedis calls decide from 64 goroutines and reports decisions/s and the
 // latency percentiles of one decision. Every decision must admit.
 // politeStore returns a Redis store on addr with o (and its client), whose hosts (keys, in
-// order) admit without a limit of their own, closed when b ends.
-func politeStore(b *testing.B, addr string, o redisstore.Options, keys []string) (*redisstore.Store, []*polite.Host, *redis.Client) {
+// order) admit at rate (1e9: without a limit of their own; a burst and a
+// cap that never refuse), closed when b ends.
+func politeStore(b *testing.B, addr string, o redisstore.Options, keys []string, rate float64) (*redisstore.Store, []*polite.Host, *redis.Client) {
 	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, PoolSize: 64})
 	b.Cleanup(func() { client.Close() })
-	reg := &polite.Registry{Limits: polite.Limits{Rate: 1e9, Burst: 1 << 20, Concurrency: 1 << 20}}
+	reg := &polite.Registry{Limits: polite.Limits{Rate: rate, Burst: 1 << 20, Concurrency: 1 << 20}}
 	s, err := redisstore.New(client, reg, o)
 	if err != nil {
 		b.Fatal(err)
@@ -117,7 +118,10 @@ func runRedis(b *testing.B, decide func(i int) bool) {
 // (OK, 3 ms latency), beside go-redis/redis_rate's Allow, in the same run
 // on one Redis on loopback. polite runs with and without Options.Adaptive
 // (polite's controller, Max raised so that it never refuses); hosts: one
-// hot host, and 1,000 hosts drawn at random per request. Each
+// hot host, and 1,000 hosts drawn at random per request; and at 1,000
+// hosts, polite-paced: each host at 900/s, a crawler's pace, where a
+// token is due more than a millisecond after the last and no worker gets
+// credit (redisstore's credit.go), so each admission is a script. Each
 // sub-benchmark reports requests/s and Redis server CPU per request:
 // cpu-µs/req from INFO cpu (the server process's user+sys time: command
 // execution, Lua, parsing and socket I/O, so fewer round trips count) and
@@ -131,18 +135,22 @@ func BenchmarkRedisRequest(b *testing.B) {
 		for i := range keys {
 			keys[i] = fmt.Sprintf("h%04d.example", i)
 		}
-		for _, adapt := range []bool{false, true} {
-			name := "polite"
-			if adapt {
-				name = "polite-adaptive"
+		for _, v := range []struct {
+			name  string
+			adapt bool
+			rate  float64
+		}{{"polite", false, 1e9}, {"polite-adaptive", true, 1e9}, {"polite-paced", false, 900}} {
+			name, adapt := v.name, v.adapt
+			if v.rate < 1e9 && hosts == 1 {
+				continue // 64 callers would outrun one host's 900/s
 			}
 			b.Run(fmt.Sprintf("%s/hosts=%d", name, hosts), func(b *testing.B) {
 				warns := &countWarns{}
-				o := redisstore.Options{Prefix: fmt.Sprintf("r%d%v:", hosts, adapt), Logger: slog.New(warns)}
+				o := redisstore.Options{Prefix: fmt.Sprintf("r%d%s:", hosts, name), Logger: slog.New(warns)}
 				if adapt {
 					o.Adaptive = &adaptive.Config{Max: 1e9} // DefaultMax (1000/s) would refuse the hot host
 				}
-				s, hs, client := politeStore(b, addr, o, keys)
+				s, hs, client := politeStore(b, addr, o, keys, v.rate)
 				request := politeRequest(s, hs)
 				if adapt {
 					// The controller caps a host's requests in flight at
