@@ -13,7 +13,8 @@
 #   TAGS=cpuprofile POLITE_MEMPROFILE=/tmp/fetch.mem bash crawl/testdata/throughput.sh  # what it allocates (-sample_index=alloc_objects)
 #
 #   PAGES=10000 MAX_RSS_MB=1000 DURATION=60m bash crawl/testdata/throughput.sh  # 10,000,000 URLs
-#   BARE=true bash crawl/testdata/throughput.sh  # first the floor: net/http alone (bareclient)
+#   BARE=true bash crawl/testdata/throughput.sh  # first the floors: net/http alone (bareclient),
+#                                                # then with polite fetch's durable state and WARC (-durable)
 #
 # The testbed shares the machine's cores with the fetch, so its CPU per URL
 # is printed too: what the two processes need together bounds URLs/s.
@@ -58,6 +59,10 @@ if [ "${BARE:-false}" = true ]; then
   a=$(tbcpu)
   "$tmp/bareclient" "$tmp/urls.txt"
   echo "testbed under bare net/http: $(tbper "$a" "$(tbcpu)") µs CPU/URL"
+  # The durable floor: what polite fetch's promises cost by themselves
+  # (bareclient -durable: state, WARC and results, group-committed).
+  "$tmp/bareclient" -durable "$tmp/floor" "$tmp/urls.txt"
+  rm -rf "$tmp/floor"
 fi
 
 a=$(tbcpu)
