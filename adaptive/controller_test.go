@@ -450,6 +450,36 @@ func TestThrottleNearLowerBound(t *testing.T) {
 	}
 }
 
+// A probe from a lower bound of the capacity, refused before it was served
+// more than the savings it reckoned, found no room over the bound, however
+// far its rate ran on them: the bound is the capacity. One served beyond
+// its savings shows room: the rate bisects toward the rate the probe met.
+func TestProbeOnSavingsFromLowerBound(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stored  float64 // the savings the probe reckoned
+		want    float64
+		wantLow bool
+	}{
+		// 12 served in the 0.6 s since the probe began from 18: 1.2 over.
+		{"served its savings only", 2, DefaultTarget * 18, false},
+		// The probe met 18 × (1 + 0.1 × (2^2 - 1)) = 23.4: midway.
+		{"served beyond them", 0.5, (18 + 23.4) / 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{}, t0)
+			c.phase, c.capEst, c.capLow = probing, 18, true
+			c.probeAt, c.probeBase, c.probeOK, c.stored = 0, 18, 12, tc.stored
+			c.emptyAt = 0
+			c.rate, c.want = 25, 25 // far above the bound (farMet)
+			run(t, c, []step{{at: 600 * ms, sig: throttle(0), lo: tc.want}})
+			if c.capLow != tc.wantLow || c.capEst != 18 {
+				t.Errorf("capacity %.2f (lower bound %v), want 18 (%v)", c.capEst, c.capLow, tc.wantLow)
+			}
+		})
+	}
+}
+
 func TestBaselineNoiseIsTheUnloadedSpread(t *testing.T) {
 	var l latencies
 	at := int64(0)

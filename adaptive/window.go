@@ -19,10 +19,21 @@ func (c *Controller) congested(t, sent int64, wait time.Duration) {
 	if tracing {
 		c.trace(t, "congested wait=%v okRate=%.2f", wait, c.meter.okRate(t))
 	}
-	nearLow := c.capLow && r <= farMet*c.capEst
+	// A probe refused before it was served more than the savings it
+	// reckoned (what the host earned at the estimate since it last
+	// throttled, less what it served) found no room over the estimate,
+	// however far its rate ran on them.
+	onSavings := c.phase == probing && c.excess(t) <= c.stored && !math.IsInf(c.stored, 1)
+	nearLow := c.capLow && (r <= farMet*c.capEst || onSavings)
 	if nearLow {
-		// Throttled just above a lower bound of the capacity: that bound
-		// is the capacity, near enough; brackets refine it.
+		// Throttled just above a lower bound of the capacity, or by a
+		// probe from it that ran on savings alone: that bound is the
+		// capacity, near enough; brackets refine it. Bisecting toward
+		// the rate a probe's savings carried it to put the rate over
+		// the capacity for a window: on bucket-load at 18.4 req/s
+		// (burst 4), a probe from a bound of 18 ran to 27 on its
+		// savings, and the cut to 22.6 cost two throttles more and a
+		// probe to measure again (issue 34).
 		c.capLow = false
 		if c.phase == ramping {
 			c.phase = probing
