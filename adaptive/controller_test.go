@@ -480,6 +480,36 @@ func TestProbeOnSavingsFromLowerBound(t *testing.T) {
 	}
 }
 
+// A window throttled late measures the capacity from what it served. A
+// coarse count that reaches a fine lower bound from a bracket within its
+// error leaves the bound standing, now the capacity: taking the count
+// would want a probe soon to measure it again. A count that cannot reach
+// the bound shows the capacity under it.
+func TestCoarseCountUnderBracketBound(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		okPost  int32   // served since the cut, 526 ms before the end
+		okAfter int32   // of them, since the first post-cut throttle, 361 ms
+		want    float64 // capacity afterwards
+		coarse  bool    // whether it is coarse (a probe soon)
+	}{
+		{"within the count's error", 9, 6, 18.7, false}, // 6/0.361 = 16.6 ± 4.2 reaches 18.7
+		{"far under the bound", 6, 3, 6 / 0.526, true},  // 11.4 ± 2.9 does not
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{}, t0)
+			c.phase, c.capEst, c.capErr, c.capLow = settled, 18.7, 0.53, true
+			c.reacting, c.cutAt, c.winEnd = true, 0, int64(500*ms)
+			c.firstThr, c.lastThr, c.thrPost = int64(165*ms), int64(300*ms), 2
+			c.okPost, c.okAfter, c.nPost = tc.okPost, tc.okAfter, tc.okPost+2
+			c.endWindow(int64(526 * ms))
+			if math.Abs(c.capEst-tc.want) > 1e-9 || c.capLow || c.refine != tc.coarse {
+				t.Errorf("capacity %.2f (lower bound %v, coarse %v), want %.2f (false, %v)", c.capEst, c.capLow, c.refine, tc.want, tc.coarse)
+			}
+		})
+	}
+}
+
 func TestBaselineNoiseIsTheUnloadedSpread(t *testing.T) {
 	var l latencies
 	at := int64(0)
