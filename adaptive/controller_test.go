@@ -510,6 +510,32 @@ func TestCoarseCountUnderBracketBound(t *testing.T) {
 	}
 }
 
+// A window throttled late measures the capacity, and probes start over:
+// from ProbeInterval, but no sooner than probeCost requests at the
+// capacity, as after a failed probe.
+func TestMeasuredWindowProbeWait(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		served int32 // after the first post-cut throttle, over the 2 s before the end
+		want   time.Duration
+	}{
+		{"10 req/s", 20, 5 * time.Second}, // 50 requests take 5 s
+		{"40 req/s", 80, DefaultProbeInterval},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{}, t0)
+			c.phase, c.capEst, c.capErr = settled, 60, 0.5
+			c.reacting, c.cutAt, c.winEnd = true, 0, int64(2*time.Second)
+			c.firstThr, c.lastThr, c.thrPost = int64(100*ms), int64(1900*ms), 3
+			c.okPost, c.okAfter, c.nPost = tc.served+2, tc.served, tc.served+5
+			c.endWindow(int64(2100 * ms))
+			if got := time.Duration(c.probeWait); got != tc.want {
+				t.Errorf("capacity %.2f: next probe after %v, want %v", c.capEst, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestBaselineNoiseIsTheUnloadedSpread(t *testing.T) {
 	var l latencies
 	at := int64(0)

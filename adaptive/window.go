@@ -305,7 +305,12 @@ func (c *Controller) endWindow(t int64) {
 		}
 		c.capLow = false
 		c.want = c.cfg.Target * c.capEst
-		c.probeWait = int64(c.cfg.ProbeInterval)
+		// The capacity measured, probes start over: from ProbeInterval,
+		// but no sooner than a failed probe would make the next one
+		// wait, probeCost requests at the capacity. At 17 req/s, 2 s
+		// made the first probe after the start's measurement cost 3 %
+		// of its requests (issue 34).
+		c.probeWait = max(int64(c.cfg.ProbeInterval), int64(probeCost/c.capEst*1e9))
 		c.decrease(t, t, false)
 	case c.failPost*2 > c.nPost && c.nPost >= minLatN:
 		// Mostly failing: slow down without learning anything.
