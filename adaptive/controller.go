@@ -72,8 +72,9 @@ type Config struct {
 	// probes for more capacity. A probe that finds nothing new costs one
 	// throttled request, so each such probe makes the next wait 1.5 times
 	// longer, and at least as long as 50 requests take at the capacity (2 %
-	// of them spent on probing), up to MaxProbeInterval; a change of
-	// capacity resets it. Zero means DefaultProbeInterval (2 s).
+	// of them spent on probing), up to MaxProbeInterval. A change of
+	// capacity resets it; one a throttled window measured, to no less
+	// than those 50 requests. Zero means DefaultProbeInterval (2 s).
 	ProbeInterval time.Duration
 	// MaxProbeInterval bounds the wait between probes, and so the time a
 	// rise of capacity goes unseen, except where probing more often would

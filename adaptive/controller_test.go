@@ -450,6 +450,92 @@ func TestThrottleNearLowerBound(t *testing.T) {
 	}
 }
 
+// A probe from a lower bound of the capacity, refused before it was served
+// more than the savings it reckoned, found no room over the bound, however
+// far its rate ran on them: the bound is the capacity. One served beyond
+// its savings shows room: the rate bisects toward the rate the probe met.
+func TestProbeOnSavingsFromLowerBound(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stored  float64 // the savings the probe reckoned
+		want    float64
+		wantLow bool
+	}{
+		// 12 served in the 0.6 s since the probe began from 18: 1.2 over.
+		{"served its savings only", 2, DefaultTarget * 18, false},
+		// The probe met 18 × (1 + 0.1 × (2^2 - 1)) = 23.4: midway.
+		{"served beyond them", 0.5, (18 + 23.4) / 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{}, t0)
+			c.phase, c.capEst, c.capLow = probing, 18, true
+			c.probeAt, c.probeBase, c.probeOK, c.stored = 0, 18, 12, tc.stored
+			c.emptyAt = 0
+			c.rate, c.want = 25, 25 // far above the bound (farMet)
+			run(t, c, []step{{at: 600 * ms, sig: throttle(0), lo: tc.want}})
+			if c.capLow != tc.wantLow || c.capEst != 18 {
+				t.Errorf("capacity %.2f (lower bound %v), want 18 (%v)", c.capEst, c.capLow, tc.wantLow)
+			}
+		})
+	}
+}
+
+// A window throttled late measures the capacity from what it served. A
+// coarse count that reaches a fine lower bound from a bracket within its
+// error leaves the bound standing, now the capacity: taking the count
+// would want a probe soon to measure it again. A count that cannot reach
+// the bound shows the capacity under it.
+func TestCoarseCountUnderBracketBound(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		okPost  int32   // served since the cut, 526 ms before the end
+		okAfter int32   // of them, since the first post-cut throttle, 361 ms
+		want    float64 // capacity afterwards
+		coarse  bool    // whether it is coarse (a probe soon)
+	}{
+		{"within the count's error", 9, 6, 18.7, false}, // 6/0.361 = 16.6 ± 4.2 reaches 18.7
+		{"far under the bound", 6, 3, 6 / 0.526, true},  // 11.4 ± 2.9 does not
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{}, t0)
+			c.phase, c.capEst, c.capErr, c.capLow = settled, 18.7, 0.53, true
+			c.reacting, c.cutAt, c.winEnd = true, 0, int64(500*ms)
+			c.firstThr, c.lastThr, c.thrPost = int64(165*ms), int64(300*ms), 2
+			c.okPost, c.okAfter, c.nPost = tc.okPost, tc.okAfter, tc.okPost+2
+			c.endWindow(int64(526 * ms))
+			if math.Abs(c.capEst-tc.want) > 1e-9 || c.capLow || c.refine != tc.coarse {
+				t.Errorf("capacity %.2f (lower bound %v, coarse %v), want %.2f (false, %v)", c.capEst, c.capLow, c.refine, tc.want, tc.coarse)
+			}
+		})
+	}
+}
+
+// A window throttled late measures the capacity, and probes start over:
+// from ProbeInterval, but no sooner than probeCost requests at the
+// capacity, as after a failed probe.
+func TestMeasuredWindowProbeWait(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		served int32 // after the first post-cut throttle, over the 2 s before the end
+		want   time.Duration
+	}{
+		{"10 req/s", 20, 5 * time.Second}, // 50 requests take 5 s
+		{"40 req/s", 80, DefaultProbeInterval},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{}, t0)
+			c.phase, c.capEst, c.capErr = settled, 60, 0.5
+			c.reacting, c.cutAt, c.winEnd = true, 0, int64(2*time.Second)
+			c.firstThr, c.lastThr, c.thrPost = int64(100*ms), int64(1900*ms), 3
+			c.okPost, c.okAfter, c.nPost = tc.served+2, tc.served, tc.served+5
+			c.endWindow(int64(2100 * ms))
+			if got := time.Duration(c.probeWait); got != tc.want {
+				t.Errorf("capacity %.2f: next probe after %v, want %v", c.capEst, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestBaselineNoiseIsTheUnloadedSpread(t *testing.T) {
 	var l latencies
 	at := int64(0)

@@ -206,7 +206,8 @@
 //	probing   throttle long before the savings earlier  reacting  the capacity fell: Backoff × rate;
 //	          probes were served ran out                          capacity ≤ rate
 //	probing   throttle, capacity measured, or the rate  reacting  probe failed, the next waits longer;
-//	          within 1.25 × a lower bound                         Target × min(capacity, rate)
+//	          within 1.25 × a lower bound, or served no           Target × min(capacity, rate); a
+//	          more than the savings it reckoned                   lower bound becomes the capacity
 //	probing   throttle, otherwise (far above a bound)   reacting  as starting, but no lower than about
 //	                                                              midway from the bound to the rate
 //	ramping   OK answer                                 ramping   rate += Growth/2, unless latency holds

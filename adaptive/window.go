@@ -19,10 +19,21 @@ func (c *Controller) congested(t, sent int64, wait time.Duration) {
 	if tracing {
 		c.trace(t, "congested wait=%v okRate=%.2f", wait, c.meter.okRate(t))
 	}
-	nearLow := c.capLow && r <= farMet*c.capEst
+	// A probe refused before it was served more than the savings it
+	// reckoned (what the host earned at the estimate since it last
+	// throttled, less what it served) found no room over the estimate,
+	// however far its rate ran on them.
+	onSavings := c.phase == probing && c.excess(t) <= c.stored && !math.IsInf(c.stored, 1)
+	nearLow := c.capLow && (r <= farMet*c.capEst || onSavings)
 	if nearLow {
-		// Throttled just above a lower bound of the capacity: that bound
-		// is the capacity, near enough; brackets refine it.
+		// Throttled just above a lower bound of the capacity, or by a
+		// probe from it that ran on savings alone: that bound is the
+		// capacity, near enough; brackets refine it. Bisecting toward
+		// the rate a probe's savings carried it to put the rate over
+		// the capacity for a window: on bucket-load at 18.4 req/s
+		// (burst 4), a probe from a bound of 18 ran to 27 on its
+		// savings, and the cut to 22.6 cost two throttles more and a
+		// probe to measure again (issue 34).
 		c.capLow = false
 		if c.phase == ramping {
 			c.phase = probing
@@ -273,12 +284,19 @@ func (c *Controller) endWindow(t int64) {
 		// with, within a token and a half over the span. And a single late
 		// throttle shows the rate a token or so over the capacity, not that
 		// the bucket stayed empty: the count is only a lower bound then,
-		// and a bracket's finer estimate nearby stands.
-		bracketed := c.thrPost == 1 && c.capEst > 0 && c.capErr <= coarse*c.capEst && m < c.capEst && m > nearBracket*c.capEst
+		// and a bracket's finer estimate nearby stands. So does a lower
+		// bound a bracket measured, finely, against a coarse count that
+		// reaches it within the count's error: the count, over a window
+		// the cut put over the capacity, cannot tell them apart, and
+		// taking it costs a probe soon to measure again (issue 34:
+		// 17.1 ± 4.3 counted under a bracket of 18.7 ± 0.5, at 19).
+		tol := 1.5e9 / float64(span)
+		bracketed := c.capEst > 0 && c.capErr <= coarse*c.capEst && m < c.capEst &&
+			(c.thrPost == 1 && m > nearBracket*c.capEst || c.capLow && c.capErr > 0 && m+tol >= c.capEst)
 		if c.debt > 0 && m < nearBracket*c.capEst {
 			c.falling = true // measured far under the estimate a blind cut started from
 		}
-		if tol := 1.5e9 / float64(span); !bracketed && (c.capLow || m < c.capEst-tol || m > c.capEst+tol) {
+		if !bracketed && (c.capLow || m < c.capEst-tol || m > c.capEst+tol) {
 			c.capEst, c.capErr, c.capSaved = m, tol, 0
 			if from == c.cutAt {
 				c.prove(float64(ok) * 1e9 / float64(max(backAt-c.countFrom(), int64(c.cfg.Window)/4)))
@@ -287,7 +305,12 @@ func (c *Controller) endWindow(t int64) {
 		}
 		c.capLow = false
 		c.want = c.cfg.Target * c.capEst
-		c.probeWait = int64(c.cfg.ProbeInterval)
+		// The capacity measured, probes start over: from ProbeInterval,
+		// but no sooner than a failed probe would make the next one
+		// wait, probeCost requests at the capacity. At 17 req/s, 2 s
+		// made the first probe after the start's measurement cost 3 %
+		// of its requests (issue 34).
+		c.probeWait = max(int64(c.cfg.ProbeInterval), int64(probeCost/c.capEst*1e9))
 		c.decrease(t, t, false)
 	case c.failPost*2 > c.nPost && c.nPost >= minLatN:
 		// Mostly failing: slow down without learning anything.
