@@ -213,6 +213,19 @@ func (s *Store) endCredit(h *polite.Host) (earned int) {
 	return earned
 }
 
+// unusedCredit returns how many slots of key's credit this worker has not
+// used yet: leased in Redis, but no request's.
+func (s *Store) unusedCredit(key string) int {
+	v, ok := s.credits.Load(key)
+	if !ok {
+		return 0
+	}
+	c := v.(*credit)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seqs)
+}
+
 // release1 queues the release of each of seqs.
 func (s *Store) release1(h *polite.Host, seqs []uint64) {
 	for _, seq := range seqs {

@@ -58,8 +58,12 @@ func TestCreditSavesCalls(t *testing.T) {
 		t.Errorf("%d first attempts took %d script calls, want at most %d (credit)", n, calls, n/4)
 	}
 	st := s.State(h, t0)
-	if st.InFlight < n || st.InFlight > n+creditMax {
-		t.Errorf("in flight %d after %d admissions, want %d to %d (a credit's unused slots)", st.InFlight, n, n, n+creditMax)
+	if st.InFlight != n {
+		t.Errorf("State: %d in flight after %d admissions, want %d (the credit's unused slots are not)", st.InFlight, n, n)
+	}
+	leased := client.ZCount(context.Background(), "credit:{a.test}:n", "(-inf", "+inf").Val()
+	if leased < n || leased > n+creditMax {
+		t.Errorf("%d leases after %d admissions, want %d to %d (a credit's unused slots)", leased, n, n, n+creditMax)
 	}
 	if st.Tokens > 1000-n {
 		t.Errorf("the bucket holds %.1f tokens after %d admissions, want at most %d", st.Tokens, n, 1000-n)

@@ -236,7 +236,9 @@ func (s *Store) Close() error {
 		s.credits.Range(func(_, v any) bool {
 			c := v.(*credit)
 			c.mu.Lock()
-			c.timer.Stop()
+			if c.timer != nil { // (nil while grant makes it)
+				c.timer.Stop()
+			}
 			c.mu.Unlock()
 			if !s.health.degraded.Load() {
 				s.endCredit(c.h)
@@ -610,6 +612,7 @@ func (s *Store) State(h *polite.Host, now time.Time) polite.HostState {
 	}
 	if fleetCap > 0 {
 		st.InFlight, st.Concurrency = int(integer(res, stLeases)), fleetCap // the fleet's
+		st.InFlight = max(st.InFlight-s.unusedCredit(key), 0)               // less this worker's credit not yet used
 	}
 	rnow := integer(res, stNow)
 	at := func(us int64) time.Time { return now.Add(micros(us - rnow)) }
