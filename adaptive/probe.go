@@ -87,10 +87,17 @@ func (c *Controller) checkProbe(t int64) {
 // probeCost requests at the capacity; never more than MaxProbeInterval.
 func (c *Controller) probeFailed() {
 	w := min(max(c.probeWait*3/2, int64(c.cfg.ProbeInterval)), int64(c.cfg.MaxProbeInterval))
-	if c.capEst > 0 {
-		w = max(w, int64(probeCost/c.capEst*1e9))
+	c.probeWait, c.waitCap = max(w, c.probeSpan()), c.capEst
+}
+
+// probeSpan is how long probeCost requests take at the capacity (ns; 0
+// without an estimate): the least wait between probes that keeps one
+// throttle per failed probe within the 2 % share.
+func (c *Controller) probeSpan() int64 {
+	if c.capEst <= 0 {
+		return 0
 	}
-	c.probeWait, c.waitCap = w, c.capEst
+	return int64(probeCost / c.capEst * 1e9)
 }
 
 // probeRate is the rate the current probe had at sent. On a host that never

@@ -310,7 +310,7 @@ func (c *Controller) endWindow(t int64) {
 		// wait, probeCost requests at the capacity. At 17 req/s, 2 s
 		// made the first probe after the start's measurement cost 3 %
 		// of its requests (issue 34).
-		c.probeWait = max(int64(c.cfg.ProbeInterval), int64(probeCost/c.capEst*1e9))
+		c.probeWait = max(int64(c.cfg.ProbeInterval), c.probeSpan())
 		c.decrease(t, t, false)
 	case c.failPost*2 > c.nPost && c.nPost >= minLatN:
 		// Mostly failing: slow down without learning anything.
@@ -354,7 +354,7 @@ func (c *Controller) settle(t int64) {
 		// failed, against the capacity then; after a fall (40 → 10 req/s,
 		// live) the same wait would spend four times the share.
 		if c.capEst < c.waitCap {
-			c.probeWait = max(c.probeWait, min(int64(probeCost/c.capEst*1e9), int64(c.cfg.MaxProbeInterval)))
+			c.probeWait = max(c.probeWait, min(c.probeSpan(), int64(c.cfg.MaxProbeInterval)))
 			c.waitCap = c.capEst
 		}
 	}
