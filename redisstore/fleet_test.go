@@ -1,14 +1,11 @@
 package redisstore_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,17 +37,7 @@ func TestWorkersShareOneRate(t *testing.T) {
 	calls := func() int64 {
 		c := redis.NewClient(&redis.Options{Addr: addr})
 		defer c.Close()
-		info, err := c.Info(context.Background(), "commandstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		for line := range strings.SplitSeq(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:calls="); ok {
-				n, _ = strconv.ParseInt(v[:strings.IndexByte(v, ',')], 10, 64)
-			}
-		}
-		return n
+		return redisstore.ScriptCalls(t, c)
 	}
 	before := calls()
 	var wg sync.WaitGroup
