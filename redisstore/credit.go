@@ -29,8 +29,9 @@ import (
 // What a credit costs: for creditLife at most, the worker's requests do
 // not hear a pause, a block or an open breaker that another worker's
 // report set (its own reports that say one end its credit), and its
-// unused slots count as in flight; unused tokens are lost, as the worker
-// asks for about as many as it used last time.
+// unused slots count as in flight for the fleet (its own State leaves
+// them out); unused tokens are lost, as the worker asks for about as many
+// as it used last time.
 type credit struct {
 	h      *polite.Host
 	mu     sync.Mutex
