@@ -104,7 +104,9 @@ type Event struct {
 	PrevOutcome Outcome
 
 	// ID is the request's id: the one WithRequestID put in its context,
-	// else a number the Transport gave it (unique within the Transport).
+	// else a number the Transport gave it (unique within the Transport,
+	// and from OwnIDs up, so that it is not one of the caller's ids: a
+	// robots.txt fetch made for a crawl's URL 2 is not URL 2).
 	// Every event of one request carries the same ID, so an audit log
 	// joins them to what the caller kept (the crawl job's results.jsonl
 	// carries the URL's id).
@@ -150,7 +152,8 @@ type ContextObserver interface {
 }
 
 // WithRequestID returns a context whose requests carry id as their Events'
-// ID (not 0), so events join to the caller's own records.
+// ID (not 0), so events join to the caller's own records. An id under
+// OwnIDs is never one the Transport gives a request of its own.
 func WithRequestID(ctx context.Context, id uint64) context.Context {
 	o := optsOf(ctx)
 	o.id = id
@@ -170,13 +173,20 @@ func WithObserver(ctx context.Context, o Observer) context.Context {
 // RequestID returns the id WithRequestID put in ctx, or 0.
 func RequestID(ctx context.Context) uint64 { return optsOf(ctx).id }
 
+// OwnIDs is the first id a Transport numbers a request with that has no
+// id of its own (WithRequestID): its robots.txt fetches, and requests of
+// callers that do not number theirs. A caller whose ids stay under it
+// (2^52, so that they are also exact in a JSON reader's float64) never
+// shares one with the Transport's.
+const OwnIDs = 1 << 52
+
 // requestID returns the id of a request with terms o: its own, or the
 // Transport's next number.
 func (t *Transport) requestID(o reqOpts) uint64 {
 	if o.id != 0 {
 		return o.id
 	}
-	return t.seq.Add(1)
+	return OwnIDs + t.seq.Add(1) - 1
 }
 
 // Observer receives every Event. Observe is called synchronously on the

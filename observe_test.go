@@ -126,6 +126,44 @@ func TestRequestIDsNumbered(t *testing.T) {
 	})
 }
 
+// TestOwnIDsApart: the robots.txt fetch a request needs is numbered by the
+// Transport, from OwnIDs up, never with an id a caller numbers from 1 (a
+// crawl's URL 1 and the robots.txt fetch made for it both had id 1, and the
+// fetch's EventDone stood for the URL's in the crawl's metrics).
+func TestOwnIDsApart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		c, _ := setup(t, &Transport{Limits: fast(), Observer: rec, UserAgent: "idbot"}, map[string]http.HandlerFunc{
+			"a.test": func(w http.ResponseWriter, r *http.Request) {},
+		})
+		for i := range 2 {
+			req, _ := http.NewRequestWithContext(WithRequestID(context.Background(), uint64(1+i)), "GET", "http://a.test/p", nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		done := map[uint64]int{}
+		for _, e := range rec.events {
+			if e.Kind == EventDone {
+				done[e.ID]++
+			}
+		}
+		own := 0
+		for id, n := range done {
+			if id >= OwnIDs {
+				own += n
+			}
+		}
+		if done[1] != 1 || done[2] != 1 || own != 1 || len(done) != 3 {
+			t.Errorf("EventDone ids = %v; want 1 and 2 once each, and the robots.txt fetch's own id (≥ OwnIDs) once", done)
+		}
+	})
+}
+
 // TestEventDone: a request's EventDone carries its logical duration (the
 // backoff between its attempts included, unlike each attempt's latency),
 // its attempts and final answer; a retry's events say why it was resent.

@@ -79,7 +79,7 @@ func TestDoneEvents(t *testing.T) {
 	done := map[uint64]polite.Event{}
 	tr := &polite.Transport{Base: srv.Transport(), Limits: polite.Limits{Rate: 100, Burst: 10, Concurrency: 4},
 		Observer: polite.ObserverFunc(func(e polite.Event) {
-			if e.Kind == polite.EventDone && e.ID != 0 {
+			if e.Kind == polite.EventDone && e.ID != 0 && e.ID < polite.OwnIDs { // not robots.txt
 				mu.Lock()
 				done[e.ID] = e
 				mu.Unlock()
