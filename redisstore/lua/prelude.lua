@@ -59,11 +59,17 @@ local clock
 -- num is v as a number, d when it is none. '0' and '1', most of the
 -- numbers a call carries, are told by their (interned) strings: tonumber
 -- parses with strtod, 4 % of an admission's instructions on 1,000 hosts
--- (callgrind, #30).
+-- (callgrind, #30). The others are parsed once per script run (nums):
+-- a merged call's calls carry the same limits, and tonumber parses each
+-- twice (lua_isnumber, then lua_tonumber).
+local nums = {}
 local function num(v, d)
   if v == '0' then return 0 elseif v == '1' then return 1 end
-  local n = tonumber(v)
+  local n = nums[v]
+  if n then return n end
+  n = tonumber(v)
   if n == nil then return d end
+  nums[v] = n
   return n
 end
 
