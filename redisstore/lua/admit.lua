@@ -31,6 +31,11 @@
 -- the functions below, once per script run, not once per call.
 local keepBlocked, openDelay, cut, ratio, minps, window, leaseTTL, adaptive, creditLife
 local cap, counted, grants, purged, out
+-- A lease's score in L is minus its expiry (an integer, µs), given to
+-- ZADD as a string written with %d: a number given to redis.call is
+-- written with %.17g, some 5k instructions for 16 digits, a sixth of a
+-- hot host's admissions (callgrind); with %d they cost 7 % less.
+local format = string.format
 -- hotLeases: past this many leases, L gets hotKeeper (see admitCall).
 local hotLeases, hotKeeper = 32, 'hot-host-keeper-longer-than-a-listpack-member-may-be-64-bytes-or-more'
 
@@ -110,7 +115,7 @@ local function admitOne(maxWait, first, id, cost)
     -- expiry, each walked the whole set: with 64 requests in flight to a
     -- hot host, 13 % of Redis's instructions per request (callgrind, #30).
     local u = now + wait + leaseTTL + #grants / 2
-    grants[#grants + 1] = -u
+    grants[#grants + 1] = format('%d', -u)
     grants[#grants + 1] = id
     leased = math.max(leased, u)
   end
@@ -152,7 +157,7 @@ local function credit(c, ci, n)
     -- Each slot leased as an admission's is, for creditLife longer.
     for k = 1, c do
       local u = now + creditLife + leaseTTL + #grants / 2
-      grants[#grants + 1] = -u
+      grants[#grants + 1] = format('%d', -u)
       grants[#grants + 1] = ARGV[ci + k]
       leased = math.max(leased, u)
     end
