@@ -31,6 +31,9 @@
 -- the functions below, once per script run, not once per call.
 local keepBlocked, openDelay, cut, ratio, minps, window, leaseTTL, adaptive, creditLife
 local cap, counted, grants, purged, out
+-- bounded: counted is st.nl, a bound on L's leases, not a count (see
+-- admitCall).
+local bounded
 -- A lease's score in L is minus its expiry (an integer, µs), given to
 -- ZADD as a string written with %d: a number given to redis.call is
 -- written with %.17g, some 5k instructions for 16 digits, a sixth of a
@@ -148,7 +151,9 @@ local function credit(c, ci, n)
   local rr = inforce()
   if rr >= 0 and interval(rr) * c > creditSpan then return 0 end
   if cap > 0 then
-    if counted == nil then counted = inflight(false) end
+    if counted == nil or bounded and (counted + #grants / 2 + c) * creditShare > cap then
+      counted, bounded = inflight(false), false
+    end
     if (counted + #grants / 2 + c) * creditShare > cap then return 0 end
   end
   local ok, wait = take(0, c)
@@ -199,7 +204,10 @@ local function admitCall()
   local i = A.epoch
   if adaptive then i = A.initConc + 1 end
   local r = num(ARGV[i], 0)
-  if r > 0 then redis.call('ZREM', L, unpack(ARGV, i + 1, i + r)) end
+  if r > 0 then
+    local gone = redis.call('ZREM', L, unpack(ARGV, i + 1, i + r))
+    if st.nl then st.nl = st.nl - gone end
+  end
   i = i + r + 1
 
   local m = num(ARGV[i], 0)
@@ -209,7 +217,16 @@ local function admitCall()
   local n = num(ARGV[i], 0)
   i = i + 1
 
-  counted, grants, purged = nil, {}, false
+  counted, grants, purged, bounded = nil, {}, false, false
+  if cap > 0 and st.nl and st.nl + n + 1 < cap and st.nl + n <= hotLeases then
+    -- L holds at most st.nl leases: with every admission of the call
+    -- granted, still under the cap. The admissions go by the bound, as they
+    -- would by the count (ZCOUNT): none is refused for a slot, none's
+    -- spare is lost. Expired leases are dropped as a count drops them.
+    -- (A host that may have more than hotLeases is counted: see below.)
+    expire(false)
+    counted, bounded = st.nl, true
+  end
   out = {[B.now] = now, [B.breaker] = 0, [B.failures] = 0, [B.log] = 0, [B.credit] = 0}
   for k = 0, n - 1 do
     local j, o = i + 4 * k, NHEAD + NOUT * k
@@ -224,15 +241,16 @@ local function admitCall()
     if c > 0 then out[B.credit] = credit(c, ci, n) end
   end
   out[B.breaker], out[B.failures] = st.cbs, st.fl
-  if #grants > 0 then
+  local n = #grants / 2
+  if n > 0 then
     -- With the leases, L's keeper: the empty member at -inf, which no
     -- release or expiry removes and no count counts (inflight). Without
     -- it, releases that empty L delete it, and nearly every admission to
     -- a host of a few requests in flight created it again, its expiry to
     -- be set again (a PEXPIRE more). L is new only when the keeper is.
-    local n = #grants / 2
     grants[#grants + 1] = '-inf'
     grants[#grants + 1] = ''
+    if bounded and counted + n > hotLeases then counted, bounded = inflight(false), false end
     if counted + n > hotLeases then
       -- A host this busy gets a second keeper, longer than a small set's
       -- members may be (64 bytes), which turns L from a listpack, whose
@@ -244,7 +262,10 @@ local function admitCall()
       grants[#grants + 1] = hotKeeper
     end
     if redis.call('ZADD', L, unpack(grants)) > n then fresh[#fresh + 1] = L end
+    -- None of them expires before leaseTTL from now.
+    if st.le and now + leaseTTL < st.le then st.le = now + leaseTTL end
   end
+  if counted then st.nl = counted + n end
   local seen = -2
   if adaptive then seen = num(ARGV[A.seen], -2) end
   if seen ~= -2 then

@@ -40,6 +40,13 @@
 --   pr       when a request last waited for a token or a slot (0: never):
 --            demand pressed on the host, whichever worker's it was
 --   pg       when expired leases were last dropped from L (see inflight)
+--   nl       at least as many as L's leases (absent: not known): its last
+--            count, plus the leases admit added since (releases, expiry
+--            and purges only lower the count). Below the cap, admit need
+--            not count (a ZCOUNT). Only admit adds leases, and a worker
+--            of a version without nl writes the state without it.
+--   le       no lease in L expires before this (µs; absent: not known;
+--            inf: L has none): leases added since lower it (see expire)
 
 -- A call's keys and arguments (kb, ab, an above) are begun by begin. The host's state and the call's names below are set by
 -- begin for each call; the functions after it read them.
@@ -263,16 +270,32 @@ local function advance(ratio, minps, window)
   if st.be > 0 then st.be = st.be * math.exp(-sec / window) end
 end
 
--- inflight returns how many leases L holds (its keeper, at -inf, not
--- counted: see admit.lua). It drops the expired ones (their workers were
--- killed) first when purge says so, or when it last did a second ago or
--- more: a count with expired leases in it can only refuse, never admit
--- more, and a caller whose count would refuse asks again with purge.
-local function inflight(purge)
-  if purge or now - st.pg >= 1000000 then
-    redis.call('ZREMRANGEBYSCORE', L, -now, '+inf')
+-- expire drops L's expired leases (their workers were killed) when
+-- force says so, or when it last did a second ago or more and one may
+-- have expired (st.le); the bound on L's leases (st.nl) falls by as many.
+-- Then it notes when the earliest lease left expires: the last member
+-- (the greatest score), or a keeper (-inf) when none is left. A host
+-- whose leases are given back is not purged every second (a
+-- ZREMRANGEBYSCORE that finds nothing), only once its earliest lease
+-- since the last purge would have expired.
+local function expire(force)
+  if force or now - st.pg >= 1000000 and not (st.le and st.le > now) then
+    local gone = redis.call('ZREMRANGEBYSCORE', L, -now, '+inf')
     st.pg = now
+    if st.nl then st.nl = st.nl - gone end
+    local last = redis.call('ZRANGE', L, -1, -1, 'WITHSCORES')
+    st.le = math.huge
+    if last[2] then st.le = -tonumber(last[2]) end
   end
+end
+
+-- inflight returns how many leases L holds (its keeper, at -inf, not
+-- counted: see admit.lua). It drops the expired ones first when purge
+-- says so, or a second after it last did (expire): a count with expired
+-- leases in it can only refuse, never admit more, and a caller whose
+-- count would refuse asks again with purge.
+local function inflight(purge)
+  expire(purge)
   return redis.call('ZCOUNT', L, '(-inf', '+inf')
 end
 
