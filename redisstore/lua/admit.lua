@@ -63,18 +63,14 @@ local function hear(j)
   end
 end
 
--- result is an admission's result, as admitOne returns it: admitOut's
--- slots in their order.
-local function result(code, us, why, spare)
-  return code, us, why, spare or 0
-end
-
+-- admitOne returns an admission's result: admitOut's slots in their
+-- order (code, micros, reason, spare).
 local function admitOne(maxWait, first, id, cost)
-  if st.blk ~= '' and not keepBlocked then return result(1, 0, st.blk) end
-  if st.pu > now then return result(2, st.pu - now, st.pw) end
+  if st.blk ~= '' and not keepBlocked then return 1, 0, st.blk, 0 end
+  if st.pu > now then return 2, st.pu - now, st.pw, 0 end
   -- The breaker is asked without taking its probe, which goes to the
   -- request that gets a token.
-  if st.cbs ~= 0 and now < st.cbu then return result(3, st.cbu - now, '') end
+  if st.cbs ~= 0 and now < st.cbu then return 3, st.cbu - now, '', 0 end
   local live = 0
   if cap > 0 then
     if counted == nil then counted = inflight(false) end
@@ -86,21 +82,27 @@ local function admitOne(maxWait, first, id, cost)
     end
     if live >= cap then
       st.pr = now
-      return result(5, 0, '')
+      return 5, 0, '', 0
     end
   end
   local rr, bb = inforce()
   -- Spare: the bucket full, a slot left over, and no request (of any
   -- worker) waited for a token or a slot within two token intervals (10
   -- ms to 1 s): neither the rate nor the cap held this one back.
-  local win = math.min(math.max(2 * interval(rr), 10000), 1000000)
   local spare = 0
-  if tokens(rr, bb) >= bb and (cap == 0 or live + 1 < cap) and (st.pr == 0 or now - st.pr > win) then spare = 1 end
-  local ok, wait, over = take(maxWait, cost)
-  if over then return result(6, 0, '') end
+  if tokens(rr, bb) >= bb and (cap == 0 or live + 1 < cap) then
+    spare = 1
+    if st.pr ~= 0 then
+      local win = 2 * interval(rr)
+      if win < 10000 then win = 10000 elseif win > 1000000 then win = 1000000 end
+      if now - st.pr <= win then spare = 0 end
+    end
+  end
+  local ok, wait, over = take(maxWait, cost, rr, bb)
+  if over then return 6, 0, '', 0 end
   if not ok then
     st.pr = now
-    return result(4, wait, '')
+    return 4, wait, '', 0
   end
   if wait > 0 then st.pr = now end
   if st.cbs ~= 0 then
@@ -120,13 +122,13 @@ local function admitOne(maxWait, first, id, cost)
     local u = now + wait + leaseTTL + #grants / 2
     grants[#grants + 1] = format('%d', -u)
     grants[#grants + 1] = id
-    leased = math.max(leased, u)
+    if u > leased then leased = u end
   end
   if first then
     advance(ratio, minps, window)
     if ratio > 0 then st.be = st.be + ratio end
   end
-  return result(0, wait, '', spare)
+  return 0, wait, '', spare
 end
 
 -- creditSpan: a credit's tokens must come within it at the rate in force
@@ -261,7 +263,7 @@ local function admitCall()
       grants[#grants + 1] = '-inf'
       grants[#grants + 1] = hotKeeper
     end
-    if redis.call('ZADD', L, unpack(grants)) > n then fresh[#fresh + 1] = L end
+    if redis.call('ZADD', L, unpack(grants)) > n then made(L) end
     -- None of them expires before leaseTTL from now.
     if st.le and now + leaseTTL < st.le then st.le = now + leaseTTL end
   end

@@ -117,8 +117,7 @@ local function begin()
     end
   end
   -- As packed: numbers, strings, nil for absent (no conversion needed).
-  st = {}
-  if raw[1] then st = {cmsgpack.unpack(raw[1])} end
+  if raw[1] then st = {cmsgpack.unpack(raw[1])} else st = {} end
   if st.pg == nil then
     -- A new host (or a state shorter than this one's): the defaults.
     st.c, st.rc, st.pu, st.pw, st.blk = st.c or 0, st.rc or 0, st.pu or 0, st.pw or '', st.blk or ''
@@ -133,9 +132,9 @@ local function begin()
   if st.bf == false then st.bf = nil end
 
   -- fresh names the keys besides the hash this call created, which have
-  -- no expiry yet (see save); leased the latest lease expiry it set (µs,
-  -- admit).
-  fresh, leased = {}, 0
+  -- no expiry yet (see save; nil: none, as in most calls); leased the
+  -- latest lease expiry it set (µs, admit).
+  fresh, leased = nil, 0
 
   now = num(ARGV[A.clock], 0)
   if now <= 0 then
@@ -146,15 +145,21 @@ local function begin()
     -- After a failover to a replica whose clock is behind, time still
     -- only moves forward for the host. (A caller's clock, in tests, is
     -- taken as it is.)
-    now = math.max(clock, st.ln)
+    now = clock
+    if now < st.ln then now = st.ln end
   end
-  st.ln = math.max(now, st.ln)
+  if now > st.ln then st.ln = now end
 
   baseRate, baseBurst, idle = num(ARGV[A.baseRate], -1), math.max(num(ARGV[A.baseBurst], 1), 1), num(ARGV[A.idle], 0)
   pacing = ARGV[A.pacing] == '1'
   -- The log's last entry as this call found it, before it appended any: a
   -- replica that heard more than that heard a log since rolled back.
   sq0 = st.sq
+end
+
+-- made notes a key k the call created (fresh).
+local function made(k)
+  if fresh then fresh[#fresh + 1] = k else fresh = {k} end
 end
 
 -- inforce returns the rate in force (-1: unlimited) and the burst.
@@ -209,9 +214,9 @@ local lateSlack = 2000
 -- a token. Without it, every token of a host at burst 1 lost the asker's
 -- lateness: 4 workers at --rate 80 sent 77 req/s, live. A smooth host
 -- (--smooth, or a robots.txt Crawl-delay: rc) forgives nothing.
-local function take(maxWait, cost)
+local function take(maxWait, cost, r, b)
   cost = cost or 1
-  local r, b = inforce()
+  if not r then r, b = inforce() end -- unless the caller has them
   local ei = interval(r)
   if ei == 0 then return true, 0 end
   if cost > b then return false, 0, true end
@@ -301,7 +306,7 @@ end
 
 -- failed adds a breaker failure at t to F; unfailed clears F.
 local function failed(t)
-  if redis.call('LPUSH', F, int(t)) == 1 then fresh[#fresh + 1] = F end
+  if redis.call('LPUSH', F, int(t)) == 1 then made(F) end
   st.fl = 1
 end
 
@@ -341,7 +346,6 @@ local function save(out)
   elseif e ~= raw[1] then
     redis.call('HSET', H, 's', e)
   end
-  local ms = math.ceil((st.ex - now) / 1000)
   if moved then
     fresh = {H, L}
     if st.fl ~= 0 then fresh[#fresh + 1] = F end
@@ -350,5 +354,8 @@ local function save(out)
       fresh[#fresh + 1] = S
     end
   end
-  for _, k in ipairs(fresh) do redis.call('PEXPIRE', k, ms) end
+  if fresh then
+    local ms = math.ceil((st.ex - now) / 1000)
+    for k = 1, #fresh do redis.call('PEXPIRE', fresh[k], ms) end
+  end
 end
