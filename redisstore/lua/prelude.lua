@@ -136,7 +136,8 @@ local function begin()
   -- latest lease expiry it set (µs, admit).
   fresh, leased = nil, 0
 
-  now = num(ARGV[A.clock], 0)
+  now = ARGV[A.clock]
+  if now == '0' then now = 0 else now = num(now, 0) end -- '0' in production: no call of num
   if now <= 0 then
     if not clock then
       local t = redis.call('TIME')
@@ -150,7 +151,8 @@ local function begin()
   end
   if now > st.ln then st.ln = now end
 
-  baseRate, baseBurst, idle = num(ARGV[A.baseRate], -1), math.max(num(ARGV[A.baseBurst], 1), 1), num(ARGV[A.idle], 0)
+  baseRate, baseBurst, idle = num(ARGV[A.baseRate], -1), num(ARGV[A.baseBurst], 1), num(ARGV[A.idle], 0)
+  if baseBurst < 1 then baseBurst = 1 end
   pacing = ARGV[A.pacing] == '1'
   -- The log's last entry as this call found it, before it appended any: a
   -- replica that heard more than that heard a log since rolled back.
