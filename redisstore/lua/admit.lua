@@ -30,7 +30,12 @@
 -- without the expired leases (once a call at most). Declared here, with
 -- the functions below, once per script run, not once per call.
 local keepBlocked, openDelay, cut, ratio, minps, window, leaseTTL, adaptive, creditLife
-local cap, counted, grants, purged, out
+local cap, counted, ng, purged, out
+-- grants: ZADD's arguments for the ng leases a call's grants take (a
+-- score and a lease id each, 1 to 2 * ng), then L's keepers; one table
+-- for the run, its entries past those of the call ignored (a table made
+-- for each call grew, and was rebuilt, two or three times).
+local grants = {}
 -- bounded: counted is st.nl, a bound on L's leases, not a count (see
 -- admitCall).
 local bounded
@@ -74,11 +79,11 @@ local function admitOne(maxWait, first, id, cost)
   local live = 0
   if cap > 0 then
     if counted == nil then counted = inflight(false) end
-    live = counted + #grants / 2
+    live = counted + ng
     if live >= cap and not purged then
       -- Full, perhaps of expired leases: counted again without them.
       counted, purged = inflight(true), true
-      live = counted + #grants / 2
+      live = counted + ng
     end
     if live >= cap then
       st.pr = now
@@ -119,9 +124,9 @@ local function admitOne(maxWait, first, id, cost)
     -- the member's place, finds it at once, as L's newest. Scored by
     -- expiry, each walked the whole set: with 64 requests in flight to a
     -- hot host, 13 % of Redis's instructions per request (callgrind, #30).
-    local u = now + wait + leaseTTL + #grants / 2
-    grants[#grants + 1] = format('%d', -u)
-    grants[#grants + 1] = id
+    local u = now + wait + leaseTTL + ng
+    ng = ng + 1
+    grants[2 * ng - 1], grants[2 * ng] = format('%d', -u), id
     if u > leased then leased = u end
   end
   if first then
@@ -153,19 +158,19 @@ local function credit(c, ci, n)
   local rr = inforce()
   if rr >= 0 and interval(rr) * c > creditSpan then return 0 end
   if cap > 0 then
-    if counted == nil or bounded and (counted + #grants / 2 + c) * creditShare > cap then
+    if counted == nil or bounded and (counted + ng + c) * creditShare > cap then
       counted, bounded = inflight(false), false
     end
-    if (counted + #grants / 2 + c) * creditShare > cap then return 0 end
+    if (counted + ng + c) * creditShare > cap then return 0 end
   end
   local ok, wait = take(0, c)
   if not ok or wait > 0 then return 0 end
   if cap > 0 then
     -- Each slot leased as an admission's is, for creditLife longer.
     for k = 1, c do
-      local u = now + creditLife + leaseTTL + #grants / 2
-      grants[#grants + 1] = format('%d', -u)
-      grants[#grants + 1] = ARGV[ci + k]
+      local u = now + creditLife + leaseTTL + ng
+      ng = ng + 1
+      grants[2 * ng - 1], grants[2 * ng] = format('%d', -u), ARGV[ci + k]
       leased = math.max(leased, u)
     end
   end
@@ -226,7 +231,7 @@ local function admitCall()
   if n == '1' then n = 1 else n = num(n, 0) end
   i = i + 1
 
-  counted, grants, purged, bounded = nil, {}, false, false
+  counted, ng, purged, bounded = nil, 0, false, false
   if cap > 0 and st.nl and st.nl + n + 1 < cap and st.nl + n <= hotLeases then
     -- L holds at most st.nl leases: with every admission of the call
     -- granted, still under the cap. The admissions go by the bound, as they
@@ -253,15 +258,16 @@ local function admitCall()
     if c > 0 then out[B.credit] = credit(c, ci, n) end
   end
   out[B.breaker], out[B.failures] = st.cbs, st.fl
-  local n = #grants / 2
+  local n = ng
   if n > 0 then
+    local z = 2 * n -- ZADD's arguments
     -- With the leases, L's keeper: the empty member at -inf, which no
     -- release or expiry removes and no count counts (inflight). Without
     -- it, releases that empty L delete it, and nearly every admission to
     -- a host of a few requests in flight created it again, its expiry to
     -- be set again (a PEXPIRE more). L is new only when the keeper is.
-    grants[#grants + 1] = '-inf'
-    grants[#grants + 1] = ''
+    grants[z + 1], grants[z + 2] = '-inf', ''
+    z = z + 2
     if bounded and counted + n > hotLeases then counted, bounded = inflight(false), false end
     if counted + n > hotLeases then
       -- A host this busy gets a second keeper, longer than a small set's
@@ -270,10 +276,10 @@ local function admitCall()
       -- with a dict (for as long as L lives): a hot host's 64 requests in
       -- flight cost 15 % fewer instructions a request (callgrind, #30). A
       -- host with a few leases stays a listpack: 80 bytes against 1 KB.
-      grants[#grants + 1] = '-inf'
-      grants[#grants + 1] = hotKeeper
+      grants[z + 1], grants[z + 2] = '-inf', hotKeeper
+      z = z + 2
     end
-    if redis.call('ZADD', L, unpack(grants)) > n then made(L) end
+    if redis.call('ZADD', L, unpack(grants, 1, z)) > n then made(L) end
     -- None of them expires before leaseTTL from now.
     if st.le and now + leaseTTL < st.le then st.le = now + leaseTTL end
   end
