@@ -91,19 +91,22 @@ local function admitOne(maxWait, first, id, cost)
     end
   end
   local rr, bb = inforce()
+  local ei = interval(rr)
   -- Spare: the bucket full, a slot left over, and no request (of any
   -- worker) waited for a token or a slot within two token intervals (10
   -- ms to 1 s): neither the rate nor the cap held this one back.
   local spare = 0
-  if tokens(rr, bb) >= bb and (cap == 0 or live + 1 < cap) then
+  -- The bucket is full: tokens(rr, bb) >= bb, told without its calls.
+  local full = ei == 0 or st.f == nil or st.f <= now or bb - (st.f - now) / ei >= bb
+  if full and (cap == 0 or live + 1 < cap) then
     spare = 1
     if st.pr ~= 0 then
-      local win = 2 * interval(rr)
+      local win = 2 * ei
       if win < 10000 then win = 10000 elseif win > 1000000 then win = 1000000 end
       if now - st.pr <= win then spare = 0 end
     end
   end
-  local ok, wait, over = take(maxWait, cost, rr, bb)
+  local ok, wait, over = take(maxWait, cost, rr, bb, ei)
   if over then return 6, 0, '', 0 end
   if not ok then
     st.pr = now

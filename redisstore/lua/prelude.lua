@@ -216,10 +216,10 @@ local lateSlack = 2000
 -- a token. Without it, every token of a host at burst 1 lost the asker's
 -- lateness: 4 workers at --rate 80 sent 77 req/s, live. A smooth host
 -- (--smooth, or a robots.txt Crawl-delay: rc) forgives nothing.
-local function take(maxWait, cost, r, b)
+local function take(maxWait, cost, r, b, ei)
   cost = cost or 1
-  if not r then r, b = inforce() end -- unless the caller has them
-  local ei = interval(r)
+  if not r then r, b = inforce() end -- unless the caller has them (and ei)
+  if not ei then ei = interval(r) end
   if ei == 0 then return true, 0 end
   if cost > b then return false, 0, true end
   local f = st.f or now
@@ -336,9 +336,13 @@ local function save(out)
   -- a block or a breaker that is not closed is kept a day more; a lease
   -- as long as it lasts. The keys' expiry is set an eighth of the idle
   -- time further than needed (ex), so that most calls need not move it.
-  local keep = math.max((st.f or now) - now, st.pu - now, st.cbu - now, 0) + idle
+  local keep = 0 -- the latest of these, without math.max (a call)
+  if st.f and st.f - now > keep then keep = st.f - now end
+  if st.pu - now > keep then keep = st.pu - now end
+  if st.cbu - now > keep then keep = st.cbu - now end
+  keep = keep + idle
   if st.blk ~= '' or st.cbs ~= 0 then keep = keep + 86400000000 end
-  keep = math.max(keep, leased - now)
+  if leased - now > keep then keep = leased - now end
   local moved = now + keep > st.ex
   if moved then st.ex = now + keep + math.floor(idle / 8) end
   local e = cmsgpack.pack(unpack(st, 1, NST))
