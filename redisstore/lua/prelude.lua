@@ -273,7 +273,12 @@ local function advance(ratio, minps, window)
   if dt <= 0 then return end
   st.bt = now
   local sec = dt / 1e6
-  if minps > 0 then st.bf = math.min(math.max(minps, 0) * window, st.bf + minps * sec) end
+  if minps > 0 then
+    -- The floor's tokens, up to window seconds' worth (without math.min).
+    local bf = st.bf + minps * sec
+    if bf > minps * window then bf = minps * window end
+    st.bf = bf
+  end
   if st.be > 0 then st.be = st.be * math.exp(-sec / window) end
 end
 
