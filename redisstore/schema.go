@@ -278,7 +278,7 @@ var stateOut = [nStateOut]string{stRate: "rate", stTokens: "tokens", stCeiling: 
 // without a table of names to build on every call (a call paid about
 // 1.3 µs of Redis's time for one, #30).
 var stateFields = [...]string{"f", "r", "c", "rc", "pu", "pw", "blk", "cbs", "cbu", "cbd", "lt", "bf", "be", "bt",
-	"ln", "sq", "lf", "t0", "ss", "rs", "cc", "ex", "fl", "pr", "pg"}
+	"ln", "sq", "lf", "t0", "ss", "rs", "cc", "ex", "fl", "pr", "pg", "nl", "le"}
 
 // slotName is a name the scripts read from a table: A.<name>, O.<name>,
 // LO.<name>, R.<name>, B.<name>, M.<name>; stateName a field of the

@@ -36,7 +36,7 @@ local function logAppend(entry, at)
   st.sq = st.sq + 1
   local stamp = now
   if at and at > 0 and at < now then stamp = at end
-  if redis.call('RPUSH', G, int(stamp) .. ' ' .. entry) == 1 then fresh[#fresh + 1] = G end
+  if redis.call('RPUSH', G, int(stamp) .. ' ' .. entry) == 1 then made(G) end
   local n = st.sq - st.lf + 1
   local drop = 0
   if n > logKeep and st.ss >= st.lf then
@@ -52,7 +52,7 @@ end
 -- snapshot stores a snapshot of the controller (S).
 local function snapshot(v)
   redis.call('SET', S, v)
-  fresh[#fresh + 1] = S
+  made(S)
 end
 
 -- ceilingNow is the lowest ceiling in force (0: none).

@@ -40,6 +40,13 @@
 --   pr       when a request last waited for a token or a slot (0: never):
 --            demand pressed on the host, whichever worker's it was
 --   pg       when expired leases were last dropped from L (see inflight)
+--   nl       at least as many as L's leases (absent: not known): its last
+--            count, plus the leases admit added since (releases, expiry
+--            and purges only lower the count). Below the cap, admit need
+--            not count (a ZCOUNT). Only admit adds leases, and a worker
+--            of a version without nl writes the state without it.
+--   le       no lease in L expires before this (µs; absent: not known;
+--            inf: L has none): leases added since lower it (see expire)
 
 -- A call's keys and arguments (kb, ab, an above) are begun by begin. The host's state and the call's names below are set by
 -- begin for each call; the functions after it read them.
@@ -59,11 +66,17 @@ local clock
 -- num is v as a number, d when it is none. '0' and '1', most of the
 -- numbers a call carries, are told by their (interned) strings: tonumber
 -- parses with strtod, 4 % of an admission's instructions on 1,000 hosts
--- (callgrind, #30).
+-- (callgrind, #30). The others are parsed once per script run (nums):
+-- a merged call's calls carry the same limits, and tonumber parses each
+-- twice (lua_isnumber, then lua_tonumber).
+local nums = {}
 local function num(v, d)
   if v == '0' then return 0 elseif v == '1' then return 1 end
-  local n = tonumber(v)
+  local n = nums[v]
+  if n then return n end
+  n = tonumber(v)
   if n == nil then return d end
+  nums[v] = n
   return n
 end
 
@@ -104,8 +117,7 @@ local function begin()
     end
   end
   -- As packed: numbers, strings, nil for absent (no conversion needed).
-  st = {}
-  if raw[1] then st = {cmsgpack.unpack(raw[1])} end
+  if raw[1] then st = {cmsgpack.unpack(raw[1])} else st = {} end
   if st.pg == nil then
     -- A new host (or a state shorter than this one's): the defaults.
     st.c, st.rc, st.pu, st.pw, st.blk = st.c or 0, st.rc or 0, st.pu or 0, st.pw or '', st.blk or ''
@@ -120,11 +132,12 @@ local function begin()
   if st.bf == false then st.bf = nil end
 
   -- fresh names the keys besides the hash this call created, which have
-  -- no expiry yet (see save); leased the latest lease expiry it set (µs,
-  -- admit).
-  fresh, leased = {}, 0
+  -- no expiry yet (see save; nil: none, as in most calls); leased the
+  -- latest lease expiry it set (µs, admit).
+  fresh, leased = nil, 0
 
-  now = num(ARGV[A.clock], 0)
+  now = ARGV[A.clock]
+  if now == '0' then now = 0 else now = num(now, 0) end -- '0' in production: no call of num
   if now <= 0 then
     if not clock then
       local t = redis.call('TIME')
@@ -133,15 +146,22 @@ local function begin()
     -- After a failover to a replica whose clock is behind, time still
     -- only moves forward for the host. (A caller's clock, in tests, is
     -- taken as it is.)
-    now = math.max(clock, st.ln)
+    now = clock
+    if now < st.ln then now = st.ln end
   end
-  st.ln = math.max(now, st.ln)
+  if now > st.ln then st.ln = now end
 
-  baseRate, baseBurst, idle = num(ARGV[A.baseRate], -1), math.max(num(ARGV[A.baseBurst], 1), 1), num(ARGV[A.idle], 0)
+  baseRate, baseBurst, idle = num(ARGV[A.baseRate], -1), num(ARGV[A.baseBurst], 1), num(ARGV[A.idle], 0)
+  if baseBurst < 1 then baseBurst = 1 end
   pacing = ARGV[A.pacing] == '1'
   -- The log's last entry as this call found it, before it appended any: a
   -- replica that heard more than that heard a log since rolled back.
   sq0 = st.sq
+end
+
+-- made notes a key k the call created (fresh).
+local function made(k)
+  if fresh then fresh[#fresh + 1] = k else fresh = {k} end
 end
 
 -- inforce returns the rate in force (-1: unlimited) and the burst.
@@ -196,10 +216,10 @@ local lateSlack = 2000
 -- a token. Without it, every token of a host at burst 1 lost the asker's
 -- lateness: 4 workers at --rate 80 sent 77 req/s, live. A smooth host
 -- (--smooth, or a robots.txt Crawl-delay: rc) forgives nothing.
-local function take(maxWait, cost)
+local function take(maxWait, cost, r, b, ei)
   cost = cost or 1
-  local r, b = inforce()
-  local ei = interval(r)
+  if not r then r, b = inforce() end -- unless the caller has them (and ei)
+  if not ei then ei = interval(r) end
   if ei == 0 then return true, 0 end
   if cost > b then return false, 0, true end
   local f = st.f or now
@@ -253,26 +273,47 @@ local function advance(ratio, minps, window)
   if dt <= 0 then return end
   st.bt = now
   local sec = dt / 1e6
-  if minps > 0 then st.bf = math.min(math.max(minps, 0) * window, st.bf + minps * sec) end
+  if minps > 0 then
+    -- The floor's tokens, up to window seconds' worth (without math.min).
+    local bf = st.bf + minps * sec
+    if bf > minps * window then bf = minps * window end
+    st.bf = bf
+  end
   if st.be > 0 then st.be = st.be * math.exp(-sec / window) end
 end
 
--- inflight returns how many leases L holds (its keeper, at -inf, not
--- counted: see admit.lua). It drops the expired ones (their workers were
--- killed) first when purge says so, or when it last did a second ago or
--- more: a count with expired leases in it can only refuse, never admit
--- more, and a caller whose count would refuse asks again with purge.
-local function inflight(purge)
-  if purge or now - st.pg >= 1000000 then
-    redis.call('ZREMRANGEBYSCORE', L, -now, '+inf')
+-- expire drops L's expired leases (their workers were killed) when
+-- force says so, or when it last did a second ago or more and one may
+-- have expired (st.le); the bound on L's leases (st.nl) falls by as many.
+-- Then it notes when the earliest lease left expires: the last member
+-- (the greatest score), or a keeper (-inf) when none is left. A host
+-- whose leases are given back is not purged every second (a
+-- ZREMRANGEBYSCORE that finds nothing), only once its earliest lease
+-- since the last purge would have expired.
+local function expire(force)
+  if force or now - st.pg >= 1000000 and not (st.le and st.le > now) then
+    local gone = redis.call('ZREMRANGEBYSCORE', L, -now, '+inf')
     st.pg = now
+    if st.nl then st.nl = st.nl - gone end
+    local last = redis.call('ZRANGE', L, -1, -1, 'WITHSCORES')
+    st.le = math.huge
+    if last[2] then st.le = -tonumber(last[2]) end
   end
+end
+
+-- inflight returns how many leases L holds (its keeper, at -inf, not
+-- counted: see admit.lua). It drops the expired ones first when purge
+-- says so, or a second after it last did (expire): a count with expired
+-- leases in it can only refuse, never admit more, and a caller whose
+-- count would refuse asks again with purge.
+local function inflight(purge)
+  expire(purge)
   return redis.call('ZCOUNT', L, '(-inf', '+inf')
 end
 
 -- failed adds a breaker failure at t to F; unfailed clears F.
 local function failed(t)
-  if redis.call('LPUSH', F, int(t)) == 1 then fresh[#fresh + 1] = F end
+  if redis.call('LPUSH', F, int(t)) == 1 then made(F) end
   st.fl = 1
 end
 
@@ -300,9 +341,13 @@ local function save(out)
   -- a block or a breaker that is not closed is kept a day more; a lease
   -- as long as it lasts. The keys' expiry is set an eighth of the idle
   -- time further than needed (ex), so that most calls need not move it.
-  local keep = math.max((st.f or now) - now, st.pu - now, st.cbu - now, 0) + idle
+  local keep = 0 -- the latest of these, without math.max (a call)
+  if st.f and st.f - now > keep then keep = st.f - now end
+  if st.pu - now > keep then keep = st.pu - now end
+  if st.cbu - now > keep then keep = st.cbu - now end
+  keep = keep + idle
   if st.blk ~= '' or st.cbs ~= 0 then keep = keep + 86400000000 end
-  keep = math.max(keep, leased - now)
+  if leased - now > keep then keep = leased - now end
   local moved = now + keep > st.ex
   if moved then st.ex = now + keep + math.floor(idle / 8) end
   local e = cmsgpack.pack(unpack(st, 1, NST))
@@ -312,7 +357,6 @@ local function save(out)
   elseif e ~= raw[1] then
     redis.call('HSET', H, 's', e)
   end
-  local ms = math.ceil((st.ex - now) / 1000)
   if moved then
     fresh = {H, L}
     if st.fl ~= 0 then fresh[#fresh + 1] = F end
@@ -321,5 +365,8 @@ local function save(out)
       fresh[#fresh + 1] = S
     end
   end
-  for _, k in ipairs(fresh) do redis.call('PEXPIRE', k, ms) end
+  if fresh then
+    local ms = math.ceil((st.ex - now) / 1000)
+    for k = 1, #fresh do redis.call('PEXPIRE', fresh[k], ms) end
+  end
 end
