@@ -134,10 +134,16 @@ type host struct {
 	// pauseSeen is the latest pause end seen (unix ns), paused the time
 	// the host's pauses covered this run (ns; see notePause).
 	pauseSeen, paused atomic.Int64
-	// failing is since when (unix ns) the host's breaker has not closed,
-	// 0 while it is closed; lastFail what its last failed attempt came to.
-	failing  atomic.Int64
-	lastFail atomic.Pointer[givenUp]
+	// failing is since when (unix ns) the host has been failing (its
+	// breaker not closed, or the breaker's threshold of failures in a
+	// row), 0 while it is not; lastFail what its last failed attempt came
+	// to. streak is the host's failures in a row, one wave counted once,
+	// and failHeard when the last of them was heard (unix ns; see
+	// failedAgain).
+	failing   atomic.Int64
+	lastFail  atomic.Pointer[givenUp]
+	streak    atomic.Int32
+	failHeard atomic.Int64
 	// blk is what the job heard of the host's soft blocks (see block.go).
 	blk blockState
 	// rateLogged: the host's starting rate is in events.jsonl (this run).

@@ -1,0 +1,75 @@
+package crawl
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/polite-go/polite"
+)
+
+// A host that answers every request 429 with Retry-After: 10 never opened
+// its breaker: five failures 10 s apart do not fall within the breaker's
+// 30 s window, so --host-give-up never started counting, and each URL
+// spent its retries one 10 s pause at a time (found by polite fetch on 100
+// URLs with --retries 3 --host-give-up 30s: 6 finished after 4 minutes, the
+// rest due in 50). Failures in a row, each heard after the one before, now
+// count as the breaker's would, however far apart the host spaces them.
+func TestThrottledForeverHostGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const urls, retryAfter, giveUp = 30, 10 * time.Second, time.Minute
+		rt := rtFunc(func(req *http.Request) (*http.Response, error) {
+			w := httptest.NewRecorder()
+			if req.URL.Path == "/robots.txt" {
+				w.WriteHeader(http.StatusNotFound)
+			} else {
+				w.Header().Set("Retry-After", fmt.Sprint(retryAfter.Seconds()))
+				w.WriteHeader(http.StatusTooManyRequests)
+			}
+			res := w.Result()
+			res.Request = req
+			return res, nil
+		})
+		tr := &polite.Transport{Base: rt, Limits: polite.Limits{Rate: 10, Burst: 1, Concurrency: 2},
+			MaxRetryAfter: time.Minute, Breaker: BreakerFor(time.Second)}
+		var list strings.Builder
+		for i := range urls {
+			fmt.Fprintf(&list, "http://slow.test/%d\n", i)
+		}
+		dir := t.TempDir()
+		j := loadJob(t, dir, list.String(), Options{Transport: tr, Workers: 4, Retries: 3, Bodies: BodiesNone,
+			MaxRetryAfter: time.Minute, HostGiveUp: giveUp})
+		defer j.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		start := time.Now()
+		sum, err := j.Run(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Five failures in a row (40 s), then --host-give-up, then the
+		// pause in force when the scheduler looks; the URLs' own retries
+		// would take 30 × 4 × 10 s.
+		if took, limit := time.Since(start), 5*retryAfter+giveUp+2*retryAfter; sum.Interrupted || took > limit {
+			t.Errorf("Run took %v (interrupted %v), want the host given up within %v", took, sum.Interrupted, limit)
+		}
+		res := readResults(t, dir)
+		given := 0
+		for _, r := range res {
+			if r.Outcome != Throttled {
+				t.Errorf("%s: %s %q, want throttled", r.URL, r.Outcome, r.Error)
+			}
+			if strings.Contains(r.Error, "host given up") && strings.Contains(r.Error, "429") {
+				given++
+			}
+		}
+		if len(res) != urls || given == 0 {
+			t.Errorf("%d results, %d given up with the reason; want %d, some", len(res), given, urls)
+		}
+	})
+}
