@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -70,6 +71,58 @@ func TestThrottledForeverHostGivesUp(t *testing.T) {
 		}
 		if len(res) != urls || given == 0 {
 			t.Errorf("%d results, %d given up with the reason; want %d, some", len(res), given, urls)
+		}
+	})
+}
+
+// A URL whose redirect went to a host paused beyond --max-retry-after had
+// the pause kept in state.db as its own host's, so the next run (a resume
+// after a kill, or a rerun with new URLs) finished every URL of the
+// redirecting host throttled, unsent, until the other host's pause ended
+// (found by polite retry and a rerun: a.test's /to-hang and /to-503 ended
+// "host paused until 2030" because /to-ra went to a host that said so).
+// The pause is the other host's: the redirecting host's URLs go out.
+func TestHopsPauseNotKeptAsItsHosts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sent sync.Map // host+path → true
+		rt := rtFunc(func(req *http.Request) (*http.Response, error) {
+			w := httptest.NewRecorder()
+			switch {
+			case req.URL.Path == "/robots.txt":
+				w.WriteHeader(http.StatusNotFound)
+			case req.URL.Host == "b.test":
+				w.Header().Set("Retry-After", "3600")
+				w.WriteHeader(http.StatusTooManyRequests)
+			case req.URL.Path == "/to-b":
+				time.Sleep(time.Second) // b.test has paused by then
+				http.Redirect(w, req, "http://b.test/from-a", http.StatusFound)
+			default:
+				fmt.Fprint(w, "ok")
+			}
+			sent.Store(req.URL.Host+req.URL.Path, true)
+			res := w.Result()
+			res.Request = req
+			return res, nil
+		})
+		tr := func() *polite.Transport {
+			return &polite.Transport{Base: rt, Limits: polite.Limits{Rate: 10, Concurrency: 2}, MaxRetryAfter: time.Minute}
+		}
+		dir := t.TempDir()
+		opts := Options{Workers: 4, Bodies: BodiesNone, MaxRetryAfter: time.Minute}
+		runJob(t, dir, tr(), "http://b.test/x\nhttp://a.test/to-b\n", opts)
+		runJob(t, dir, tr(), "http://b.test/x\nhttp://a.test/to-b\nhttp://a.test/new\n", opts)
+		res := map[string]Result{}
+		for _, r := range readResults(t, dir) {
+			res[r.URL] = r
+		}
+		if r := res["http://a.test/to-b"]; r.Outcome != Throttled {
+			t.Errorf("a.test/to-b: %s %q, want throttled (its redirect's host paused)", r.Outcome, r.Error)
+		}
+		if r := res["http://a.test/new"]; r.Outcome != OK {
+			t.Errorf("rerun: a.test/new %s %q, want ok: b.test's pause is not a.test's", r.Outcome, r.Error)
+		}
+		if _, ok := sent.Load("a.test/new"); !ok {
+			t.Errorf("a.test/new was not sent")
 		}
 	})
 }

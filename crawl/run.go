@@ -551,6 +551,12 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 	var pe *polite.PausedError
 	var be *polite.BlockedError
 	switch {
+	case errors.As(err, &pe) && pe.Host != j.budgetOf(it.host):
+		// A redirect hop's host is paused, not the URL's: kept as the
+		// URL's host's, the pause finished that host's every URL unsent
+		// on the next run.
+		j.finishErr(it, Throttled, 0, fmt.Sprintf("throttled: its redirect to %s was not followed: host %s paused until %s (%s), beyond --max-retry-after",
+			it.cur, pe.Host, pe.Until.UTC().Format(time.RFC3339), pe.Reason))
 	case errors.As(err, &pe):
 		j.finishErr(it, Throttled, 0, pausedMsg(pe.Until, pe.Reason))
 		j.persistPause(it.host, pe.Until, pe.Reason)
