@@ -595,7 +595,10 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 		// An unreachable robots.txt is fetched again within --max-delay,
 		// a wait polite chooses itself, so that the URLs waiting for it
 		// (a retry each) see a new fetch each time (issue 17, defect 9).
-		tr.RobotsCache = &robots.Cache{Client: &http.Client{Transport: tr}, UserAgent: o.UserAgent,
+		// A fetch is a request like any: --timeout bounds it (the cache's
+		// own minute held one of --workers for a robots.txt that never
+		// answers, and other hosts' robots.txt waited behind it).
+		tr.RobotsCache = &robots.Cache{Client: &http.Client{Transport: tr}, UserAgent: o.UserAgent, Timeout: o.Timeout,
 			ErrorTTL: min(robots.DefaultErrorTTL, o.MaxDelay), MaxErrorTTL: o.MaxDelay}
 	}
 	return tr
