@@ -120,8 +120,8 @@ func (h *host) pausedFor(now time.Time) time.Duration {
 	return time.Duration(h.paused.Load() - max(0, h.pauseSeen.Load()-now.UnixNano()))
 }
 
-// giveUp decides, for a host not ready for d (why), whether its remaining
-// URLs are finished now. It is called with the scheduler's lock held.
+// giveUp decides, for a host not ready for d (why), or ready (d 0),
+// whether its remaining URLs are finished now. It is called with the scheduler's lock held.
 func (j *Job) giveUp(h *host, d time.Duration, why polite.Reason, now time.Time) *givenUp {
 	switch why {
 	case polite.ReasonRate, polite.ReasonSlot, polite.ReasonBlock, polite.ReasonBreaker:

@@ -18,61 +18,80 @@ import (
 // its breaker: five failures 10 s apart do not fall within the breaker's
 // 30 s window, so --host-give-up never started counting, and each URL
 // spent its retries one 10 s pause at a time (found by polite fetch on 100
-// URLs with --retries 3 --host-give-up 30s: 6 finished after 4 minutes, the
+// URLs with --retries 3 --host-give-up 30s: 6 finished after 3½ minutes, the
 // rest due in 50). Failures in a row, each heard after the one before, now
 // count as the breaker's would, however far apart the host spaces them.
 func TestThrottledForeverHostGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const urls, retryAfter, giveUp = 30, 10 * time.Second, time.Minute
-		rt := rtFunc(func(req *http.Request) (*http.Response, error) {
-			w := httptest.NewRecorder()
-			if req.URL.Path == "/robots.txt" {
-				w.WriteHeader(http.StatusNotFound)
-			} else {
-				w.Header().Set("Retry-After", fmt.Sprint(retryAfter.Seconds()))
-				w.WriteHeader(http.StatusTooManyRequests)
-			}
-			res := w.Result()
-			res.Request = req
-			return res, nil
+		res := giveUpJob(t, "http://slow.test/", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", fmt.Sprint(retryAfter.Seconds()))
+			w.WriteHeader(http.StatusTooManyRequests)
 		})
-		tr := &polite.Transport{Base: rt, Limits: polite.Limits{Rate: 10, Burst: 1, Concurrency: 2},
-			MaxRetryAfter: time.Minute, Breaker: BreakerFor(time.Second)}
-		var list strings.Builder
-		for i := range urls {
-			fmt.Fprintf(&list, "http://slow.test/%d\n", i)
-		}
-		dir := t.TempDir()
-		j := loadJob(t, dir, list.String(), Options{Transport: tr, Workers: 4, Retries: 3, Bodies: BodiesNone,
-			MaxRetryAfter: time.Minute, HostGiveUp: giveUp})
-		defer j.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
-		defer cancel()
-		start := time.Now()
-		sum, err := j.Run(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Five failures in a row (40 s), then --host-give-up, then the
-		// pause in force when the scheduler looks; the URLs' own retries
-		// would take 30 × 4 × 10 s.
-		if took, limit := time.Since(start), 5*retryAfter+giveUp+2*retryAfter; sum.Interrupted || took > limit {
-			t.Errorf("Run took %v (interrupted %v), want the host given up within %v", took, sum.Interrupted, limit)
-		}
-		res := readResults(t, dir)
 		given := 0
 		for _, r := range res {
-			if r.Outcome != Throttled {
-				t.Errorf("%s: %s %q, want throttled", r.URL, r.Outcome, r.Error)
-			}
 			if strings.Contains(r.Error, "host given up") && strings.Contains(r.Error, "429") {
 				given++
 			}
 		}
-		if len(res) != urls || given == 0 {
-			t.Errorf("%d results, %d given up with the reason; want %d, some", len(res), given, urls)
+		if given == 0 {
+			t.Errorf("no URL given up with the reason: %v", res)
 		}
 	})
+}
+
+// retryAfter is the pause giveUpJob's hosts name, giveUpAfter its
+// --host-give-up.
+const retryAfter, giveUpAfter = 10 * time.Second, time.Minute
+
+// giveUpJob runs, in a synctest bubble, a job of 30 URLs under prefix
+// (0, 1, …) against hosts that serve answer (robots.txt is not found),
+// with --retries 3, and checks that every URL ends throttled, within the
+// breaker's five failures in a row, --host-give-up and a pause or two,
+// where their retries one pause at a time would take 30 × 4 × 10 s.
+func giveUpJob(t *testing.T, prefix string, answer http.HandlerFunc) []Result {
+	t.Helper()
+	const urls = 30
+	rt := rtFunc(func(req *http.Request) (*http.Response, error) {
+		w := httptest.NewRecorder()
+		if req.URL.Path == "/robots.txt" {
+			w.WriteHeader(http.StatusNotFound)
+		} else {
+			answer(w, req)
+		}
+		res := w.Result()
+		res.Request = req
+		return res, nil
+	})
+	tr := &polite.Transport{Base: rt, Limits: polite.Limits{Rate: 10, Burst: 1, Concurrency: 2},
+		MaxRetryAfter: time.Minute, Breaker: BreakerFor(time.Second)}
+	var list strings.Builder
+	for i := range urls {
+		fmt.Fprintf(&list, "%s%d\n", prefix, i)
+	}
+	dir := t.TempDir()
+	j := loadJob(t, dir, list.String(), Options{Transport: tr, Workers: 4, Retries: 3, Bodies: BodiesNone,
+		MaxRetryAfter: time.Minute, HostGiveUp: giveUpAfter})
+	defer j.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	start := time.Now()
+	sum, err := j.Run(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took, limit := time.Since(start), 5*retryAfter+giveUpAfter+2*retryAfter; sum.Interrupted || took > limit {
+		t.Errorf("Run took %v (interrupted %v), want the host given up within %v", took, sum.Interrupted, limit)
+	}
+	res := readResults(t, dir)
+	for _, r := range res {
+		if r.Outcome != Throttled {
+			t.Errorf("%s: %s %q, want throttled", r.URL, r.Outcome, r.Error)
+		}
+	}
+	if len(res) != urls {
+		t.Errorf("%d results, want %d", len(res), urls)
+	}
+	return res
 }
 
 // A URL whose redirect went to a host paused beyond --max-retry-after had
@@ -124,5 +143,26 @@ func TestHopsPauseNotKeptAsItsHosts(t *testing.T) {
 		if _, ok := sent.Load("a.test/new"); !ok {
 			t.Errorf("a.test/new was not sent")
 		}
+	})
+}
+
+// A host whose every URL redirects to a host that answers 429 with
+// Retry-After: 10 forever (a link shortener in front of it) kept the job
+// going one pause at a time: each followed redirect was a success of the
+// redirecting host, so its failures in a row never reached the breaker's
+// threshold and --host-give-up never began (found by polite fetch on 30
+// such URLs, --retries 3 --host-give-up 30s: killed after 400 s, 10
+// finished). A redirect followed says nothing of a host's health either
+// way; its hops' failures count.
+func TestRedirectsToThrottledForeverHostGiveUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		giveUpJob(t, "http://short.test/", func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Host == "short.test" {
+				http.Redirect(w, r, "http://slow.test"+r.URL.Path, http.StatusFound)
+				return
+			}
+			w.Header().Set("Retry-After", fmt.Sprint(retryAfter.Seconds()))
+			w.WriteHeader(http.StatusTooManyRequests)
+		})
 	})
 }

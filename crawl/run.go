@@ -293,7 +293,9 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		}
 		it.hop = false
 		h.stats.record(tr)
-		j.health(h, tr, err, resp)
+		if err != nil {
+			j.health(h, tr, err, nil)
+		}
 		if it.cur == "" || j.ownHop(h, req.URL) { // a hop elsewhere says nothing of h
 			h.blk.heard(target, tr.Outcome, tr.Block, time.Now())
 		}
@@ -308,8 +310,13 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	}
 	out := outcomeOf(tr.Outcome)
 	if out == OK && j.redirect(it, resp, ip.get()) {
+		// A redirect followed says nothing of h's health: its hop's
+		// answer does (a host redirecting to one that throttles forever
+		// reset its failures in a row with each 302, and was never
+		// given up).
 		return
 	}
+	j.health(h, tr, nil, resp)
 	body, sum, truncated, rerr := j.readBody(resp)
 	now := time.Now()
 	if rerr != nil && out == OK {

@@ -295,9 +295,10 @@ func compact[T any](q []*T, head int) ([]*T, int) {
 // A sched is safe for concurrent use.
 type sched struct {
 	readyFn func(h *host, now time.Time) (time.Duration, polite.Reason) // Transport.Ready, and pauses of earlier runs
-	// giveUpFn, when set, is asked (with mu held) about a host that is
-	// not ready for a while: a non-nil answer finishes the host's URLs
-	// (they are handed out at once, marked, instead of waiting).
+	// giveUpFn, when set, is asked (with mu held) about a host with a
+	// URL to hand out, ready (d 0) or not for d: a non-nil answer
+	// finishes the host's URLs (they are handed out at once, marked,
+	// instead of waiting).
 	giveUpFn func(h *host, d time.Duration, why polite.Reason, now time.Time) *givenUp
 	wake     chan struct{} // the timer heap's head moved earlier
 
@@ -588,7 +589,9 @@ func (s *sched) next() *item {
 			h.heldBack(now, why)
 			continue // kicked again when one of its requests ends
 		}
-		if (d > 0 || why == polite.ReasonBreaker) && s.giveUpFn != nil {
+		// Ready or not: a host whose URLs all redirect to a failing one
+		// is ready whenever asked, and failing all the same.
+		if s.giveUpFn != nil {
 			if g := s.giveUpFn(h, d, why, now); g != nil {
 				s.abandon(h, g)
 				return s.handOut(h, now)
