@@ -15,9 +15,10 @@ import (
 // backoff's cap; a wait the server names is honoured up to MaxRetryAfter,
 // and beyond it the host's waiting URLs are finished at once as throttled,
 // the pause kept in state.db so that a rerun leaves the host alone until
-// then; and a host whose breaker has not closed for HostGiveUp has its
-// remaining URLs finished with the reason. So a dead host costs at most
-// HostGiveUp (plus one backoff cap), not days.
+// then; and a host failing for HostGiveUp (its breaker not closed, or
+// failures in a row however far apart) has its remaining URLs finished
+// with the reason. So a dead host costs at most HostGiveUp (plus one
+// backoff cap, or one pause it named), not days.
 
 // ready is the scheduler's Transport.Ready, behind the pause an earlier run
 // recorded for the host.
@@ -119,8 +120,8 @@ func (h *host) pausedFor(now time.Time) time.Duration {
 	return time.Duration(h.paused.Load() - max(0, h.pauseSeen.Load()-now.UnixNano()))
 }
 
-// giveUp decides, for a host not ready for d (why), whether its remaining
-// URLs are finished now. It is called with the scheduler's lock held.
+// giveUp decides, for a host not ready for d (why), or ready (d 0),
+// whether its remaining URLs are finished now. It is called with the scheduler's lock held.
 func (j *Job) giveUp(h *host, d time.Duration, why polite.Reason, now time.Time) *givenUp {
 	switch why {
 	case polite.ReasonRate, polite.ReasonSlot, polite.ReasonBlock, polite.ReasonBreaker:
@@ -139,7 +140,7 @@ func (j *Job) giveUp(h *host, d time.Duration, why polite.Reason, now time.Time)
 		if f := h.lastFail.Load(); f != nil {
 			g.outcome, g.msg = f.outcome, f.msg
 		}
-		g.msg = fmt.Sprintf("host given up: its breaker has not closed for %v (since %s, --host-give-up %v); last attempt: %s",
+		g.msg = fmt.Sprintf("host given up: failing for %v (its breaker not closed, or every answer a failure; since %s, --host-give-up %v); last attempt: %s",
 			now.Sub(time.Unix(0, since)).Round(time.Second), time.Unix(0, since).UTC().Format(time.RFC3339), j.opts.HostGiveUp, g.msg)
 		return g
 	}
@@ -153,16 +154,26 @@ func pausedMsg(until time.Time, why polite.Reason) string {
 		until.UTC().Format(time.RFC3339), why)
 }
 
-// health follows whether h's breaker has closed since its failures began,
+// health follows whether h has been failing since its failures began,
 // after an attempt that was sent: a failure that finds the breaker not
-// closed starts the count (if not started), anything else stops it.
+// closed, or that makes the breaker's threshold of failures in a row,
+// starts the count (if not started), anything else stops it. The breaker
+// alone missed a host that throttles forever: it opens on its threshold
+// of failures within its window, and a host whose Retry-After spaces its
+// 429s wider than that kept its breaker closed while every URL spent its
+// retries one pause at a time.
 func (j *Job) health(h *host, tr polite.Tried, err error, resp *http.Response) {
 	if !worthRetry(tr.Outcome) {
 		if h.failing.Load() != 0 {
 			h.failing.Store(0)
 		}
+		if h.streak.Load() != 0 {
+			h.streak.Store(0)
+		}
 		return
 	}
+	now := time.Now()
+	streak := h.failedAgain(now.Add(-tr.Latency), now)
 	f := &givenUp{outcome: NetworkError}
 	switch {
 	case resp != nil:
@@ -177,9 +188,40 @@ func (j *Job) health(h *host, tr polite.Tried, err error, resp *http.Response) {
 	if h.failing.Load() != 0 {
 		return
 	}
-	if st, ok := j.tr.State(j.budgetOf(h)); ok && st.Breaker != breaker.Closed {
-		h.failing.CompareAndSwap(0, time.Now().UnixNano())
+	if streak >= j.breakerThreshold() {
+		h.failing.CompareAndSwap(0, now.UnixNano())
+		return
 	}
+	if st, ok := j.tr.State(j.budgetOf(h)); ok && st.Breaker != breaker.Closed {
+		h.failing.CompareAndSwap(0, now.UnixNano())
+	}
+}
+
+// failedAgain notes a failed attempt of h sent at sent and heard at now,
+// and returns h's failures in a row: the answers to attempts sent before
+// the last failure was heard are one wave (requests in flight together
+// meeting one overload), counted once, as the Transport counts them
+// against the breaker.
+func (h *host) failedAgain(sent, now time.Time) int32 {
+	s := sent.UnixNano()
+	for {
+		last := h.failHeard.Load()
+		if last != 0 && s < last {
+			return h.streak.Load()
+		}
+		if h.failHeard.CompareAndSwap(last, now.UnixNano()) {
+			return h.streak.Add(1)
+		}
+	}
+}
+
+// breakerThreshold is the failures in a row that open a host's breaker
+// (the Transport's Breaker.Threshold, as breaker.Config reads it).
+func (j *Job) breakerThreshold() int32 {
+	if n := j.tr.Breaker.Threshold; n > 0 {
+		return int32(min(n, breaker.MaxThreshold))
+	}
+	return breaker.DefaultThreshold
 }
 
 // persistPause records, once per instant, that h is paused until until, so

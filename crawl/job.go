@@ -96,11 +96,12 @@ type Options struct {
 	Backoff       retry.Backoff
 	Budget        retry.BudgetConfig
 	MaxRetryAfter time.Duration
-	// HostGiveUp is how long a host's breaker may stay unclosed (open, or
-	// half-open with its probes failing) before the host's remaining URLs
-	// are finished with the reason, its last failure's outcome: a dead
-	// host must not keep a job alive for days. If zero, DefaultHostGiveUp;
-	// if negative, never.
+	// HostGiveUp is how long a host may keep failing (its breaker
+	// unclosed, open or half-open with its probes failing, or as many
+	// failures in a row as open the breaker, however far apart) before
+	// the host's remaining URLs are finished with the reason, its last
+	// failure's outcome: a dead host must not keep a job alive for days.
+	// If zero, DefaultHostGiveUp; if negative, never.
 	HostGiveUp time.Duration
 	// BlockRecheck is how long after a soft block (a challenge page) the
 	// job asks its host again, with one URL alone from a part of the site

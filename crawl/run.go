@@ -293,7 +293,9 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 		}
 		it.hop = false
 		h.stats.record(tr)
-		j.health(h, tr, err, resp)
+		if err != nil {
+			j.health(h, tr, err, nil)
+		}
 		if it.cur == "" || j.ownHop(h, req.URL) { // a hop elsewhere says nothing of h
 			h.blk.heard(target, tr.Outcome, tr.Block, time.Now())
 		}
@@ -308,8 +310,13 @@ func (j *Job) fetch(ctx context.Context, it *item) {
 	}
 	out := outcomeOf(tr.Outcome)
 	if out == OK && j.redirect(it, resp, ip.get()) {
+		// A redirect followed says nothing of h's health: its hop's
+		// answer does (a host redirecting to one that throttles forever
+		// reset its failures in a row with each 302, and was never
+		// given up).
 		return
 	}
+	j.health(h, tr, nil, resp)
 	body, sum, truncated, rerr := j.readBody(resp)
 	now := time.Now()
 	if rerr != nil && out == OK {
@@ -551,6 +558,12 @@ func (j *Job) failed(ctx context.Context, it *item, err error, tr polite.Tried) 
 	var pe *polite.PausedError
 	var be *polite.BlockedError
 	switch {
+	case errors.As(err, &pe) && pe.Host != j.budgetOf(it.host):
+		// A redirect hop's host is paused, not the URL's: kept as the
+		// URL's host's, the pause finished that host's every URL unsent
+		// on the next run.
+		j.finishErr(it, Throttled, 0, fmt.Sprintf("throttled: its redirect to %s was not followed: host %s paused until %s (%s), beyond --max-retry-after",
+			it.cur, pe.Host, pe.Until.UTC().Format(time.RFC3339), pe.Reason))
 	case errors.As(err, &pe):
 		j.finishErr(it, Throttled, 0, pausedMsg(pe.Until, pe.Reason))
 		j.persistPause(it.host, pe.Until, pe.Reason)

@@ -134,10 +134,16 @@ type host struct {
 	// pauseSeen is the latest pause end seen (unix ns), paused the time
 	// the host's pauses covered this run (ns; see notePause).
 	pauseSeen, paused atomic.Int64
-	// failing is since when (unix ns) the host's breaker has not closed,
-	// 0 while it is closed; lastFail what its last failed attempt came to.
-	failing  atomic.Int64
-	lastFail atomic.Pointer[givenUp]
+	// failing is since when (unix ns) the host has been failing (its
+	// breaker not closed, or the breaker's threshold of failures in a
+	// row), 0 while it is not; lastFail what its last failed attempt came
+	// to. streak is the host's failures in a row, one wave counted once,
+	// and failHeard when the last of them was heard (unix ns; see
+	// failedAgain).
+	failing   atomic.Int64
+	lastFail  atomic.Pointer[givenUp]
+	streak    atomic.Int32
+	failHeard atomic.Int64
 	// blk is what the job heard of the host's soft blocks (see block.go).
 	blk blockState
 	// rateLogged: the host's starting rate is in events.jsonl (this run).
@@ -289,9 +295,10 @@ func compact[T any](q []*T, head int) ([]*T, int) {
 // A sched is safe for concurrent use.
 type sched struct {
 	readyFn func(h *host, now time.Time) (time.Duration, polite.Reason) // Transport.Ready, and pauses of earlier runs
-	// giveUpFn, when set, is asked (with mu held) about a host that is
-	// not ready for a while: a non-nil answer finishes the host's URLs
-	// (they are handed out at once, marked, instead of waiting).
+	// giveUpFn, when set, is asked (with mu held) about a host with a
+	// URL to hand out, ready (d 0) or not for d: a non-nil answer
+	// finishes the host's URLs (they are handed out at once, marked,
+	// instead of waiting).
 	giveUpFn func(h *host, d time.Duration, why polite.Reason, now time.Time) *givenUp
 	wake     chan struct{} // the timer heap's head moved earlier
 
@@ -582,7 +589,9 @@ func (s *sched) next() *item {
 			h.heldBack(now, why)
 			continue // kicked again when one of its requests ends
 		}
-		if (d > 0 || why == polite.ReasonBreaker) && s.giveUpFn != nil {
+		// Ready or not: a host whose URLs all redirect to a failing one
+		// is ready whenever asked, and failing all the same.
+		if s.giveUpFn != nil {
 			if g := s.giveUpFn(h, d, why, now); g != nil {
 				s.abandon(h, g)
 				return s.handOut(h, now)

@@ -280,7 +280,7 @@ func newFetchCmd(e *env, runF func(context.Context, any) error) *cobra.Command {
 	f.IntVar(&o.Retries, "retries", crawl.DefaultRetries, "retries of a URL after its first attempt (429/503, 408/504, 5xx, timeout, no response)")
 	f.DurationVar(&o.MaxDelay, "max-delay", retry.DefaultCap, "cap of every wait polite chooses itself: backoff between retries, breaker open delay")
 	f.DurationVar(&o.MaxRetryAfter, "max-retry-after", crawl.DefaultMaxRetryAfter, "longest pause a host may name (Retry-After, RateLimit reset) that its URLs wait out; beyond, they end throttled at once")
-	f.DurationVar(&o.HostGiveUp, "host-give-up", crawl.DefaultHostGiveUp, "a host whose breaker has not closed for this long has its remaining URLs finished with the reason")
+	f.DurationVar(&o.HostGiveUp, "host-give-up", crawl.DefaultHostGiveUp, "a host failing for this long (its breaker not closed, or nothing but failures, 5 or more in a row) has its remaining URLs finished with the reason")
 	f.DurationVar(&o.BlockRecheck, "block-recheck", crawl.DefaultBlockRecheck, "after a soft block (WAF challenge, captcha), ask the host again this much later, with one URL from a path not challenged; 0: never (the first challenge ends the host)")
 	f.DurationVar(&o.Timeout, "timeout", crawl.DefaultTimeout, "time limit of one request, body included")
 	f.DurationVar(&o.Grace, "grace", crawl.DefaultGrace, "after Ctrl-C, how long requests in flight may finish")
@@ -595,7 +595,10 @@ func (o *fetchOptions) transport(loop *loopbackPorts) *polite.Transport {
 		// An unreachable robots.txt is fetched again within --max-delay,
 		// a wait polite chooses itself, so that the URLs waiting for it
 		// (a retry each) see a new fetch each time (issue 17, defect 9).
-		tr.RobotsCache = &robots.Cache{Client: &http.Client{Transport: tr}, UserAgent: o.UserAgent,
+		// A fetch is a request like any: --timeout bounds it (the cache's
+		// own minute held one of --workers for a robots.txt that never
+		// answers, and other hosts' robots.txt waited behind it).
+		tr.RobotsCache = &robots.Cache{Client: &http.Client{Transport: tr}, UserAgent: o.UserAgent, Timeout: o.Timeout,
 			ErrorTTL: min(robots.DefaultErrorTTL, o.MaxDelay), MaxErrorTTL: o.MaxDelay}
 	}
 	return tr

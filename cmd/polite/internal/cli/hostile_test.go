@@ -169,6 +169,37 @@ func TestHostGiveUp(t *testing.T) {
 	}
 }
 
+// A robots.txt that never answers held its fetch for the robots cache's
+// own minute, not --timeout, and with it one of the --workers requests in
+// flight: under --workers 1 a healthy host's robots.txt (a 404 at once)
+// waited behind it until its URLs ended robots_unreachable, never sent
+// (found by polite fetch --workers 1 --timeout 1s --retries 3: all three
+// URLs of the healthy host lost in 16 s). A robots.txt is a request:
+// --timeout bounds it.
+func TestHangingRobotsDoesNotStarveOtherHosts(t *testing.T) {
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	defer hang.Close()
+	fine := &testbed.Hostile{}
+	srv := httptest.NewServer(fine)
+	defer srv.Close()
+	list := urls(hang.URL, "/a") + urls(srv.URL, "/b", "/c", "/d")
+	code, res, stderr := runHostile(t, t.TempDir(), list,
+		"--workers", "1", "--timeout", "1s", "--retries", "3", "--max-delay", "100ms", "--rate", "100")
+	if code != ExitFailures {
+		t.Errorf("exit %d, want %d; stderr: %s", code, ExitFailures, stderr)
+	}
+	for _, p := range []string{"/b", "/c", "/d"} {
+		if r := res[srv.URL+p]; r.Outcome != crawl.OK {
+			t.Errorf("%s: %s %q, want ok: its host's robots.txt is a 404", p, r.Outcome, r.Error)
+		}
+	}
+	if r := res[hang.URL+"/a"]; r.Outcome != crawl.RobotsUnreachable {
+		t.Errorf("/a: %s %q, want robots_unreachable", r.Outcome, r.Error)
+	}
+}
+
 // A robots.txt (or anything else) redirecting to an internal address was
 // followed (issue 17, defect 6). By default a fetch connects only to public
 // addresses and to the loopback ports its list names; --allow-private lifts
