@@ -108,6 +108,11 @@ type Config struct {
 	Rand func() float64
 }
 
+// WithDefaults returns c with the defaults and bounds filled in, as a
+// Breaker uses it: for code that follows the same rules elsewhere (the
+// crawl job's failures in a row, a shared store's script).
+func (c Config) WithDefaults() Config { return c.normalize() }
+
 func (c Config) normalize() Config {
 	if c.Threshold <= 0 {
 		c.Threshold = DefaultThreshold

@@ -216,13 +216,8 @@ func (h *host) failedAgain(sent, now time.Time) int32 {
 }
 
 // breakerThreshold is the failures in a row that open a host's breaker
-// (the Transport's Breaker.Threshold, as breaker.Config reads it).
-func (j *Job) breakerThreshold() int32 {
-	if n := j.tr.Breaker.Threshold; n > 0 {
-		return int32(min(n, breaker.MaxThreshold))
-	}
-	return breaker.DefaultThreshold
-}
+// (the Transport's Breaker.Threshold, as a Breaker reads it).
+func (j *Job) breakerThreshold() int32 { return int32(j.tr.Breaker.WithDefaults().Threshold) }
 
 // persistPause records, once per instant, that h is paused until until, so
 // that a rerun does not send to it before then.

@@ -216,7 +216,7 @@ func New(c redis.UniversalClient, reg *polite.Registry, o Options) (*Store, erro
 	}
 	var id [8]byte
 	rand.Read(id[:])
-	s := &Store{c: c, reg: reg, o: o, br: breaker.Share(o.Breaker).Config(),
+	s := &Store{c: c, reg: reg, o: o, br: o.Breaker.WithDefaults(),
 		budget: o.Budget.WithDefaults(), idle: idle.Microseconds(), lease: o.LeaseTTL.Microseconds(),
 		worker: hex.EncodeToString(id[:]), done: make(chan struct{})}
 	local := o.LocalOptions
